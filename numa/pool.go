@@ -1,0 +1,263 @@
+package numa
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"runtime/debug"
+	"sync"
+)
+
+// Worker describes one worker of a Pool.
+type Worker struct {
+	// ID numbers the workers from 0, domain after domain: domain 0's workers
+	// come first.
+	ID int
+	// Domain is the index, in the pool's Topology.Domains, of the domain
+	// whose CPUs the worker runs on.
+	Domain int
+	// Pinned reports whether the worker's thread is bound to exactly the CPUs
+	// of its domain. It is false where the OS refused the binding.
+	Pinned bool
+}
+
+// ErrClosed is returned by Run and RunOnDomain on a closed Pool.
+var ErrClosed = errors.New("numa: pool is closed")
+
+// task is one call of a function on a worker; its result goes to done.
+type task struct {
+	fn   func(Worker) error
+	done chan<- error
+}
+
+// Pool is a fixed set of workers, each a goroutine locked to its own OS
+// thread and pinned to the CPUs of one NUMA domain. The workers live until
+// Close, so their threads stay pinned from one Run to the next.
+//
+// Run and RunOnDomain may be called from several goroutines at once. Every
+// worker executes the functions of concurrent Runs in the same order, so a
+// function that waits for the other workers of its own Run (a barrier) does
+// not deadlock. The functions must not call Run or RunOnDomain on the same
+// pool, which would deadlock, nor runtime.Goexit (t.FailNow in tests), which
+// would end the worker and leave its caller waiting.
+type Pool struct {
+	workers []Worker
+	own     []chan task // own[i] feeds worker i, for Run
+	domain  []chan task // domain[d] feeds any idle worker of domain d
+	quit    chan struct{}
+	exited  sync.WaitGroup
+
+	// mu serializes the hand-over of tasks, so that all workers receive
+	// concurrent Runs in one order, and guards closed.
+	mu     sync.Mutex
+	closed bool
+}
+
+// NewPool starts threads workers over the domains of t and returns once
+// every worker has pinned its thread, or failed to.
+//
+// The workers are spread in proportion to the domains' CPU counts and
+// deterministically: each worker in turn goes to the domain with the fewest
+// workers per CPU, the lowest index winning ties. Every domain thus gets a
+// worker before any gets a second, so each domain has at least one worker
+// when threads >= len(t.Domains); with fewer threads, the first domains get
+// one each. Workers are numbered domain after domain (see Worker.ID).
+//
+// Each worker binds its thread to all CPUs of its domain, leaving the kernel
+// to balance threads inside the domain. Where the OS refuses (EPERM or
+// EINVAL in containers and cgroups, CPUs outside the cgroup), the worker
+// runs unpinned and NewPool logs one warning for the whole pool on log,
+// which may be nil to discard messages.
+func NewPool(t Topology, threads int, log *slog.Logger) (*Pool, error) {
+	return newPool(t, threads, log, pinThread)
+}
+
+// newPool is NewPool with the function that pins the calling thread to a
+// CPU set given as pin, so that tests can simulate refusal.
+func newPool(t Topology, threads int, log *slog.Logger, pin func(cpus []int) error) (*Pool, error) {
+	if threads < 1 {
+		return nil, fmt.Errorf("new pool: %d threads, need at least 1", threads)
+	}
+	if len(t.Domains) == 0 {
+		return nil, errors.New("new pool: topology has no domains")
+	}
+	for i, d := range t.Domains {
+		if len(d.CPUs) == 0 {
+			return nil, fmt.Errorf("new pool: domain %d (node %d) has no CPUs", i, d.ID)
+		}
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+
+	counts := spread(t, threads)
+	p := &Pool{
+		workers: make([]Worker, 0, threads),
+		own:     make([]chan task, threads),
+		domain:  make([]chan task, len(t.Domains)),
+		quit:    make(chan struct{}),
+	}
+	for d, n := range counts {
+		p.domain[d] = make(chan task)
+		for range n {
+			p.own[len(p.workers)] = make(chan task)
+			p.workers = append(p.workers, Worker{ID: len(p.workers), Domain: d})
+		}
+	}
+
+	pinErrs := make([]error, threads)
+	var started sync.WaitGroup
+	started.Add(threads)
+	p.exited.Add(threads)
+	for i := range p.workers {
+		go p.work(&p.workers[i], t.Domains[p.workers[i].Domain].CPUs, pin, &pinErrs[i], &started)
+	}
+	started.Wait()
+
+	refused := 0
+	var firstErr error
+	for _, err := range pinErrs {
+		if err != nil {
+			refused++
+			if firstErr == nil {
+				firstErr = err
+			}
+		}
+	}
+	if refused > 0 {
+		log.Warn("cannot pin worker threads to their NUMA domains; they run unpinned",
+			"refused", refused, "workers", threads, "error", firstErr)
+	}
+	if cpus := len(t.CPUs()); threads > cpus {
+		log.Info("more worker threads than CPUs", "threads", threads, "cpus", cpus)
+	}
+	log.Debug("worker pool started", "workers", threads, "domains", len(t.Domains), "per_domain", counts)
+	return p, nil
+}
+
+// spread returns how many of threads workers each domain of t gets; see
+// NewPool for the rule.
+func spread(t Topology, threads int) []int {
+	counts := make([]int, len(t.Domains))
+	for range threads {
+		best := 0
+		for d := 1; d < len(counts); d++ {
+			// counts[d]/cpus(d) < counts[best]/cpus(best), without division.
+			if counts[d]*len(t.Domains[best].CPUs) < counts[best]*len(t.Domains[d].CPUs) {
+				best = d
+			}
+		}
+		counts[best]++
+	}
+	return counts
+}
+
+// work is the body of worker w: it pins its thread to cpus, records the
+// outcome in w.Pinned and *pinErr, then runs tasks until the pool closes.
+func (p *Pool) work(w *Worker, cpus []int, pin func([]int) error, pinErr *error, started *sync.WaitGroup) {
+	defer p.exited.Done()
+	// The thread stays locked for good: when this goroutine returns, the
+	// runtime ends the thread instead of handing its narrowed affinity mask
+	// to unrelated goroutines.
+	runtime.LockOSThread()
+	*pinErr = pin(cpus)
+	w.Pinned = *pinErr == nil
+	self := *w
+	started.Done()
+
+	own, domain := p.own[self.ID], p.domain[self.Domain]
+	for {
+		select {
+		case t := <-own:
+			err := call(self, t.fn)
+			if err != nil {
+				err = fmt.Errorf("worker %d (domain %d): %w", self.ID, self.Domain, err)
+			}
+			t.done <- err
+		case t := <-domain:
+			t.done <- call(self, t.fn)
+		case <-p.quit:
+			return
+		}
+	}
+}
+
+// call runs fn on w and turns a panic into an error carrying the stack, so
+// that one failing function brings down neither the worker nor the process.
+func call(w Worker, fn func(Worker) error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v\n%s", r, debug.Stack())
+		}
+	}()
+	return fn(w)
+}
+
+// Workers returns a copy of the pool's workers, ordered by ID.
+func (p *Pool) Workers() []Worker {
+	return append([]Worker(nil), p.workers...)
+}
+
+// Domains returns the number of domains of the pool's topology; domains are
+// numbered 0 to Domains()-1 in RunOnDomain and Replicas.
+func (p *Pool) Domains() int {
+	return len(p.domain)
+}
+
+// Run calls fn once on every worker, concurrently, each call on that
+// worker's pinned thread, and waits for all calls to return. It returns the
+// first error to occur, prefixed with the worker that returned it. A panic
+// in fn is recovered and returned as an error with its stack; the worker
+// remains usable.
+func (p *Pool) Run(fn func(w Worker) error) error {
+	done := make(chan error, len(p.workers))
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return ErrClosed
+	}
+	for _, c := range p.own {
+		c <- task{fn: fn, done: done}
+	}
+	p.mu.Unlock()
+
+	var first error
+	for range p.workers {
+		if err := <-done; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// RunOnDomain calls fn on an idle worker of domain d, on that worker's pinned
+// thread, waiting for one to become idle, and returns fn's error. A panic in
+// fn is recovered and returned as an error with its stack.
+func (p *Pool) RunOnDomain(d int, fn func() error) error {
+	if d < 0 || d >= len(p.domain) {
+		return fmt.Errorf("run on domain %d: pool has %d domains", d, len(p.domain))
+	}
+	done := make(chan error, 1)
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return ErrClosed
+	}
+	p.domain[d] <- task{fn: func(Worker) error { return fn() }, done: done}
+	p.mu.Unlock()
+	return <-done
+}
+
+// Close stops the workers once their current functions return, and ends
+// their threads. It is safe to call more than once; Run and RunOnDomain
+// return ErrClosed afterwards.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	if !p.closed {
+		p.closed = true
+		close(p.quit)
+	}
+	p.mu.Unlock()
+	p.exited.Wait()
+}
