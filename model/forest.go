@@ -1,0 +1,380 @@
+package model
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Tree is one trained CRAFTML tree stored in flat slices, so that a forest
+// of millions of nodes is a few large allocations and encodes without
+// pointer chasing.
+//
+// Node 0 is the root. An internal node n has k = NumChildren[n] children
+// with consecutive ids starting at FirstChild[n]. Its classifier (the k
+// child centroids over the projected feature space) is stored
+// feature-major: the projected dimensions any centroid uses,
+// SplitDim[SplitStart[n]:SplitStart[n+1]] in increasing order, and for each
+// of them a row of k values (zero where a centroid does not use it) in
+// SplitValue[ValueStart[n]:ValueStart[n+1]]. Routing an instance then costs
+// one table lookup and one k-wide multiply-add per non-zero. A leaf
+// (NumChildren 0) stores its mean label vector in
+// LeafLabel/LeafValue[LeafStart[n]:LeafStart[n+1]], labels sorted.
+type Tree struct {
+	X, Y Projection // feature and label projections of this tree
+
+	FirstChild  []int32
+	NumChildren []int32
+	Size        []int32 // training instances that reached the node
+	SplitStart  []int64 // len(nodes)+1
+	ValueStart  []int64 // len(nodes)+1
+	LeafStart   []int64 // len(nodes)+1
+
+	SplitDim   []int32
+	SplitValue []float32
+
+	LeafLabel []int32
+	LeafValue []float32
+}
+
+// Reset empties the tree, keeping the capacity of its slices for reuse.
+func (t *Tree) Reset() {
+	*t = Tree{
+		FirstChild: t.FirstChild[:0], NumChildren: t.NumChildren[:0], Size: t.Size[:0],
+		SplitStart: t.SplitStart[:0], ValueStart: t.ValueStart[:0], LeafStart: t.LeafStart[:0],
+		SplitDim: t.SplitDim[:0], SplitValue: t.SplitValue[:0],
+		LeafLabel: t.LeafLabel[:0], LeafValue: t.LeafValue[:0],
+	}
+}
+
+// Nodes is the number of nodes of the tree.
+func (t *Tree) Nodes() int { return len(t.NumChildren) }
+
+// SplitIndex finds the classifier entries of one internal node for a
+// projected dimension in constant time: a dense table over the projected
+// feature space, loaded for one node at a time. Loading costs the node's
+// entries, and pays off when many instances are routed through the node, as
+// in training and batch prediction. A SplitIndex belongs to one goroutine.
+type SplitIndex struct {
+	row  []int32 // per projected dimension, its row in the node's values, or -1
+	tree *Tree
+	node int32
+}
+
+// NewSplitIndex returns an empty index for trees whose projected feature
+// dimension is at most dim.
+func NewSplitIndex(dim int) *SplitIndex {
+	ix := &SplitIndex{row: make([]int32, dim), node: -1}
+	for i := range ix.row {
+		ix.row[i] = -1
+	}
+	return ix
+}
+
+// Load points the index at internal node n of t.
+func (ix *SplitIndex) Load(t *Tree, n int32) {
+	ix.Unload()
+	for r, d := range t.SplitDim[t.SplitStart[n]:t.SplitStart[n+1]] {
+		ix.row[d] = int32(r)
+	}
+	ix.tree, ix.node = t, n
+}
+
+// Unload resets the table, so that loading the next node costs only that
+// node's entries.
+func (ix *SplitIndex) Unload() {
+	if ix.tree == nil {
+		return
+	}
+	t := ix.tree
+	for _, d := range t.SplitDim[t.SplitStart[ix.node]:t.SplitStart[ix.node+1]] {
+		ix.row[d] = -1
+	}
+	ix.tree, ix.node = nil, -1
+}
+
+// Best returns the child of the loaded node whose centroid has the largest
+// dot product with the projected instance given as (bucket, signed value)
+// pairs (collisions need not be merged: the product is linear in them). As
+// centroids have unit norm this is the child of highest cosine; ties go to
+// the lowest child. scores is scratch of at least the node's children.
+func (ix *SplitIndex) Best(buckets []int32, signed []float32, scores []float32) int32 {
+	t, n := ix.tree, ix.node
+	k := int(t.NumChildren[n])
+	scores = scores[:k]
+	clear(scores)
+	values := t.SplitValue[t.ValueStart[n]:t.ValueStart[n+1]]
+	for i, b := range buckets {
+		r := int(ix.row[b])
+		if r < 0 {
+			continue
+		}
+		v := signed[i]
+		w := values[r*k : r*k+k]
+		for c, wc := range w {
+			scores[c] += v * wc
+		}
+	}
+	best := 0
+	for c := 1; c < k; c++ {
+		if scores[c] > scores[best] {
+			best = c
+		}
+	}
+	return int32(best)
+}
+
+// Project writes the projected (bucket, signed value) pairs of an instance
+// into buckets and signed, which must have len(idx) room, and returns them.
+func (t *Tree) Project(idx []int32, val []float32, buckets []int32, signed []float32) ([]int32, []float32) {
+	buckets, signed = buckets[:len(idx)], signed[:len(idx)]
+	for i, j := range idx {
+		b, s := t.X.Map(j)
+		buckets[i], signed[i] = b, s*val[i]
+	}
+	return buckets, signed
+}
+
+// Leaf returns the mean label vector stored at leaf n.
+func (t *Tree) Leaf(n int32) (labels []int32, values []float32) {
+	lo, hi := t.LeafStart[n], t.LeafStart[n+1]
+	return t.LeafLabel[lo:hi], t.LeafValue[lo:hi]
+}
+
+// treeMagic starts every encoded tree, so that a section swapped or decoded
+// as the wrong kind fails loudly.
+const treeMagic uint32 = 0x54524545 // "TREE"
+
+// MarshalBinary encodes the tree in a little-endian layout: magic, the two
+// projections, the node count and the slice lengths, then each slice.
+func (t *Tree) MarshalBinary() ([]byte, error) {
+	n := t.Nodes()
+	size := 4 + 6*4 + 4*8 + n*4*3 + (n+1)*8*3 + len(t.SplitDim)*4 + len(t.SplitValue)*4 + len(t.LeafLabel)*8
+	b := make([]byte, 0, size)
+	le := binary.LittleEndian
+	b = le.AppendUint32(b, treeMagic)
+	for _, p := range []Projection{t.X, t.Y} {
+		b = le.AppendUint32(b, uint32(p.Dim))
+		b = le.AppendUint32(b, p.BucketSeed)
+		b = le.AppendUint32(b, p.SignSeed)
+	}
+	b = le.AppendUint64(b, uint64(n))
+	b = le.AppendUint64(b, uint64(len(t.SplitDim)))
+	b = le.AppendUint64(b, uint64(len(t.SplitValue)))
+	b = le.AppendUint64(b, uint64(len(t.LeafLabel)))
+	for _, s := range [][]int32{t.FirstChild, t.NumChildren, t.Size} {
+		for _, v := range s {
+			b = le.AppendUint32(b, uint32(v))
+		}
+	}
+	for _, s := range [][]int64{t.SplitStart, t.ValueStart, t.LeafStart} {
+		for _, v := range s {
+			b = le.AppendUint64(b, uint64(v))
+		}
+	}
+	for _, v := range t.SplitDim {
+		b = le.AppendUint32(b, uint32(v))
+	}
+	for _, v := range t.SplitValue {
+		b = le.AppendUint32(b, math.Float32bits(v))
+	}
+	for _, v := range t.LeafLabel {
+		b = le.AppendUint32(b, uint32(v))
+	}
+	for _, v := range t.LeafValue {
+		b = le.AppendUint32(b, math.Float32bits(v))
+	}
+	return b, nil
+}
+
+// errTreeCorrupt is wrapped by every structural error of UnmarshalBinary.
+var errTreeCorrupt = errors.New("corrupt tree")
+
+// UnmarshalBinary decodes a tree written by MarshalBinary and checks that
+// every offset and id is in range, so that a damaged file is an error rather
+// than a panic at prediction time. D and L bound feature ids are checked by
+// the caller through the projections' dimensions.
+func (t *Tree) UnmarshalBinary(b []byte) error {
+	r := reader{b: b}
+	if r.u32() != treeMagic {
+		return fmt.Errorf("%w: bad magic", errTreeCorrupt)
+	}
+	for _, p := range []*Projection{&t.X, &t.Y} {
+		p.Dim = int32(r.u32())
+		p.BucketSeed = r.u32()
+		p.SignSeed = r.u32()
+	}
+	n, nDim, nValue, nLeaf := r.u64(), r.u64(), r.u64(), r.u64()
+	if r.err != nil || n == 0 || n > uint64(len(b)) || nDim > uint64(len(b)) || nValue > uint64(len(b)) || nLeaf > uint64(len(b)) {
+		return fmt.Errorf("%w: bad counts", errTreeCorrupt)
+	}
+	t.FirstChild = r.i32s(int(n))
+	t.NumChildren = r.i32s(int(n))
+	t.Size = r.i32s(int(n))
+	t.SplitStart = r.i64s(int(n) + 1)
+	t.ValueStart = r.i64s(int(n) + 1)
+	t.LeafStart = r.i64s(int(n) + 1)
+	t.SplitDim = r.i32s(int(nDim))
+	t.SplitValue = r.f32s(int(nValue))
+	t.LeafLabel = r.i32s(int(nLeaf))
+	t.LeafValue = r.f32s(int(nLeaf))
+	if r.err != nil {
+		return fmt.Errorf("%w: %v", errTreeCorrupt, r.err)
+	}
+	if len(r.b) != 0 {
+		return fmt.Errorf("%w: %d trailing bytes", errTreeCorrupt, len(r.b))
+	}
+	return t.validate()
+}
+
+// validate checks the structural invariants Route and Leaf rely on.
+func (t *Tree) validate() error {
+	n := int32(t.Nodes())
+	if t.X.Dim <= 0 || t.Y.Dim <= 0 {
+		return fmt.Errorf("%w: projection dimension %d/%d", errTreeCorrupt, t.X.Dim, t.Y.Dim)
+	}
+	if t.SplitStart[0] != 0 || t.ValueStart[0] != 0 || t.LeafStart[0] != 0 ||
+		t.SplitStart[n] != int64(len(t.SplitDim)) || t.ValueStart[n] != int64(len(t.SplitValue)) ||
+		t.LeafStart[n] != int64(len(t.LeafLabel)) {
+		return fmt.Errorf("%w: offsets do not cover the entries", errTreeCorrupt)
+	}
+	for i := range n {
+		if t.SplitStart[i] > t.SplitStart[i+1] || t.LeafStart[i] > t.LeafStart[i+1] {
+			return fmt.Errorf("%w: node %d offsets decrease", errTreeCorrupt, i)
+		}
+		k := t.NumChildren[i]
+		if k < 0 || (k > 0 && (t.FirstChild[i] <= i || t.FirstChild[i] > n-k)) {
+			return fmt.Errorf("%w: node %d children out of range", errTreeCorrupt, i)
+		}
+		if (t.SplitStart[i+1]-t.SplitStart[i])*int64(k) != t.ValueStart[i+1]-t.ValueStart[i] {
+			return fmt.Errorf("%w: node %d has %d values for %d dimensions and %d children", errTreeCorrupt, i,
+				t.ValueStart[i+1]-t.ValueStart[i], t.SplitStart[i+1]-t.SplitStart[i], k)
+		}
+		for q := t.SplitStart[i]; q < t.SplitStart[i+1]; q++ {
+			if d := t.SplitDim[q]; d < 0 || d >= t.X.Dim || (q > t.SplitStart[i] && d <= t.SplitDim[q-1]) {
+				return fmt.Errorf("%w: node %d split dimensions unsorted or out of range", errTreeCorrupt, i)
+			}
+		}
+	}
+	return nil
+}
+
+// CheckLabels reports an error if a leaf names a label outside [0, L).
+func (t *Tree) CheckLabels(L int) error {
+	for _, l := range t.LeafLabel {
+		if l < 0 || int(l) >= L {
+			return fmt.Errorf("%w: leaf label %d outside [0, %d)", errTreeCorrupt, l, L)
+		}
+	}
+	return nil
+}
+
+// reader decodes little-endian values from b, remembering the first error
+// so that decoders read straight through and check once.
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) take(n int) []byte {
+	if r.err != nil {
+		return nil
+	}
+	if n < 0 || n > len(r.b) {
+		r.err = fmt.Errorf("truncated: need %d bytes, have %d", n, len(r.b))
+		return nil
+	}
+	p := r.b[:n]
+	r.b = r.b[n:]
+	return p
+}
+
+func (r *reader) u32() uint32 {
+	p := r.take(4)
+	if p == nil {
+		return 0
+	}
+	return binary.LittleEndian.Uint32(p)
+}
+
+func (r *reader) u64() uint64 {
+	p := r.take(8)
+	if p == nil {
+		return 0
+	}
+	return binary.LittleEndian.Uint64(p)
+}
+
+func (r *reader) i32s(n int) []int32 {
+	p := r.take(4 * n)
+	if p == nil {
+		return make([]int32, 0)
+	}
+	s := make([]int32, n)
+	for i := range s {
+		s[i] = int32(binary.LittleEndian.Uint32(p[4*i:]))
+	}
+	return s
+}
+
+func (r *reader) f32s(n int) []float32 {
+	p := r.take(4 * n)
+	if p == nil {
+		return make([]float32, 0)
+	}
+	s := make([]float32, n)
+	for i := range s {
+		s[i] = math.Float32frombits(binary.LittleEndian.Uint32(p[4*i:]))
+	}
+	return s
+}
+
+func (r *reader) i64s(n int) []int64 {
+	p := r.take(8 * n)
+	if p == nil {
+		return make([]int64, 0)
+	}
+	s := make([]int64, n)
+	for i := range s {
+		s[i] = int64(binary.LittleEndian.Uint64(p[8*i:]))
+	}
+	return s
+}
+
+// TreeStats summarise a tree's shape for xmc inspect.
+type TreeStats struct {
+	Nodes, Leaves            int
+	MinDepth, MaxDepth       int
+	MeanDepth                float64
+	MeanLeafSize             float64
+	MaxLeafSize              int
+	SplitValues, LeafEntries int
+}
+
+// Stats computes the shape of the tree: node and leaf counts, leaf depths,
+// training instances per leaf and stored entries.
+func (t *Tree) Stats() TreeStats {
+	s := TreeStats{Nodes: t.Nodes(), MinDepth: math.MaxInt, SplitValues: len(t.SplitValue), LeafEntries: len(t.LeafLabel)}
+	depth := make([]int, t.Nodes())
+	var depthSum, sizeSum int
+	for n := range t.Nodes() {
+		if k := t.NumChildren[n]; k > 0 {
+			for c := t.FirstChild[n]; c < t.FirstChild[n]+k; c++ {
+				depth[c] = depth[n] + 1
+			}
+			continue
+		}
+		s.Leaves++
+		s.MinDepth = min(s.MinDepth, depth[n])
+		s.MaxDepth = max(s.MaxDepth, depth[n])
+		depthSum += depth[n]
+		sizeSum += int(t.Size[n])
+		s.MaxLeafSize = max(s.MaxLeafSize, int(t.Size[n]))
+	}
+	if s.Leaves > 0 {
+		s.MeanDepth = float64(depthSum) / float64(s.Leaves)
+		s.MeanLeafSize = float64(sizeSum) / float64(s.Leaves)
+	}
+	return s
+}

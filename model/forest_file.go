@@ -1,0 +1,117 @@
+package model
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// AlgorithmForest names CRAFTML forests in model headers.
+const AlgorithmForest = "forest"
+
+// treeSection is the section name of tree t: the id makes a shard's
+// contents self-describing.
+func treeSection(t int) string { return fmt.Sprintf("tree/%06d", t) }
+
+func parseTreeSection(name string) (int, bool) {
+	s, ok := strings.CutPrefix(name, "tree/")
+	if !ok {
+		return 0, false
+	}
+	t, err := strconv.Atoi(s)
+	return t, err == nil && t >= 0
+}
+
+// WriteForest writes encoded trees (index = tree id; nil entries, trees not
+// held, are skipped) into one model file at path, atomically.
+func WriteForest(path string, h Header, trees [][]byte) (int64, error) {
+	w, err := Create(path, h)
+	if err != nil {
+		return 0, err
+	}
+	for t, b := range trees {
+		if b == nil {
+			continue
+		}
+		if err := w.AddSection(treeSection(t), b); err != nil {
+			w.Abort()
+			return 0, err
+		}
+	}
+	if err := w.Commit(); err != nil {
+		return 0, err
+	}
+	return w.Bytes(), nil
+}
+
+// LoadForest reads a forest from a model file or from the manifest of a
+// sharded one, keeping the trees for which keep returns true (all trees if
+// keep is nil), so that each rank can load only the trees it predicts with.
+// The header's Counts["trees"] is the number of trees the model holds; their
+// ids need not be contiguous (a run interrupted by its time limit writes the
+// trees it finished).
+func LoadForest(path string, keep func(tree int) bool) (*Forest, Header, error) {
+	isManifest, err := IsManifest(path)
+	if err != nil {
+		return nil, Header{}, err
+	}
+	// One file, or the shards of a manifest, each checked against it.
+	var h Header
+	var read []func() (*File, error)
+	if isManifest {
+		m, err := ReadManifest(path)
+		if err != nil {
+			return nil, Header{}, err
+		}
+		h = m.Header
+		for _, ref := range m.Shards {
+			read = append(read, func() (*File, error) { return ReadShard(path, ref) })
+		}
+	} else {
+		read = append(read, func() (*File, error) { return ReadFile(path) })
+	}
+	var f *Forest
+	for i, readFile := range read {
+		file, err := readFile()
+		if err != nil {
+			return nil, Header{}, err
+		}
+		p := file.Path
+		if !isManifest {
+			h = file.Header
+		}
+		if file.Header.Algorithm != AlgorithmForest {
+			return nil, Header{}, fmt.Errorf("%s: a %q model, not a forest", p, file.Header.Algorithm)
+		}
+		if i == 0 {
+			f = &Forest{D: h.D, L: h.L, TotalTrees: int(h.Counts["trees"])}
+		}
+		if file.Header.D != h.D || file.Header.L != h.L {
+			return nil, Header{}, fmt.Errorf("%s: shard is D=%d L=%d but the model is D=%d L=%d", p, file.Header.D, file.Header.L, h.D, h.L)
+		}
+		for _, s := range file.Sections {
+			t, ok := parseTreeSection(s.Name)
+			if !ok {
+				return nil, Header{}, fmt.Errorf("%s: unexpected section %q in a forest", p, s.Name)
+			}
+			if keep != nil && !keep(t) {
+				continue
+			}
+			tree := new(Tree)
+			if err := tree.UnmarshalBinary(s.Data); err != nil {
+				return nil, Header{}, fmt.Errorf("%s: %s: %w", p, s.Name, err)
+			}
+			if err := tree.CheckLabels(h.L); err != nil {
+				return nil, Header{}, fmt.Errorf("%s: %s: %w", p, s.Name, err)
+			}
+			f.Trees = append(f.Trees, tree)
+		}
+	}
+	if f.TotalTrees < 1 {
+		return nil, Header{}, fmt.Errorf("%s: header counts no trees", path)
+	}
+	if keep == nil && len(f.Trees) != f.TotalTrees {
+		return nil, Header{}, fmt.Errorf("%s: holds %d trees but its header counts %d", path, len(f.Trees), f.TotalTrees)
+	}
+	return f, h, nil
+}

@@ -1,0 +1,282 @@
+package model
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"sync/atomic"
+
+	"xmc/data"
+	"xmc/numa"
+)
+
+// Forest is a CRAFTML forest, or the part of one held by a rank. Its score
+// for label l on an instance is the sum over its trees of the mean label
+// vector of the leaf the instance reaches, divided by TotalTrees (the size of
+// the whole forest, so that shards' partial sums add up to the average).
+type Forest struct {
+	D, L       int
+	TotalTrees int
+	Trees      []*Tree
+}
+
+// Sparse is one row of partial label scores, labels in no particular order.
+// Sums are sums of leaf values, not yet divided by the number of trees.
+type Sparse struct {
+	Labels []int32
+	Sums   []float64
+}
+
+// forestScratch is one goroutine's prediction memory, reused across blocks
+// of rows.
+type forestScratch struct {
+	// acc is dense over labels and zero between rows. It is float64 because
+	// a sum of float32 leaf values (counts over leaf sizes below 2^23) is
+	// then exact whatever the order, so scores do not depend on how trees
+	// were spread over ranks.
+	acc     []float64
+	touched []int32
+	index   *SplitIndex
+	buckets []int32   // projected non-zeros of the block's rows, row after row
+	signed  []float32 // their signed values
+	rowOff  []int     // start of each block row in buckets; one more at the end
+	order   []int32   // block rows, partitioned by node during routing
+	tmp     []int32
+	child   []int32 // routed child of each block row at the current node
+	counts  []int32
+	scores  []float32
+	leafOf  []int32 // leaf reached by block row r in tree t: leafOf[r*trees+t]
+}
+
+// predictBlock is the number of rows routed together through a tree: large
+// enough that loading a node's split index is paid by many rows.
+const predictBlock = 1024
+
+func (f *Forest) newScratch(x *data.CSR) *forestScratch {
+	branch, dim := 1, 1
+	for _, t := range f.Trees {
+		dim = max(dim, int(t.X.Dim))
+		for _, k := range t.NumChildren {
+			branch = max(branch, int(k))
+		}
+	}
+	maxNNZ := int64(0)
+	for lo := 0; lo < x.Rows; lo += predictBlock {
+		hi := min(lo+predictBlock, x.Rows)
+		maxNNZ = max(maxNNZ, x.Indptr[hi]-x.Indptr[lo])
+	}
+	return &forestScratch{
+		acc: make([]float64, f.L), index: NewSplitIndex(dim),
+		buckets: make([]int32, maxNNZ), signed: make([]float32, maxNNZ),
+		rowOff: make([]int, predictBlock+1), order: make([]int32, predictBlock),
+		tmp: make([]int32, predictBlock), child: make([]int32, predictBlock),
+		counts: make([]int32, branch+1), scores: make([]float32, branch),
+		leafOf: make([]int32, predictBlock*len(f.Trees)),
+	}
+}
+
+// routeBlock records in s.leafOf the leaf of tree ti reached by every row
+// of x[lo:hi], routing the rows together node by node.
+func (f *Forest) routeBlock(ti int, x *data.CSR, lo, hi int, s *forestScratch) {
+	t := f.Trees[ti]
+	n := hi - lo
+	off := 0
+	for r := range n {
+		idx, val := x.Row(lo + r)
+		s.rowOff[r] = off
+		t.Project(idx, val, s.buckets[off:], s.signed[off:])
+		off += len(idx)
+		s.order[r] = int32(r)
+	}
+	s.rowOff[n] = off
+	type pending struct {
+		node   int32
+		lo, hi int
+	}
+	stack := []pending{{0, 0, n}}
+	for len(stack) > 0 {
+		p := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		rows := s.order[p.lo:p.hi]
+		k := t.NumChildren[p.node]
+		if k == 0 {
+			for _, r := range rows {
+				s.leafOf[int(r)*len(f.Trees)+ti] = p.node
+			}
+			continue
+		}
+		s.index.Load(t, p.node)
+		counts := s.counts[:k+1]
+		clear(counts)
+		for i, r := range rows {
+			c := s.index.Best(s.buckets[s.rowOff[r]:s.rowOff[r+1]], s.signed[s.rowOff[r]:s.rowOff[r+1]], s.scores)
+			s.child[i] = c
+			counts[c+1]++
+		}
+		for c := range k {
+			counts[c+1] += counts[c]
+		}
+		for c := range k {
+			if counts[c+1] > counts[c] {
+				stack = append(stack, pending{t.FirstChild[p.node] + c, p.lo + int(counts[c]), p.lo + int(counts[c+1])})
+			}
+		}
+		tmp := s.tmp[:len(rows)]
+		for i, r := range rows {
+			tmp[counts[s.child[i]]] = r
+			counts[s.child[i]]++
+		}
+		copy(rows, tmp)
+	}
+	s.index.Unload()
+}
+
+// sumBlock routes x[lo:hi] through every tree and calls emit for each row
+// with the row's summed leaf vectors in s.acc (labels listed in s.touched);
+// emit must zero the entries of s.acc it read.
+func (f *Forest) sumBlock(x *data.CSR, lo, hi int, s *forestScratch, emit func(i int)) {
+	for ti := range f.Trees {
+		f.routeBlock(ti, x, lo, hi, s)
+	}
+	for r := range hi - lo {
+		s.touched = s.touched[:0]
+		for ti, t := range f.Trees {
+			labels, values := t.Leaf(s.leafOf[r*len(f.Trees)+ti])
+			for q, l := range labels {
+				if s.acc[l] == 0 {
+					s.touched = append(s.touched, l)
+				}
+				s.acc[l] += float64(values[q])
+			}
+		}
+		emit(lo + r)
+	}
+}
+
+// Predict returns the k best labels of every row of x with their scores,
+// computed by the pool's workers over blocks of rows.
+func (f *Forest) Predict(x *data.CSR, k int, pool *numa.Pool) ([][]Scored, error) {
+	if err := f.checkInput(x); err != nil {
+		return nil, err
+	}
+	out := make([][]Scored, x.Rows)
+	err := f.forBlocks(x, pool, func(s *forestScratch, lo, hi int) {
+		f.sumBlock(x, lo, hi, s, func(i int) {
+			row := make([]Scored, len(s.touched))
+			for q, l := range s.touched {
+				row[q] = Scored{Label: l, Score: float32(s.acc[l] / float64(f.TotalTrees))}
+				s.acc[l] = 0
+			}
+			out[i] = TopK(row, k)
+		})
+	})
+	return out, err
+}
+
+// PartialSums returns, for every row of x, the sparse sums of the leaf
+// vectors over this forest's trees. Ranks holding parts of a forest compute
+// these and MergeSums adds them: exact, and the traffic is proportional to
+// the labels reached, never dense in L.
+func (f *Forest) PartialSums(x *data.CSR, pool *numa.Pool) ([]Sparse, error) {
+	if err := f.checkInput(x); err != nil {
+		return nil, err
+	}
+	out := make([]Sparse, x.Rows)
+	err := f.forBlocks(x, pool, func(s *forestScratch, lo, hi int) {
+		f.sumBlock(x, lo, hi, s, func(i int) {
+			row := Sparse{Labels: make([]int32, len(s.touched)), Sums: make([]float64, len(s.touched))}
+			for q, l := range s.touched {
+				row.Labels[q], row.Sums[q] = l, s.acc[l]
+				s.acc[l] = 0
+			}
+			out[i] = row
+		})
+	})
+	return out, err
+}
+
+func (f *Forest) checkInput(x *data.CSR) error {
+	if x.Cols > f.D {
+		return fmt.Errorf("data has %d features but the model was trained on %d", x.Cols, f.D)
+	}
+	if len(f.Trees) == 0 {
+		return fmt.Errorf("forest has no trees")
+	}
+	return nil
+}
+
+// forBlocks calls block(s, lo, hi) for consecutive blocks of rows of x, on
+// the pool's workers, each worker with scratch it allocates itself (so the
+// memory is local to its NUMA domain).
+func (f *Forest) forBlocks(x *data.CSR, pool *numa.Pool, block func(s *forestScratch, lo, hi int)) error {
+	var next atomic.Int64
+	return pool.Run(func(numa.Worker) error {
+		s := f.newScratch(x)
+		for {
+			lo := int(next.Add(predictBlock)) - predictBlock
+			if lo >= x.Rows {
+				return nil
+			}
+			block(s, lo, min(lo+predictBlock, x.Rows))
+		}
+	})
+}
+
+// EncodeSums serialises partial sums for transfer: per row the count, then
+// labels and sums.
+func EncodeSums(rows []Sparse) []byte {
+	n := 8
+	for _, r := range rows {
+		n += 4 + 12*len(r.Labels)
+	}
+	b := make([]byte, 0, n)
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(rows)))
+	for _, r := range rows {
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(r.Labels)))
+		for q, l := range r.Labels {
+			b = binary.LittleEndian.AppendUint32(b, uint32(l))
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(r.Sums[q]))
+		}
+	}
+	return b
+}
+
+// MergeSums adds the encoded partial sums of several ranks row by row,
+// divides them by the forest's number of trees and returns each row's k best
+// labels: the same scores, bit for bit, as Predict on the whole forest.
+func MergeSums(parts [][]byte, rows, L, k, trees int) ([][]Scored, error) {
+	acc := make([]float64, L)
+	var touched []int32
+	out := make([][]Scored, rows)
+	readers := make([]reader, len(parts))
+	for p := range parts {
+		readers[p] = reader{b: parts[p]}
+		if n := readers[p].u64(); n != uint64(rows) {
+			return nil, fmt.Errorf("merge: part %d has %d rows, want %d", p, n, rows)
+		}
+	}
+	for i := range rows {
+		touched = touched[:0]
+		for p := range readers {
+			r := &readers[p]
+			n := int(r.u32())
+			for range n {
+				l, v := r.u32(), math.Float64frombits(r.u64())
+				if r.err != nil || l >= uint32(L) {
+					return nil, fmt.Errorf("merge: part %d row %d is malformed", p, i)
+				}
+				if acc[l] == 0 {
+					touched = append(touched, int32(l))
+				}
+				acc[l] += v
+			}
+		}
+		row := make([]Scored, len(touched))
+		for q, l := range touched {
+			row[q] = Scored{Label: l, Score: float32(acc[l] / float64(trees))}
+			acc[l] = 0
+		}
+		out[i] = TopK(row, k)
+	}
+	return out, nil
+}

@@ -1,0 +1,332 @@
+package model
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+)
+
+// Scored is one predicted label with its score.
+type Scored struct {
+	Label int32
+	Score float32
+}
+
+// ranksBefore reports whether a ranks strictly before b: higher score
+// first, ties broken by lower label, and NaN scores after every number so
+// that the order is total even on bad input.
+func ranksBefore(a, b Scored) bool {
+	switch {
+	case a.Score > b.Score:
+		return true
+	case a.Score < b.Score:
+		return false
+	case a.Score == b.Score:
+		return a.Label < b.Label
+	}
+	// At least one score is NaN.
+	an, bn := a.Score != a.Score, b.Score != b.Score
+	if an != bn {
+		return bn
+	}
+	return a.Label < b.Label
+}
+
+// compareRank is ranksBefore as a three-way comparison for slices.SortFunc.
+func compareRank(a, b Scored) int {
+	switch {
+	case ranksBefore(a, b):
+		return -1
+	case ranksBefore(b, a):
+		return 1
+	}
+	return 0
+}
+
+// SortScored sorts s in rank order: score descending, ties by label
+// ascending, NaN scores last.
+func SortScored(s []Scored) { slices.SortFunc(s, compareRank) }
+
+// TopK returns the k best entries of scores in rank order (score
+// descending, ties by label ascending, NaN scores last) in a new slice; all
+// of them, sorted, if there are at most k. It selects with a size-k heap,
+// O(n log k), and leaves scores unchanged.
+func TopK(scores []Scored, k int) []Scored {
+	return topKInto(make([]Scored, 0, max(0, min(k, len(scores)))), scores, k)
+}
+
+// topKInto is TopK writing into dst[:0], so that per-row callers reuse
+// one buffer.
+func topKInto(dst, scores []Scored, k int) []Scored {
+	if k <= 0 {
+		return dst[:0]
+	}
+	if len(scores) <= k {
+		top := append(dst[:0], scores...)
+		SortScored(top)
+		return top
+	}
+	// heap is a min-heap by rank: heap[0] is the worst of the best k so far.
+	heap := append(dst[:0], scores[:k]...)
+	for i := k/2 - 1; i >= 0; i-- {
+		siftDown(heap, i)
+	}
+	for _, s := range scores[k:] {
+		if ranksBefore(s, heap[0]) {
+			heap[0] = s
+			siftDown(heap, 0)
+		}
+	}
+	SortScored(heap)
+	return heap
+}
+
+// siftDown restores the heap property below i in a heap whose root is the
+// lowest-ranked entry. It is written out because container/heap's interface
+// calls would dominate the cost of selecting a handful of labels per row.
+func siftDown(h []Scored, i int) {
+	for {
+		worst := i
+		if l := 2*i + 1; l < len(h) && ranksBefore(h[worst], h[l]) {
+			worst = l
+		}
+		if r := 2*i + 2; r < len(h) && ranksBefore(h[worst], h[r]) {
+			worst = r
+		}
+		if worst == i {
+			return
+		}
+		h[i], h[worst] = h[worst], h[i]
+		i = worst
+	}
+}
+
+// WriteScores writes rows in the standard XMC score format: a header line
+// "N L", then one line per row of space-separated label:score pairs in rank
+// order (score descending, ties by label ascending; rows not in that order
+// are sorted on a copy), an empty line for a row without predictions. Scores
+// are written in the shortest form that reads back to the same float32.
+// Labels outside [0, L), duplicate labels in a row and NaN scores are errors.
+func WriteScores(w io.Writer, L int, rows [][]Scored) error {
+	if L < 0 {
+		return fmt.Errorf("write scores: negative label count %d", L)
+	}
+	bw := bufio.NewWriterSize(w, 1<<16)
+	b := make([]byte, 0, 256)
+	b = strconv.AppendInt(b, int64(len(rows)), 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, int64(L), 10)
+	b = append(b, '\n')
+	var sorted []Scored
+	var labels []int32 // scratch for duplicateLabel
+	for i, row := range rows {
+		if !slices.IsSortedFunc(row, compareRank) {
+			sorted = append(sorted[:0], row...)
+			SortScored(sorted)
+			row = sorted
+		}
+		if l, ok := duplicateLabel(row, &labels); ok {
+			return fmt.Errorf("write scores: row %d: label %d listed twice", i, l)
+		}
+		for j, s := range row {
+			if s.Label < 0 || int(s.Label) >= L {
+				return fmt.Errorf("write scores: row %d: label %d outside [0, %d)", i, s.Label, L)
+			}
+			if math.IsNaN(float64(s.Score)) {
+				return fmt.Errorf("write scores: row %d: label %d has a NaN score", i, s.Label)
+			}
+			if j > 0 {
+				b = append(b, ' ')
+			}
+			b = strconv.AppendInt(b, int64(s.Label), 10)
+			b = append(b, ':')
+			b = strconv.AppendFloat(b, float64(s.Score), 'g', -1, 32)
+		}
+		b = append(b, '\n')
+		if _, err := bw.Write(b); err != nil {
+			return fmt.Errorf("write scores: %w", err)
+		}
+		b = b[:0]
+	}
+	if _, err := bw.Write(b); err != nil {
+		return fmt.Errorf("write scores: %w", err)
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("write scores: %w", err)
+	}
+	return nil
+}
+
+// ReadScores reads a score file in the standard XMC format (see
+// [WriteScores]). Pairs may come in any order, as in score matrices written
+// by other XMC programs sorted by label; each returned row is in rank order.
+// Errors are reported as file:line:column: a malformed header or pair, a
+// label outside [0, L), a label listed twice in a row, a NaN score, or a
+// number of rows different from the header's N.
+func ReadScores(path string) (L int, rows [][]Scored, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, nil, fmt.Errorf("read scores: %w", err)
+	}
+	defer f.Close()
+	return readScores(f, path)
+}
+
+// readScores parses a score file from r; name is used in errors.
+func readScores(r io.Reader, name string) (L int, rows [][]Scored, err error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 1<<16), 1<<30)
+	if !sc.Scan() {
+		if err := sc.Err(); err != nil {
+			return 0, nil, fmt.Errorf("read scores %s: %w", name, err)
+		}
+		return 0, nil, fmt.Errorf("%s:1:1: empty file, expected header \"N L\"", name)
+	}
+	n, L, err := parseScoreHeader(sc.Bytes())
+	if err != nil {
+		return 0, nil, fmt.Errorf("%s:1:%w", name, err)
+	}
+	// All pairs go to one flat slice, rows are cut from it at the end: one
+	// allocation pattern for millions of rows instead of one per row.
+	var flat []Scored
+	var labels []int32 // scratch for duplicateLabel
+	ends := make([]int, 0, min(n, 1<<16))
+	line := 1
+	for sc.Scan() {
+		line++
+		if len(ends) == n {
+			return 0, nil, fmt.Errorf("%s:%d:1: more than the %d rows the header announces", name, line, n)
+		}
+		start := len(flat)
+		flat, err = parseScoreRow(sc.Bytes(), L, flat)
+		if err != nil {
+			return 0, nil, fmt.Errorf("%s:%d:%w", name, line, err)
+		}
+		row := flat[start:]
+		SortScored(row)
+		if l, ok := duplicateLabel(row, &labels); ok {
+			return 0, nil, fmt.Errorf("%s:%d:1: label %d listed twice", name, line, l)
+		}
+		ends = append(ends, len(flat))
+	}
+	if err := sc.Err(); err != nil {
+		return 0, nil, fmt.Errorf("read scores %s line %d: %w", name, line+1, err)
+	}
+	if len(ends) != n {
+		return 0, nil, fmt.Errorf("%s:%d:1: file has %d rows, header announces %d", name, line+1, len(ends), n)
+	}
+	rows = make([][]Scored, n)
+	start := 0
+	for i, end := range ends {
+		rows[i] = flat[start:end:end]
+		start = end
+	}
+	return L, rows, nil
+}
+
+// duplicateLabel reports a label that occurs twice in row. Rows are short
+// (top-k predictions), so a quadratic scan beats sorting for the usual k up
+// to a few dozen; longer rows are checked on a sorted copy in *scratch,
+// which is reused across calls.
+func duplicateLabel(row []Scored, scratch *[]int32) (int32, bool) {
+	if len(row) <= 32 {
+		for i := 1; i < len(row); i++ {
+			for j := range i {
+				if row[i].Label == row[j].Label {
+					return row[i].Label, true
+				}
+			}
+		}
+		return 0, false
+	}
+	labels := (*scratch)[:0]
+	for _, s := range row {
+		labels = append(labels, s.Label)
+	}
+	*scratch = labels
+	slices.Sort(labels)
+	for i := 1; i < len(labels); i++ {
+		if labels[i] == labels[i-1] {
+			return labels[i], true
+		}
+	}
+	return 0, false
+}
+
+// parseScoreHeader parses "N L". Errors start with the column, to be
+// prefixed by file and line.
+func parseScoreHeader(b []byte) (n, L int, err error) {
+	f := bytes.Fields(b)
+	if len(f) != 2 {
+		return 0, 0, fmt.Errorf("1: header %q: expected two numbers \"N L\"", b)
+	}
+	vals := [2]int{}
+	for i, tok := range f {
+		v, err := strconv.ParseInt(string(tok), 10, 32)
+		if err != nil || v < 0 {
+			col := bytes.Index(b, tok) + 1
+			return 0, 0, fmt.Errorf("%d: header: %q is not a non-negative count", col, tok)
+		}
+		vals[i] = int(v)
+	}
+	return vals[0], vals[1], nil
+}
+
+// parseScoreRow appends the label:score pairs of one line to dst. Errors
+// start with the 1-based column of the offending pair.
+func parseScoreRow(b []byte, L int, dst []Scored) ([]Scored, error) {
+	i := 0
+	for {
+		for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r') {
+			i++
+		}
+		if i == len(b) {
+			return dst, nil
+		}
+		start := i
+		for i < len(b) && b[i] != ' ' && b[i] != '\t' && b[i] != '\r' {
+			i++
+		}
+		tok := b[start:i]
+		s, err := parsePair(tok, L)
+		if err != nil {
+			return dst, fmt.Errorf("%d: %w", start+1, err)
+		}
+		dst = append(dst, s)
+	}
+}
+
+// parsePair parses one "label:score" token.
+func parsePair(tok []byte, L int) (Scored, error) {
+	colon := bytes.IndexByte(tok, ':')
+	if colon <= 0 || colon == len(tok)-1 {
+		return Scored{}, fmt.Errorf("malformed pair %q, expected label:score", tok)
+	}
+	label, err := strconv.ParseInt(string(tok[:colon]), 10, 32)
+	if err != nil || label < 0 {
+		return Scored{}, fmt.Errorf("malformed pair %q: label is not a non-negative integer", tok)
+	}
+	if int(label) >= L {
+		return Scored{}, fmt.Errorf("pair %q: label %d >= L = %d", tok, label, L)
+	}
+	score, err := strconv.ParseFloat(string(tok[colon+1:]), 32)
+	if err != nil && !isRangeErr(err) {
+		return Scored{}, fmt.Errorf("malformed pair %q: score is not a number", tok)
+	}
+	if math.IsNaN(score) {
+		return Scored{}, fmt.Errorf("pair %q: score is NaN", tok)
+	}
+	return Scored{Label: int32(label), Score: float32(score)}, nil
+}
+
+// isRangeErr reports whether err is strconv's out-of-range error: a score
+// beyond float32's range, such as 1e39, reads as ±Inf, which still ranks.
+func isRangeErr(err error) bool {
+	ne, ok := err.(*strconv.NumError)
+	return ok && ne.Err == strconv.ErrRange
+}

@@ -1,0 +1,241 @@
+package model
+
+import (
+	"bytes"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// sameScored compares bit for bit, so that NaN equals NaN.
+func sameScored(a, b []Scored) bool {
+	return slices.EqualFunc(a, b, func(x, y Scored) bool {
+		return x.Label == y.Label && math.Float32bits(x.Score) == math.Float32bits(y.Score)
+	})
+}
+
+func TestTopK(t *testing.T) {
+	nan := float32(math.NaN())
+	tests := []struct {
+		name   string
+		scores []Scored
+		k      int
+		want   []Scored
+	}{
+		{"empty", nil, 3, []Scored{}},
+		{"k zero", []Scored{{1, 1}}, 0, []Scored{}},
+		{"k negative", []Scored{{1, 1}}, -2, []Scored{}},
+		{"fewer than k, sorted", []Scored{{4, 0.1}, {2, 0.9}}, 5, []Scored{{2, 0.9}, {4, 0.1}}},
+		{"ties by label", []Scored{{7, 1}, {3, 1}, {5, 2}, {1, 1}}, 3, []Scored{{5, 2}, {1, 1}, {3, 1}}},
+		{"all tied", []Scored{{9, 0}, {8, 0}, {7, 0}, {6, 0}}, 2, []Scored{{6, 0}, {7, 0}}},
+		{"NaN last", []Scored{{0, nan}, {1, -5}, {2, float32(math.Inf(-1))}}, 2, []Scored{{1, -5}, {2, float32(math.Inf(-1))}}},
+		{"negative scores", []Scored{{0, -3}, {1, -1}, {2, -2}}, 1, []Scored{{1, -1}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := slices.Clone(tt.scores)
+			got := TopK(in, tt.k)
+			if !sameScored(got, tt.want) {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+			if !sameScored(in, tt.scores) {
+				t.Errorf("input modified: %v", in)
+			}
+		})
+	}
+
+	// Against a full sort on random rows with many ties.
+	rng := rand.New(rand.NewPCG(7, 8))
+	for range 200 {
+		n := rng.IntN(60)
+		s := make([]Scored, n)
+		for i, l := range rng.Perm(n) {
+			s[i] = Scored{int32(l), float32(rng.IntN(5))}
+		}
+		k := rng.IntN(n + 3)
+		full := slices.Clone(s)
+		SortScored(full)
+		if got, want := TopK(s, k), full[:min(k, n)]; !slices.Equal(got, want) {
+			t.Fatalf("n=%d k=%d: got %v, want %v", n, k, got, want)
+		}
+	}
+}
+
+func TestWriteScores(t *testing.T) {
+	rows := [][]Scored{
+		{{3, 0.5}, {1, 0.75}, {0, 0.5}}, // written in rank order
+		{},
+		{{2, -1.25}, {4, 1e-20}},
+	}
+	var b bytes.Buffer
+	if err := WriteScores(&b, 5, rows); err != nil {
+		t.Fatal(err)
+	}
+	want := "3 5\n1:0.75 0:0.5 3:0.5\n\n4:1e-20 2:-1.25\n"
+	if b.String() != want {
+		t.Errorf("got %q, want %q", b.String(), want)
+	}
+	if rows[0][0].Label != 3 {
+		t.Error("WriteScores reordered the caller's row")
+	}
+
+	errs := []struct {
+		name string
+		rows [][]Scored
+		want string
+	}{
+		{"label too large", [][]Scored{{{5, 1}}}, "row 0: label 5 outside [0, 5)"},
+		{"negative label", [][]Scored{{}, {{-1, 1}}}, "row 1: label -1 outside"},
+		{"NaN", [][]Scored{{{1, float32(math.NaN())}}}, "NaN"},
+		{"duplicate", [][]Scored{{{1, 1}, {2, 0.5}, {1, 0.2}}}, "label 1 listed twice"},
+	}
+	for _, tt := range errs {
+		t.Run(tt.name, func(t *testing.T) {
+			err := WriteScores(&bytes.Buffer{}, 5, tt.rows)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestScoresRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	const L = 1000
+	rows := make([][]Scored, 300)
+	for i := range rows {
+		for _, l := range rng.Perm(L)[:rng.IntN(15)] {
+			// Extreme and tied values must read back bit for bit.
+			var s float32
+			switch rng.IntN(5) {
+			case 0:
+				s = 1
+			case 1:
+				s = math.SmallestNonzeroFloat32
+			case 2:
+				s = -math.MaxFloat32
+			default:
+				s = rng.Float32()
+			}
+			rows[i] = append(rows[i], Scored{int32(l), s})
+		}
+		SortScored(rows[i])
+	}
+	rows = append(rows, []Scored{{0, float32(math.Inf(1))}, {1, float32(math.Inf(-1))}})
+	path := filepath.Join(t.TempDir(), "scores.txt")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteScores(f, L, rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	gotL, got, err := ReadScores(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gotL != L || len(got) != len(rows) {
+		t.Fatalf("L=%d, %d rows; want %d, %d", gotL, len(got), L, len(rows))
+	}
+	for i := range rows {
+		if !slices.Equal(got[i], rows[i]) {
+			t.Fatalf("row %d: got %v, want %v", i, got[i], rows[i])
+		}
+	}
+	// Appending to a row must not clobber the next one.
+	got[0] = append(got[0], Scored{999, 0})
+	if !slices.Equal(got[1], rows[1]) {
+		t.Error("rows share backing storage beyond their length")
+	}
+}
+
+func TestReadScores(t *testing.T) {
+	tests := []struct {
+		name  string
+		input string
+		want  [][]Scored // nil when an error is expected
+		err   string
+	}{
+		{"label order is ranked", "1 4\n0:0.1 1:0.9 3:0.5\n", [][]Scored{{{1, 0.9}, {3, 0.5}, {0, 0.1}}}, ""},
+		{"empty rows", "3 2\n\n1:1\n\n", [][]Scored{{}, {{1, 1}}, {}}, ""},
+		{"no final newline", "2 2\n0:1\n1:1", [][]Scored{{{0, 1}}, {{1, 1}}}, ""},
+		{"extra blanks", "1 3\n 2:1   0:2 \n", [][]Scored{{{0, 2}, {2, 1}}}, ""},
+		{"zero rows", "0 7\n", [][]Scored{}, ""},
+		{"empty file", "", nil, "s.txt:1:1: empty file"},
+		{"bad header", "3\n", nil, "s.txt:1:1: header \"3\""},
+		{"header not a number", "3 x\n", nil, "s.txt:1:3: header: \"x\""},
+		{"no colon", "1 5\n1:0.5 2\n", nil, "s.txt:2:7: malformed pair \"2\""},
+		{"empty score", "1 5\n1:\n", nil, "s.txt:2:1: malformed pair \"1:\""},
+		{"bad label", "1 5\n1:1 a:1\n", nil, "s.txt:2:5: malformed pair \"a:1\": label"},
+		{"negative label", "1 5\n-1:1\n", nil, "s.txt:2:1: malformed pair \"-1:1\": label"},
+		{"label >= L", "2 5\n\n0:1 5:0.5\n", nil, "s.txt:3:5: pair \"5:0.5\": label 5 >= L = 5"},
+		{"bad score", "1 5\n0:1e\n", nil, "s.txt:2:1: malformed pair \"0:1e\": score"},
+		{"NaN", "1 5\n0:1 2:NaN\n", nil, "s.txt:2:5: pair \"2:NaN\": score is NaN"},
+		{"duplicate", "1 5\n0:1 2:3 0:2\n", nil, "s.txt:2:1: label 0 listed twice"},
+		{"too few rows", "3 5\n0:1\n", nil, "s.txt:3:1: file has 1 rows, header announces 3"},
+		{"too many rows", "1 5\n0:1\n\n", nil, "s.txt:3:1: more than the 1 rows"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "s.txt")
+			if err := os.WriteFile(path, []byte(tt.input), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, got, err := ReadScores(path)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error %v, want it to contain %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(tt.want) {
+				t.Fatalf("%d rows, want %d", len(got), len(tt.want))
+			}
+			for i := range got {
+				if !slices.Equal(got[i], tt.want[i]) {
+					t.Errorf("row %d: got %v, want %v", i, got[i], tt.want[i])
+				}
+			}
+		})
+	}
+	if _, _, err := ReadScores(filepath.Join(t.TempDir(), "missing.txt")); err == nil {
+		t.Error("missing file: no error")
+	}
+}
+
+// FuzzReadScores checks that no input panics and that whatever reads
+// successfully writes back and reads again to the same rows.
+func FuzzReadScores(f *testing.F) {
+	f.Add("2 5\n0:1 3:0.5\n\n")
+	f.Add("1 3\n2:1e39 1:-0 0:4\n")
+	f.Add("1 2\n0:1 0:1\n")
+	f.Fuzz(func(t *testing.T, input string) {
+		L, rows, err := readScores(strings.NewReader(input), "fuzz")
+		if err != nil {
+			return
+		}
+		var b bytes.Buffer
+		if err := WriteScores(&b, L, rows); err != nil {
+			t.Fatalf("rows read from %q do not write: %v", input, err)
+		}
+		L2, rows2, err := readScores(&b, "fuzz")
+		if err != nil || L2 != L || len(rows2) != len(rows) {
+			t.Fatalf("rewrite of %q: L %d→%d, %d→%d rows, err %v", input, L, L2, len(rows), len(rows2), err)
+		}
+		for i := range rows {
+			if !slices.Equal(rows[i], rows2[i]) {
+				t.Fatalf("rewrite of %q: row %d %v became %v", input, i, rows[i], rows2[i])
+			}
+		}
+	})
+}
