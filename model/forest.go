@@ -111,9 +111,9 @@ func (ix *SplitIndex) Best(buckets []int32, signed []float32, scores []float32) 
 			continue
 		}
 		v := signed[i]
-		w := values[r*k : r*k+k]
-		for c, wc := range w {
-			scores[c] += v * wc
+		w := values[r*k:][:len(scores)] // same length: no bounds checks below
+		for c := range scores {
+			scores[c] += v * w[c]
 		}
 	}
 	best := 0

@@ -46,6 +46,30 @@ type forestScratch struct {
 	counts  []int32
 	scores  []float32
 	leafOf  []int32 // leaf reached by block row r in tree t: leafOf[r*trees+t]
+	tables  *projectionTables
+}
+
+// projectionTables hold every tree's feature projection as lookup tables,
+// shared read-only by the workers of one prediction, so that a non-zero is
+// projected by two loads instead of two hashes.
+type projectionTables struct {
+	buckets [][]int32
+	signs   [][]float32
+}
+
+// maxTableEntries bounds the size of projection tables (trees × D entries
+// of 8 bytes): beyond it prediction hashes each non-zero instead.
+const maxTableEntries = 32 << 20
+
+func (f *Forest) newTables(d int) *projectionTables {
+	if d*len(f.Trees) > maxTableEntries {
+		return nil
+	}
+	tab := &projectionTables{buckets: make([][]int32, len(f.Trees)), signs: make([][]float32, len(f.Trees))}
+	for i, t := range f.Trees {
+		tab.buckets[i], tab.signs[i] = t.X.Table(d)
+	}
+	return tab
 }
 
 // predictBlock is the number of rows routed together through a tree: large
@@ -84,7 +108,14 @@ func (f *Forest) routeBlock(ti int, x *data.CSR, lo, hi int, s *forestScratch) {
 	for r := range n {
 		idx, val := x.Row(lo + r)
 		s.rowOff[r] = off
-		t.Project(idx, val, s.buckets[off:], s.signed[off:])
+		if tab := s.tables; tab != nil {
+			buckets, signs := tab.buckets[ti], tab.signs[ti]
+			for q, j := range idx {
+				s.buckets[off+q], s.signed[off+q] = buckets[j], signs[j]*val[q]
+			}
+		} else {
+			t.Project(idx, val, s.buckets[off:], s.signed[off:])
+		}
 		off += len(idx)
 		s.order[r] = int32(r)
 	}
@@ -210,8 +241,10 @@ func (f *Forest) checkInput(x *data.CSR) error {
 // memory is local to its NUMA domain).
 func (f *Forest) forBlocks(x *data.CSR, pool *numa.Pool, block func(s *forestScratch, lo, hi int)) error {
 	var next atomic.Int64
+	tables := f.newTables(x.Cols)
 	return pool.Run(func(numa.Worker) error {
 		s := f.newScratch(x)
+		s.tables = tables
 		for {
 			lo := int(next.Add(predictBlock)) - predictBlock
 			if lo >= x.Rows {
