@@ -1,0 +1,71 @@
+# xmc build, demo and tests. `make demo` and `make test` work on a fresh
+# Debian machine: they install OpenMPI (and, for the Slurm tests, Slurm) with
+# apt-get when run as root, or say exactly what to install.
+
+GO       ?= go
+BIN      := bin
+OUT      := out
+GOFLAGS  ?=
+# OpenMPI refuses to run as root without these; harmless otherwise.
+export OMPI_ALLOW_RUN_AS_ROOT := 1
+export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
+MPIRUN   := mpirun --oversubscribe --bind-to none
+FUZZTIME ?= 4s
+
+.PHONY: all build demo test deps vet unit mpitest fuzz bench clean
+
+all: build
+
+# deps makes sure the MPI toolchain the cgo backend links against is present.
+deps:
+	@if ! command -v mpicc >/dev/null 2>&1 || ! command -v mpirun >/dev/null 2>&1 || ! dpkg -s libpmix-dev >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing OpenMPI (openmpi-bin libopenmpi-dev libpmix-dev)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	      openmpi-bin libopenmpi-dev libpmix-dev >/dev/null || exit 1; \
+	  else \
+	    echo "xmc needs OpenMPI: run  sudo apt-get install openmpi-bin libopenmpi-dev libpmix-dev"; exit 1; \
+	  fi; \
+	fi
+
+# build makes bin/xmc (pure Go, in-process ranks only) and bin/xmc-mpi
+# (OpenMPI through cgo, for mpirun and srun --mpi=pmix).
+build: deps
+	$(GO) build $(GOFLAGS) -o $(BIN)/xmc .
+	$(GO) build $(GOFLAGS) -tags mpi -o $(BIN)/xmc-mpi .
+
+# demo trains a 50-tree forest on the bundled Bibtex with 2 MPI ranks and
+# evaluates it on the test split.
+demo: build
+	@mkdir -p $(OUT)
+	$(MPIRUN) -np 2 $(BIN)/xmc-mpi train --algo forest --trees 50 --seed 7 \
+	  --data testdata/bibtex/train.txt --test testdata/bibtex/test.txt \
+	  --model-out $(OUT)/bibtex.model --summary $(OUT)/bibtex.json --comm-report
+	$(BIN)/xmc inspect --model $(OUT)/bibtex.model | head -5
+
+vet: deps
+	$(GO) vet ./...
+	$(GO) vet -tags mpi ./...
+
+unit: deps
+	$(GO) test -count=1 ./...
+
+# mpitest runs the MPI integration tests under real mpirun (collectives,
+# failures, watchdog, network namespaces as nodes, the CLI end to end).
+mpitest: deps
+	$(GO) test -count=1 -tags mpi ./mpi/... .
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzReadXMC$$' -fuzztime $(FUZZTIME) ./data
+	$(GO) test -run '^$$' -fuzz '^FuzzReadLIBSVM$$' -fuzztime $(FUZZTIME) ./data
+	$(GO) test -run '^$$' -fuzz '^FuzzReadSplit$$' -fuzztime $(FUZZTIME) ./data
+	$(GO) test -run '^$$' -fuzz '^FuzzReadModel$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./model
+	$(GO) test -run '^$$' -fuzz '^FuzzReadScores$$' -fuzztime $(FUZZTIME) ./model
+
+test: vet unit mpitest fuzz
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 10x ./data ./train ./model
+
+clean:
+	rm -rf $(BIN) $(OUT)

@@ -1,0 +1,86 @@
+// Package bench runs and reports xmc's scaling studies and comparisons. Its
+// common currency is the run Summary every xmc command writes with
+// --summary: the studies launch runs, read their summaries, and tabulate and
+// plot them.
+package bench
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"xmc/model"
+	"xmc/mpi"
+)
+
+// Summary is the JSON record of one xmc run. Phase times are the maximum
+// over ranks (the slowest rank sets the pace of a bulk-synchronous job).
+type Summary struct {
+	Version        string            `json:"xmc_version"`
+	CommandLine    []string          `json:"command_line"`
+	Command        string            `json:"command"`
+	Algorithm      string            `json:"algorithm,omitempty"`
+	Status         string            `json:"status"` // "ok" or "interrupted"
+	Backend        string            `json:"backend"`
+	Ranks          int               `json:"ranks"`
+	ThreadsPerRank int               `json:"threads_per_rank"`
+	NUMADomains    int               `json:"numa_domains"`
+	Hosts          []string          `json:"hosts"`
+	Slurm          map[string]string `json:"slurm,omitempty"`
+
+	LoadS    float64 `json:"load_s"`
+	TrainS   float64 `json:"train_s"`
+	GatherS  float64 `json:"gather_s"`
+	WriteS   float64 `json:"write_s"`
+	PredictS float64 `json:"predict_s"`
+	EvalS    float64 `json:"eval_s"`
+	WallS    float64 `json:"wall_s"`
+
+	Metrics      map[string]float64 `json:"metrics,omitempty"`
+	PeakRSSBytes []int64            `json:"peak_rss_bytes"`
+	ModelBytes   int64              `json:"model_bytes,omitempty"`
+	Params       json.RawMessage    `json:"params,omitempty"`
+	Data         map[string]any     `json:"data,omitempty"`
+	Comm         []mpi.Stats        `json:"comm"`
+
+	// Source is the file the summary was read from (set by ReadSummary,
+	// not stored), for messages that name a run.
+	Source string `json:"-"`
+}
+
+// Phases lists the phase names in the order of Summary's phase fields; a
+// phase's time is recorded as "<name>_s".
+var Phases = [...]string{"load", "train", "gather", "write", "predict", "eval"}
+
+// SetPhases stores the phase times given in the order of Phases.
+func (s *Summary) SetPhases(t []float64) {
+	s.LoadS, s.TrainS, s.GatherS, s.WriteS, s.PredictS, s.EvalS = t[0], t[1], t[2], t[3], t[4], t[5]
+}
+
+// WriteFile writes the summary as indented JSON, atomically.
+func (s *Summary) WriteFile(path string) error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	return model.WriteAtomic(path, func(w *bufio.Writer) error {
+		_, err := w.Write(b)
+		return err
+	})
+}
+
+// ReadSummary reads a summary written by WriteFile.
+func ReadSummary(path string) (*Summary, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var s Summary
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("read summary %s: %w", path, err)
+	}
+	s.Source = path
+	return &s, nil
+}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+
+	"xmc/model"
+)
+
+func runEval(args []string) error {
+	fs := newFlagSet("eval", "eval --data TEST [--train TRAIN] [--json OUT] SCORES [SCORES...]")
+	var df dataFlags
+	df.register(fs)
+	var ef evalFlags
+	ef.register(fs)
+	var dataPath, split, trainPath, jsonOut string
+	fs.StringVar(&dataPath, "data", "", "test data `FILE` holding the true labels")
+	fs.StringVar(&split, "test-split", "", "DXML tstSplit `FILE`: rows of --data that were predicted")
+	fs.StringVar(&trainPath, "train", "", "training data `FILE`, for the label propensities of PSP@k (without it, no propensity-scored metrics)")
+	fs.StringVar(&jsonOut, "json", "", "also write the metrics as JSON to `FILE`")
+	if err := parseFlags(fs, args, true); err != nil {
+		return err
+	}
+	if dataPath == "" || fs.NArg() == 0 {
+		return errors.New("give --data and at least one score file")
+	}
+	test, err := df.load(dataPath, split, 0, 0)
+	if err != nil {
+		return err
+	}
+	var inv []float64
+	if trainPath != "" {
+		tr, err := df.load(trainPath, "", test.D(), test.L())
+		if err != nil {
+			return err
+		}
+		if tr.L() != test.L() {
+			return fmt.Errorf("%s has L=%d but %s has L=%d", trainPath, tr.L(), dataPath, test.L())
+		}
+		inv = model.InversePropensity(model.LabelCounts(&tr.Y), tr.N(), ef.propA, ef.propB)
+	}
+	ks := ef.metricKs()
+	names := fs.Args()
+	all := make([]model.Metrics, len(names))
+	for i, path := range names {
+		L, rows, err := model.ReadScores(path)
+		if err != nil {
+			return err
+		}
+		if L > test.L() {
+			return fmt.Errorf("%s scores %d labels but %s has L=%d", path, L, dataPath, test.L())
+		}
+		if len(rows) != test.N() {
+			return fmt.Errorf("%s has %d rows but %s has %d", path, len(rows), dataPath, test.N())
+		}
+		if all[i], err = model.Evaluate(&test.Y, rows, inv, ks); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	if err := model.WriteTable(os.Stdout, names, all, ks); err != nil {
+		return err
+	}
+	if jsonOut == "" {
+		return nil
+	}
+	out := map[string]model.Metrics{}
+	for i, n := range names {
+		out[n] = all[i]
+	}
+	b, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return err
+	}
+	return model.WriteAtomic(jsonOut, func(w *bufio.Writer) error {
+		_, err := w.Write(append(b, '\n'))
+		return err
+	})
+}

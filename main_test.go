@@ -1,0 +1,278 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"xmc/bench"
+)
+
+// The CLI tests run the real xmc binary, built once by TestMain, on the
+// bundled Bibtex data, with the in-process backend. main_mpi_test.go runs
+// the same commands under mpirun.
+
+var xmcBin string
+
+const (
+	bibtexTrain = "testdata/bibtex/train.txt"
+	bibtexTest  = "testdata/bibtex/test.txt"
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "xmc-cli-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	xmcBin = filepath.Join(dir, "xmc")
+	if out, err := exec.Command("go", "build", "-o", xmcBin, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build xmc: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// xmc runs the binary and returns its combined output and exit code.
+func xmc(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(xmcBin, args...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			return string(out), ee.ExitCode()
+		}
+		t.Fatalf("run xmc %v: %v", args, err)
+	}
+	return string(out), 0
+}
+
+func mustXMC(t *testing.T, args ...string) string {
+	t.Helper()
+	out, code := xmc(t, args...)
+	if code != 0 {
+		t.Fatalf("xmc %s: exit %d\n%s", strings.Join(args, " "), code, out)
+	}
+	return out
+}
+
+func readSummary(t *testing.T, path string) *bench.Summary {
+	t.Helper()
+	s, err := bench.ReadSummary(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestModelIndependentOfLayout checks the determinism promise: the same
+// seed gives a byte-identical model for any number of ranks, threads and
+// NUMA domains.
+func TestModelIndependentOfLayout(t *testing.T) {
+	dir := t.TempDir()
+	layouts := [][]string{
+		{"--ranks", "1", "--threads", "1"},
+		{"--ranks", "4", "--threads", "2"},
+		{"--ranks", "1", "--threads", "2", "--numa-sim", "2"},
+		{"--ranks", "3", "--threads", "1"},
+	}
+	var ref []byte
+	for i, l := range layouts {
+		path := filepath.Join(dir, fmt.Sprintf("m%d.model", i))
+		args := append([]string{"train", "--trees", "6", "--seed", "11", "--data", bibtexTrain, "--model-out", path}, l...)
+		mustXMC(t, args...)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			ref = b
+			continue
+		}
+		if !bytes.Equal(b, ref) {
+			t.Errorf("layout %v: model differs from 1 rank x 1 thread", l)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "m0.model.ckpt")); !os.IsNotExist(err) {
+		t.Errorf("checkpoint directory left after a successful run: %v", err)
+	}
+}
+
+// TestTrainPredictEval runs the whole pipeline: train with a test set, then
+// predict and eval separately, and checks that all agree.
+func TestTrainPredictEval(t *testing.T) {
+	dir := t.TempDir()
+	modelPath := filepath.Join(dir, "f.model")
+	sumPath := filepath.Join(dir, "train.json")
+	out := mustXMC(t, "train", "--trees", "10", "--seed", "7", "--ranks", "2", "--data", bibtexTrain,
+		"--test", bibtexTest, "--model-out", modelPath, "--summary", sumPath, "--comm-report")
+	if !strings.Contains(out, "P@1") || !strings.Contains(out, "gatherv") {
+		t.Errorf("train output lacks the metric table or the comm report:\n%s", out)
+	}
+	s := readSummary(t, sumPath)
+	if s.Status != "ok" || s.Ranks != 2 || s.Algorithm != "forest" || len(s.Comm) != 2 || len(s.PeakRSSBytes) != 2 {
+		t.Errorf("summary: status %q ranks %d algo %q comm %d rss %d", s.Status, s.Ranks, s.Algorithm, len(s.Comm), len(s.PeakRSSBytes))
+	}
+	if s.Metrics["P@1"] < 55 || s.TrainS <= 0 || s.ModelBytes <= 0 {
+		t.Errorf("summary: P@1 %.2f train_s %.3f model_bytes %d", s.Metrics["P@1"], s.TrainS, s.ModelBytes)
+	}
+
+	// Prediction by the ranks' own trees and by rank 0 alone give the
+	// same scores, byte for byte, as does any number of ranks.
+	var scores []string
+	for i, args := range [][]string{{"--ranks", "2"}, {"--ranks", "3", "--predict-on", "root"}, {"--ranks", "1"}} {
+		path := filepath.Join(dir, fmt.Sprintf("scores%d.txt", i))
+		mustXMC(t, append([]string{"predict", "--model", modelPath, "--data", bibtexTest, "--out", path}, args...)...)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scores = append(scores, string(b))
+		if i > 0 && scores[i] != scores[0] {
+			t.Errorf("predict %v: scores differ from --ranks 2", args)
+		}
+	}
+	jsonPath := filepath.Join(dir, "eval.json")
+	evalOut := mustXMC(t, "eval", "--data", bibtexTest, "--train", bibtexTrain, "--json", jsonPath, filepath.Join(dir, "scores0.txt"))
+	if !strings.Contains(evalOut, "PSP@5") {
+		t.Errorf("eval output lacks PSP@5:\n%s", evalOut)
+	}
+	var ev map[string]map[string]float64
+	b, _ := os.ReadFile(jsonPath)
+	if err := json.Unmarshal(b, &ev); err != nil {
+		t.Fatal(err)
+	}
+	got := ev[filepath.Join(dir, "scores0.txt")]
+	for _, k := range []string{"P@1", "P@3", "P@5", "nDCG@5", "PSP@5"} {
+		if d := got[k] - s.Metrics[k]; d > 1e-9 || d < -1e-9 {
+			t.Errorf("%s: eval of predicted scores %.4f, train --test %.4f", k, got[k], s.Metrics[k])
+		}
+	}
+
+	inspect := mustXMC(t, "inspect", "--model", modelPath)
+	if !strings.Contains(inspect, "10 trees") || !strings.Contains(inspect, "depth") {
+		t.Errorf("inspect output:\n%s", inspect)
+	}
+}
+
+// TestShardedModel writes one file per rank plus a manifest and predicts
+// from it, with the same scores as the gathered model.
+func TestShardedModel(t *testing.T) {
+	dir := t.TempDir()
+	whole, sharded := filepath.Join(dir, "whole.model"), filepath.Join(dir, "sharded.manifest")
+	mustXMC(t, "train", "--trees", "5", "--seed", "2", "--ranks", "2", "--data", bibtexTrain, "--model-out", whole)
+	mustXMC(t, "train", "--trees", "5", "--seed", "2", "--ranks", "2", "--data", bibtexTrain, "--model-out", sharded, "--shard")
+	var scores []string
+	for i, m := range []string{whole, sharded} {
+		path := filepath.Join(dir, fmt.Sprintf("s%d.txt", i))
+		mustXMC(t, "predict", "--model", m, "--data", bibtexTest, "--out", path, "--ranks", "2")
+		b, _ := os.ReadFile(path)
+		scores = append(scores, string(b))
+	}
+	if scores[0] != scores[1] {
+		t.Error("sharded and gathered models predict differently")
+	}
+	// A missing shard is an error naming it.
+	os.Remove(sharded + ".rank-0001-of-0002")
+	out, code := xmc(t, "predict", "--model", sharded, "--data", bibtexTest, "--out", filepath.Join(dir, "x.txt"))
+	if code == 0 || !strings.Contains(out, "rank-0001-of-0002") {
+		t.Errorf("missing shard: exit %d, output:\n%s", code, out)
+	}
+}
+
+// TestBadInput checks that bad data and damaged models give a clear error
+// naming the problem, a non-zero exit, and no output file.
+func TestBadInput(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.txt")
+	os.WriteFile(bad, []byte("2 10 3\n0,1 1:1 2:1\n2 3:1 12:1\n"), 0o644)
+	modelPath := filepath.Join(dir, "m.model")
+	out, code := xmc(t, "train", "--trees", "2", "--data", bad, "--model-out", modelPath)
+	if code == 0 || !strings.Contains(out, "bad.txt:3:") {
+		t.Errorf("bad feature id: exit %d, output:\n%s", code, out)
+	}
+	if _, err := os.Stat(modelPath); !os.IsNotExist(err) {
+		t.Error("a model file was left after a failed run")
+	}
+
+	mustXMC(t, "train", "--trees", "2", "--data", bibtexTrain, "--model-out", modelPath, "--ranks", "2")
+	wide := filepath.Join(dir, "wide.txt")
+	os.WriteFile(wide, []byte("1 5000 159\n3 4999:1\n"), 0o644)
+	out, code = xmc(t, "predict", "--model", modelPath, "--data", wide, "--out", filepath.Join(dir, "s.txt"))
+	if code == 0 || !strings.Contains(out, "D=5000") {
+		t.Errorf("test D above the model's: exit %d, output:\n%s", code, out)
+	}
+
+	b, _ := os.ReadFile(modelPath)
+	b[len(b)/2] ^= 0x40
+	corrupt := filepath.Join(dir, "corrupt.model")
+	os.WriteFile(corrupt, b, 0o644)
+	out, code = xmc(t, "predict", "--model", corrupt, "--data", bibtexTest, "--out", filepath.Join(dir, "s.txt"))
+	if code == 0 || !strings.Contains(out, "checksum") {
+		t.Errorf("corrupt model: exit %d, output:\n%s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "s.txt")); !os.IsNotExist(err) {
+		t.Error("a score file was left after a failed prediction")
+	}
+
+	out, code = xmc(t, "train", "--algo", "nonsense", "--data", bibtexTrain, "--model-out", modelPath)
+	if code == 0 || !strings.Contains(out, "nonsense") {
+		t.Errorf("unknown algorithm: exit %d, output:\n%s", code, out)
+	}
+}
+
+// TestInterruptAndResume stops a run with its time limit, checks that it
+// exits non-zero with a clear message and keeps the finished trees, then
+// resumes it to the same model as an uninterrupted run.
+func TestInterruptAndResume(t *testing.T) {
+	dir := t.TempDir()
+	ref, resumed := filepath.Join(dir, "ref.model"), filepath.Join(dir, "resumed.model")
+	common := []string{"train", "--trees", "40", "--seed", "9", "--threads", "1", "--data", bibtexTrain}
+	mustXMC(t, append(common, "--model-out", ref, "--checkpoint", "none")...)
+
+	out, code := xmc(t, append(common, "--model-out", resumed, "--time-limit", "1500ms")...)
+	if code == 0 || !strings.Contains(out, "interrupted") {
+		t.Fatalf("time limit: exit %d, output:\n%s", code, out)
+	}
+	units, _ := filepath.Glob(filepath.Join(resumed+".ckpt", "unit-*.bin"))
+	if len(units) == 0 || len(units) >= 40 {
+		t.Fatalf("checkpoint holds %d trees after the time limit, want some but not all", len(units))
+	}
+	out = mustXMC(t, append(common, "--model-out", resumed)...)
+	if !strings.Contains(out, "resuming") {
+		t.Errorf("rerun did not resume:\n%s", out)
+	}
+	a, _ := os.ReadFile(ref)
+	b, _ := os.ReadFile(resumed)
+	if !bytes.Equal(a, b) {
+		t.Error("resumed model differs from the uninterrupted one")
+	}
+}
+
+func TestInfoAndHelp(t *testing.T) {
+	out := mustXMC(t, "info", "--ranks", "4")
+	for r := range 4 {
+		if !strings.Contains(out, fmt.Sprintf("rank %d on", r)) {
+			t.Errorf("info --ranks 4 does not list rank %d:\n%s", r, out)
+		}
+	}
+	if !strings.Contains(out, "in-process, world size 4") || !strings.Contains(out, "CPU:") {
+		t.Errorf("info output:\n%s", out)
+	}
+	for _, c := range commands() {
+		out, code := xmc(t, c.name, "-h")
+		if code != 0 || !strings.Contains(out, "Usage: xmc "+c.name) {
+			t.Errorf("%s -h: exit %d\n%s", c.name, code, out)
+		}
+	}
+	if _, code := xmc(t, "frobnicate"); code != 2 {
+		t.Errorf("unknown command: exit %d, want 2", code)
+	}
+}
