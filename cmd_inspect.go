@@ -30,18 +30,18 @@ func runInspect(args []string) error {
 	fmt.Printf("model %s: %s, D=%d L=%d seed=%d, %d trees, %s on disk\n", path, h.Algorithm, h.D, h.L, h.Seed, len(f.Trees), humanBytes(size))
 	fmt.Printf("params: %s\n", h.Params)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "tree\tnodes\tleaves\tdepth min\tmean\tmax\tinst/leaf mean\tmax\tsplit values\tleaf nnz\t")
+	fmt.Fprintln(tw, "tree\tnodes\tleaves\tdepth min\tmean\tmax\tinst/leaf mean\tmax\tsplit entries\tleaf nnz\t")
 	var tot model.TreeStats
 	for i, t := range f.Trees {
 		s := t.Stats()
 		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%.1f\t%d\t%.1f\t%d\t%d\t%d\t\n", i, s.Nodes, s.Leaves, s.MinDepth, s.MeanDepth, s.MaxDepth,
-			s.MeanLeafSize, s.MaxLeafSize, s.SplitValues, s.LeafEntries)
+			s.MeanLeafSize, s.MaxLeafSize, s.SplitEntries, s.LeafEntries)
 		tot.Nodes += s.Nodes
 		tot.Leaves += s.Leaves
-		tot.SplitValues += s.SplitValues
+		tot.SplitEntries += s.SplitEntries
 		tot.LeafEntries += s.LeafEntries
 	}
-	fmt.Fprintf(tw, "all\t%d\t%d\t\t\t\t\t\t%d\t%d\t\n", tot.Nodes, tot.Leaves, tot.SplitValues, tot.LeafEntries)
+	fmt.Fprintf(tw, "all\t%d\t%d\t\t\t\t\t\t%d\t%d\t\n", tot.Nodes, tot.Leaves, tot.SplitEntries, tot.LeafEntries)
 	return tw.Flush()
 }
 

@@ -214,6 +214,9 @@ func trainForest(j *job, c *trainConfig) error {
 		}
 		os.RemoveAll(c.checkpoint)
 	}
+	if c.predictOn != "root" {
+		whole = nil // the ranks predict with their own trees: let the gathered copy go
+	}
 	if test != nil && treesDone > 0 {
 		if err := j.evaluateForest(c, ds, test, own, whole, treesDone); err != nil {
 			return err

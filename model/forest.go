@@ -12,14 +12,21 @@ import (
 // pointer chasing.
 //
 // Node 0 is the root. An internal node n has k = NumChildren[n] children
-// with consecutive ids starting at FirstChild[n]. Its classifier (the k
-// child centroids over the projected feature space) is stored
-// feature-major: the projected dimensions any centroid uses,
-// SplitDim[SplitStart[n]:SplitStart[n+1]] in increasing order, and for each
-// of them a row of k values (zero where a centroid does not use it) in
-// SplitValue[ValueStart[n]:ValueStart[n+1]]. Routing an instance then costs
-// one table lookup and one k-wide multiply-add per non-zero. A leaf
-// (NumChildren 0) stores its mean label vector in
+// (at most MaxBranch) with consecutive ids starting at FirstChild[n]. Its
+// classifier, the k child centroids over the projected feature space, is
+// stored feature-major and sparse: the projected dimensions some centroid
+// uses, SplitDim[SplitStart[n]:SplitStart[n+1]] in increasing order, each
+// with SplitCount entries; the entries, EntryStart[n]:EntryStart[n+1], give
+// the child (increasing within a dimension) and its weight. Routing then
+// costs one table lookup per non-zero of the instance plus one multiply-add
+// per centroid that uses the dimension.
+//
+// Weights are stored as bfloat16: routing only compares dot products, the
+// 8-bit mantissa changes no accuracy figure measurably, and it halves the
+// largest part of a forest. Training routes with the stored weights, so
+// training and prediction agree exactly.
+//
+// A leaf (NumChildren 0) stores its mean label vector in
 // LeafLabel/LeafValue[LeafStart[n]:LeafStart[n+1]], labels sorted.
 type Tree struct {
 	X, Y Projection // feature and label projections of this tree
@@ -27,23 +34,46 @@ type Tree struct {
 	FirstChild  []int32
 	NumChildren []int32
 	Size        []int32 // training instances that reached the node
-	SplitStart  []int64 // len(nodes)+1
-	ValueStart  []int64 // len(nodes)+1
+	SplitStart  []int64 // len(nodes)+1, into SplitDim and SplitCount
+	EntryStart  []int64 // len(nodes)+1, into SplitChild and SplitWeight
 	LeafStart   []int64 // len(nodes)+1
 
-	SplitDim   []int32
-	SplitValue []float32
+	SplitDim    []int32
+	SplitCount  []uint8
+	SplitChild  []uint8
+	SplitWeight []BFloat16
 
 	LeafLabel []int32
 	LeafValue []float32
 }
 
+// MaxBranch is the largest number of children of a node, so that a child
+// index fits a byte.
+const MaxBranch = 255
+
+// BFloat16 is the upper half of an IEEE-754 float32 (sign, 8-bit exponent,
+// 7-bit mantissa): float32's range with 3 significant digits.
+type BFloat16 uint16
+
+// ToBFloat16 rounds v to the nearest bfloat16, ties to even.
+func ToBFloat16(v float32) BFloat16 {
+	b := math.Float32bits(v)
+	if b&0x7fffffff > 0x7f800000 { // NaN stays NaN
+		return BFloat16(b>>16 | 0x40)
+	}
+	return BFloat16((b + 0x7fff + (b>>16)&1) >> 16)
+}
+
+// Float32 returns the value of h.
+func (h BFloat16) Float32() float32 { return math.Float32frombits(uint32(h) << 16) }
+
 // Reset empties the tree, keeping the capacity of its slices for reuse.
 func (t *Tree) Reset() {
 	*t = Tree{
 		FirstChild: t.FirstChild[:0], NumChildren: t.NumChildren[:0], Size: t.Size[:0],
-		SplitStart: t.SplitStart[:0], ValueStart: t.ValueStart[:0], LeafStart: t.LeafStart[:0],
-		SplitDim: t.SplitDim[:0], SplitValue: t.SplitValue[:0],
+		SplitStart: t.SplitStart[:0], EntryStart: t.EntryStart[:0], LeafStart: t.LeafStart[:0],
+		SplitDim: t.SplitDim[:0], SplitCount: t.SplitCount[:0],
+		SplitChild: t.SplitChild[:0], SplitWeight: t.SplitWeight[:0],
 		LeafLabel: t.LeafLabel[:0], LeafValue: t.LeafValue[:0],
 	}
 }
@@ -54,42 +84,45 @@ func (t *Tree) Nodes() int { return len(t.NumChildren) }
 // SplitIndex finds the classifier entries of one internal node for a
 // projected dimension in constant time: a dense table over the projected
 // feature space, loaded for one node at a time. Loading costs the node's
-// entries, and pays off when many instances are routed through the node, as
-// in training and batch prediction. A SplitIndex belongs to one goroutine.
+// dimensions, and pays off when many instances are routed through the node,
+// as in training and batch prediction. A SplitIndex belongs to one goroutine.
 type SplitIndex struct {
-	row  []int32 // per projected dimension, its row in the node's values, or -1
-	tree *Tree
-	node int32
+	// entries holds, per projected dimension, the node-relative offset of
+	// its first entry shifted left by 8, or'ed with its entry count; 0 when
+	// the node does not use the dimension.
+	entries []uint32
+	tree    *Tree
+	node    int32
 }
 
 // NewSplitIndex returns an empty index for trees whose projected feature
 // dimension is at most dim.
 func NewSplitIndex(dim int) *SplitIndex {
-	ix := &SplitIndex{row: make([]int32, dim), node: -1}
-	for i := range ix.row {
-		ix.row[i] = -1
-	}
-	return ix
+	return &SplitIndex{entries: make([]uint32, dim), node: -1}
 }
 
 // Load points the index at internal node n of t.
 func (ix *SplitIndex) Load(t *Tree, n int32) {
 	ix.Unload()
-	for r, d := range t.SplitDim[t.SplitStart[n]:t.SplitStart[n+1]] {
-		ix.row[d] = int32(r)
+	lo, hi := t.SplitStart[n], t.SplitStart[n+1]
+	off := uint32(0)
+	for q := lo; q < hi; q++ {
+		c := uint32(t.SplitCount[q])
+		ix.entries[t.SplitDim[q]] = off<<8 | c
+		off += c
 	}
 	ix.tree, ix.node = t, n
 }
 
 // Unload resets the table, so that loading the next node costs only that
-// node's entries.
+// node's dimensions.
 func (ix *SplitIndex) Unload() {
 	if ix.tree == nil {
 		return
 	}
 	t := ix.tree
 	for _, d := range t.SplitDim[t.SplitStart[ix.node]:t.SplitStart[ix.node+1]] {
-		ix.row[d] = -1
+		ix.entries[d] = 0
 	}
 	ix.tree, ix.node = nil, -1
 }
@@ -104,16 +137,17 @@ func (ix *SplitIndex) Best(buckets []int32, signed []float32, scores []float32) 
 	k := int(t.NumChildren[n])
 	scores = scores[:k]
 	clear(scores)
-	values := t.SplitValue[t.ValueStart[n]:t.ValueStart[n+1]]
+	lo, hi := t.EntryStart[n], t.EntryStart[n+1]
+	child, weight := t.SplitChild[lo:hi], t.SplitWeight[lo:hi]
 	for i, b := range buckets {
-		r := int(ix.row[b])
-		if r < 0 {
+		e := ix.entries[b]
+		if e == 0 {
 			continue
 		}
 		v := signed[i]
-		w := values[r*k:][:len(scores)] // same length: no bounds checks below
-		for c := range scores {
-			scores[c] += v * w[c]
+		q, end := int(e>>8), int(e>>8)+int(e&0xff)
+		for ; q < end; q++ {
+			scores[child[q]] += v * weight[q].Float32()
 		}
 	}
 	best := 0
@@ -144,13 +178,13 @@ func (t *Tree) Leaf(n int32) (labels []int32, values []float32) {
 
 // treeMagic starts every encoded tree, so that a section swapped or decoded
 // as the wrong kind fails loudly.
-const treeMagic uint32 = 0x54524545 // "TREE"
+const treeMagic uint32 = 0x54524532 // "TRE2": sparse bfloat16 splits
 
 // MarshalBinary encodes the tree in a little-endian layout: magic, the two
 // projections, the node count and the slice lengths, then each slice.
 func (t *Tree) MarshalBinary() ([]byte, error) {
 	n := t.Nodes()
-	size := 4 + 6*4 + 4*8 + n*4*3 + (n+1)*8*3 + len(t.SplitDim)*4 + len(t.SplitValue)*4 + len(t.LeafLabel)*8
+	size := 4 + 6*4 + 4*8 + n*4*3 + (n+1)*8*3 + len(t.SplitDim)*5 + len(t.SplitChild)*3 + len(t.LeafLabel)*8
 	b := make([]byte, 0, size)
 	le := binary.LittleEndian
 	b = le.AppendUint32(b, treeMagic)
@@ -159,16 +193,15 @@ func (t *Tree) MarshalBinary() ([]byte, error) {
 		b = le.AppendUint32(b, p.BucketSeed)
 		b = le.AppendUint32(b, p.SignSeed)
 	}
-	b = le.AppendUint64(b, uint64(n))
-	b = le.AppendUint64(b, uint64(len(t.SplitDim)))
-	b = le.AppendUint64(b, uint64(len(t.SplitValue)))
-	b = le.AppendUint64(b, uint64(len(t.LeafLabel)))
+	for _, v := range []int{n, len(t.SplitDim), len(t.SplitChild), len(t.LeafLabel)} {
+		b = le.AppendUint64(b, uint64(v))
+	}
 	for _, s := range [][]int32{t.FirstChild, t.NumChildren, t.Size} {
 		for _, v := range s {
 			b = le.AppendUint32(b, uint32(v))
 		}
 	}
-	for _, s := range [][]int64{t.SplitStart, t.ValueStart, t.LeafStart} {
+	for _, s := range [][]int64{t.SplitStart, t.EntryStart, t.LeafStart} {
 		for _, v := range s {
 			b = le.AppendUint64(b, uint64(v))
 		}
@@ -176,8 +209,10 @@ func (t *Tree) MarshalBinary() ([]byte, error) {
 	for _, v := range t.SplitDim {
 		b = le.AppendUint32(b, uint32(v))
 	}
-	for _, v := range t.SplitValue {
-		b = le.AppendUint32(b, math.Float32bits(v))
+	b = append(b, t.SplitCount...)
+	b = append(b, t.SplitChild...)
+	for _, v := range t.SplitWeight {
+		b = le.AppendUint16(b, uint16(v))
 	}
 	for _, v := range t.LeafLabel {
 		b = le.AppendUint32(b, uint32(v))
@@ -193,8 +228,8 @@ var errTreeCorrupt = errors.New("corrupt tree")
 
 // UnmarshalBinary decodes a tree written by MarshalBinary and checks that
 // every offset and id is in range, so that a damaged file is an error rather
-// than a panic at prediction time. D and L bound feature ids are checked by
-// the caller through the projections' dimensions.
+// than a panic at prediction time. Leaf labels are checked against the
+// model's L by CheckLabels.
 func (t *Tree) UnmarshalBinary(b []byte) error {
 	r := reader{b: b}
 	if r.u32() != treeMagic {
@@ -205,18 +240,20 @@ func (t *Tree) UnmarshalBinary(b []byte) error {
 		p.BucketSeed = r.u32()
 		p.SignSeed = r.u32()
 	}
-	n, nDim, nValue, nLeaf := r.u64(), r.u64(), r.u64(), r.u64()
-	if r.err != nil || n == 0 || n > uint64(len(b)) || nDim > uint64(len(b)) || nValue > uint64(len(b)) || nLeaf > uint64(len(b)) {
+	n, nDim, nEntry, nLeaf := r.u64(), r.u64(), r.u64(), r.u64()
+	if r.err != nil || n == 0 || n > uint64(len(b)) || nDim > uint64(len(b)) || nEntry > uint64(len(b)) || nLeaf > uint64(len(b)) {
 		return fmt.Errorf("%w: bad counts", errTreeCorrupt)
 	}
 	t.FirstChild = r.i32s(int(n))
 	t.NumChildren = r.i32s(int(n))
 	t.Size = r.i32s(int(n))
 	t.SplitStart = r.i64s(int(n) + 1)
-	t.ValueStart = r.i64s(int(n) + 1)
+	t.EntryStart = r.i64s(int(n) + 1)
 	t.LeafStart = r.i64s(int(n) + 1)
 	t.SplitDim = r.i32s(int(nDim))
-	t.SplitValue = r.f32s(int(nValue))
+	t.SplitCount = r.bytes(int(nDim))
+	t.SplitChild = r.bytes(int(nEntry))
+	t.SplitWeight = r.bf16s(int(nEntry))
 	t.LeafLabel = r.i32s(int(nLeaf))
 	t.LeafValue = r.f32s(int(nLeaf))
 	if r.err != nil {
@@ -228,33 +265,46 @@ func (t *Tree) UnmarshalBinary(b []byte) error {
 	return t.validate()
 }
 
-// validate checks the structural invariants Route and Leaf rely on.
+// validate checks the structural invariants SplitIndex and Leaf rely on.
 func (t *Tree) validate() error {
 	n := int32(t.Nodes())
 	if t.X.Dim <= 0 || t.Y.Dim <= 0 {
 		return fmt.Errorf("%w: projection dimension %d/%d", errTreeCorrupt, t.X.Dim, t.Y.Dim)
 	}
-	if t.SplitStart[0] != 0 || t.ValueStart[0] != 0 || t.LeafStart[0] != 0 ||
-		t.SplitStart[n] != int64(len(t.SplitDim)) || t.ValueStart[n] != int64(len(t.SplitValue)) ||
+	if t.SplitStart[0] != 0 || t.EntryStart[0] != 0 || t.LeafStart[0] != 0 ||
+		t.SplitStart[n] != int64(len(t.SplitDim)) || t.EntryStart[n] != int64(len(t.SplitChild)) ||
 		t.LeafStart[n] != int64(len(t.LeafLabel)) {
 		return fmt.Errorf("%w: offsets do not cover the entries", errTreeCorrupt)
 	}
+	// Offsets must be monotone everywhere before any range is used.
 	for i := range n {
-		if t.SplitStart[i] > t.SplitStart[i+1] || t.LeafStart[i] > t.LeafStart[i+1] {
+		if t.SplitStart[i] > t.SplitStart[i+1] || t.EntryStart[i] > t.EntryStart[i+1] || t.LeafStart[i] > t.LeafStart[i+1] {
 			return fmt.Errorf("%w: node %d offsets decrease", errTreeCorrupt, i)
 		}
+	}
+	for i := range n {
 		k := t.NumChildren[i]
-		if k < 0 || (k > 0 && (t.FirstChild[i] <= i || t.FirstChild[i] > n-k)) {
+		if k < 0 || k > MaxBranch || (k > 0 && (t.FirstChild[i] <= i || t.FirstChild[i] > n-k)) {
 			return fmt.Errorf("%w: node %d children out of range", errTreeCorrupt, i)
 		}
-		if (t.SplitStart[i+1]-t.SplitStart[i])*int64(k) != t.ValueStart[i+1]-t.ValueStart[i] {
-			return fmt.Errorf("%w: node %d has %d values for %d dimensions and %d children", errTreeCorrupt, i,
-				t.ValueStart[i+1]-t.ValueStart[i], t.SplitStart[i+1]-t.SplitStart[i], k)
-		}
+		e := t.EntryStart[i]
 		for q := t.SplitStart[i]; q < t.SplitStart[i+1]; q++ {
 			if d := t.SplitDim[q]; d < 0 || d >= t.X.Dim || (q > t.SplitStart[i] && d <= t.SplitDim[q-1]) {
 				return fmt.Errorf("%w: node %d split dimensions unsorted or out of range", errTreeCorrupt, i)
 			}
+			c := int64(t.SplitCount[q])
+			if c == 0 || e+c > t.EntryStart[i+1] {
+				return fmt.Errorf("%w: node %d entry counts do not match its entries", errTreeCorrupt, i)
+			}
+			for p := e; p < e+c; p++ {
+				if ch := int32(t.SplitChild[p]); ch >= k || (p > e && ch <= int32(t.SplitChild[p-1])) {
+					return fmt.Errorf("%w: node %d entry names child %d of %d", errTreeCorrupt, i, ch, k)
+				}
+			}
+			e += c
+		}
+		if e != t.EntryStart[i+1] {
+			return fmt.Errorf("%w: node %d entry counts do not match its entries", errTreeCorrupt, i)
 		}
 	}
 	return nil
@@ -318,6 +368,23 @@ func (r *reader) i32s(n int) []int32 {
 	return s
 }
 
+func (r *reader) bytes(n int) []byte {
+	p := r.take(n)
+	return append(make([]byte, 0, len(p)), p...)
+}
+
+func (r *reader) bf16s(n int) []BFloat16 {
+	p := r.take(2 * n)
+	if p == nil {
+		return make([]BFloat16, 0)
+	}
+	s := make([]BFloat16, n)
+	for i := range s {
+		s[i] = BFloat16(binary.LittleEndian.Uint16(p[2*i:]))
+	}
+	return s
+}
+
 func (r *reader) f32s(n int) []float32 {
 	p := r.take(4 * n)
 	if p == nil {
@@ -344,18 +411,18 @@ func (r *reader) i64s(n int) []int64 {
 
 // TreeStats summarise a tree's shape for xmc inspect.
 type TreeStats struct {
-	Nodes, Leaves            int
-	MinDepth, MaxDepth       int
-	MeanDepth                float64
-	MeanLeafSize             float64
-	MaxLeafSize              int
-	SplitValues, LeafEntries int
+	Nodes, Leaves             int
+	MinDepth, MaxDepth        int
+	MeanDepth                 float64
+	MeanLeafSize              float64
+	MaxLeafSize               int
+	SplitEntries, LeafEntries int
 }
 
 // Stats computes the shape of the tree: node and leaf counts, leaf depths,
 // training instances per leaf and stored entries.
 func (t *Tree) Stats() TreeStats {
-	s := TreeStats{Nodes: t.Nodes(), MinDepth: math.MaxInt, SplitValues: len(t.SplitValue), LeafEntries: len(t.LeafLabel)}
+	s := TreeStats{Nodes: t.Nodes(), MinDepth: math.MaxInt, SplitEntries: len(t.SplitChild), LeafEntries: len(t.LeafLabel)}
 	depth := make([]int, t.Nodes())
 	var depthSum, sizeSum int
 	for n := range t.Nodes() {

@@ -48,8 +48,8 @@ func (p ForestParams) Resolve(D, L int) (ForestParams, error) {
 		return p, fmt.Errorf("--dim-x and --dim-y must be at least 1, got %d and %d", p.DimX, p.DimY)
 	case p.Sample < 2:
 		return p, fmt.Errorf("--sample must be at least 2, got %d", p.Sample)
-	case p.Branch < 2:
-		return p, fmt.Errorf("--branch must be at least 2, got %d", p.Branch)
+	case p.Branch < 2 || p.Branch > model.MaxBranch:
+		return p, fmt.Errorf("--branch must be between 2 and %d, got %d", model.MaxBranch, p.Branch)
 	case p.KMeansIters < 1:
 		return p, fmt.Errorf("--kmeans-iters must be at least 1, got %d", p.KMeansIters)
 	case p.CentroidKeep < 1:
@@ -192,7 +192,6 @@ type forestScratch struct {
 	index        *model.SplitIndex
 	spare        *model.Tree // last tree encoded, whose slices the next tree reuses
 	mags         []float32
-	row          []float32
 }
 
 func newForestScratch(d *ForestData, p ForestParams) *forestScratch {
@@ -208,7 +207,7 @@ func newForestScratch(d *ForestData, p ForestParams) *forestScratch {
 		denseX: make([]float32, p.DimX),
 		markX:  make([]bool, p.DimX), markY: make([]bool, p.DimY),
 		labelAcc: make([]float32, d.Y.Cols), index: model.NewSplitIndex(p.DimX),
-		row: make([]float32, k), touchC: make([][]int32, k), markC: make([]bool, k*p.DimX),
+		touchC: make([][]int32, k), markC: make([]bool, k*p.DimX),
 		scores: make([]float32, k), counts: make([]int32, k+1), newID: make([]int32, k),
 	}
 }
@@ -248,7 +247,7 @@ func (b *treeBuilder) build() error {
 	for id := 0; id < len(queue); id++ {
 		sp := queue[id]
 		t.SplitStart = append(t.SplitStart, int64(len(t.SplitDim)))
-		t.ValueStart = append(t.ValueStart, int64(len(t.SplitValue)))
+		t.EntryStart = append(t.EntryStart, int64(len(t.SplitChild)))
 		t.LeafStart = append(t.LeafStart, int64(len(t.LeafLabel)))
 		children := b.split(sp)
 		if len(children) == 0 {
@@ -264,7 +263,7 @@ func (b *treeBuilder) build() error {
 		}
 	}
 	t.SplitStart = append(t.SplitStart, int64(len(t.SplitDim)))
-	t.ValueStart = append(t.ValueStart, int64(len(t.SplitValue)))
+	t.EntryStart = append(t.EntryStart, int64(len(t.SplitChild)))
 	t.LeafStart = append(t.LeafStart, int64(len(t.LeafLabel)))
 	return nil
 }
@@ -328,14 +327,14 @@ func (b *treeBuilder) split(sp span) []int32 {
 		return nil
 	}
 	t := b.tree
-	firstDim, firstValue := len(t.SplitDim), len(t.SplitValue)
+	firstDim, firstEntry := len(t.SplitDim), len(t.SplitChild)
 	b.classifier(sample, k)
 	// Route every instance of the node with the classifier just appended,
 	// exactly as prediction will. The node's end offsets and child count are
 	// provisional until the build loop records them.
 	node := int32(len(t.SplitStart) - 1)
 	t.SplitStart = append(t.SplitStart, int64(len(t.SplitDim)))
-	t.ValueStart = append(t.ValueStart, int64(len(t.SplitValue)))
+	t.EntryStart = append(t.EntryStart, int64(len(t.SplitChild)))
 	t.NumChildren[node] = int32(k)
 	s.index.Load(t, node)
 	counts := s.counts[:k+1]
@@ -348,7 +347,7 @@ func (b *treeBuilder) split(sp span) []int32 {
 	s.index.Unload()
 	t.NumChildren[node] = 0
 	t.SplitStart = t.SplitStart[:len(t.SplitStart)-1]
-	t.ValueStart = t.ValueStart[:len(t.ValueStart)-1]
+	t.EntryStart = t.EntryStart[:len(t.EntryStart)-1]
 	// Drop children that received no instance: no test instance can be
 	// better served by them than by a child with training data.
 	kept := int32(0)
@@ -362,11 +361,11 @@ func (b *treeBuilder) split(sp span) []int32 {
 		}
 	}
 	if kept < 2 {
-		t.SplitDim, t.SplitValue = t.SplitDim[:firstDim], t.SplitValue[:firstValue]
+		b.truncateSplit(firstDim, firstEntry)
 		return nil
 	}
 	if int(kept) < k {
-		b.dropChildren(firstDim, firstValue, k, newID)
+		b.dropChildren(firstDim, firstEntry, newID)
 	}
 	// Counting sort of the node's instances by child, stable in id order.
 	bounds := make([]int32, kept+1)
@@ -392,33 +391,33 @@ func (b *treeBuilder) split(sp span) []int32 {
 	return bounds
 }
 
-// dropChildren removes from the node's classifier, whose dimensions and
-// value rows start at firstDim and firstValue, the columns of the children
-// mapped to -1 by newID, and the dimensions no kept child uses.
-func (b *treeBuilder) dropChildren(firstDim, firstValue, k int, newID []int32) {
+// dropChildren renumbers the children of the node whose classifier starts
+// at firstDim and firstEntry by newID, dropping the entries of children
+// mapped to -1 and the dimensions left without entries.
+func (b *treeBuilder) dropChildren(firstDim, firstEntry int, newID []int32) {
 	t := b.tree
-	wd, wv := firstDim, firstValue
-	for r := range len(t.SplitDim) - firstDim {
-		row := t.SplitValue[firstValue+r*k : firstValue+(r+1)*k]
-		used := false
-		for c, v := range row {
-			if newID[c] >= 0 && v != 0 {
-				used = true
+	wd, we, e := firstDim, firstEntry, firstEntry
+	for q := firstDim; q < len(t.SplitDim); q++ {
+		count := uint8(0)
+		for end := e + int(t.SplitCount[q]); e < end; e++ {
+			if c := newID[t.SplitChild[e]]; c >= 0 {
+				t.SplitChild[we], t.SplitWeight[we] = uint8(c), t.SplitWeight[e]
+				we++
+				count++
 			}
 		}
-		if !used {
-			continue
-		}
-		t.SplitDim[wd] = t.SplitDim[firstDim+r]
-		wd++
-		for c, v := range row {
-			if newID[c] >= 0 {
-				t.SplitValue[wv] = v // wv never passes the row being read
-				wv++
-			}
+		if count > 0 {
+			t.SplitDim[wd], t.SplitCount[wd] = t.SplitDim[q], count
+			wd++
 		}
 	}
-	t.SplitDim, t.SplitValue = t.SplitDim[:wd], t.SplitValue[:wv]
+	b.truncateSplit(wd, we)
+}
+
+func (b *treeBuilder) truncateSplit(dims, entries int) {
+	t := b.tree
+	t.SplitDim, t.SplitCount = t.SplitDim[:dims], t.SplitCount[:dims]
+	t.SplitChild, t.SplitWeight = t.SplitChild[:entries], t.SplitWeight[:entries]
 }
 
 // route returns the child of the node loaded in s.index for training
@@ -678,14 +677,21 @@ func (b *treeBuilder) classifier(sample []int32, k int) {
 		}
 	}
 	sortTouched(kept, s.markX)
-	row := s.row[:k]
 	for _, d := range kept {
+		count := uint8(0)
 		for c := range k {
-			row[c] = s.accX[c*dimX+int(d)]
+			v := model.ToBFloat16(s.accX[c*dimX+int(d)])
 			s.accX[c*dimX+int(d)] = 0
+			if v.Float32() != 0 {
+				t.SplitChild = append(t.SplitChild, uint8(c))
+				t.SplitWeight = append(t.SplitWeight, v)
+				count++
+			}
 		}
-		t.SplitDim = append(t.SplitDim, d)
-		t.SplitValue = append(t.SplitValue, row...)
+		if count > 0 {
+			t.SplitDim = append(t.SplitDim, d)
+			t.SplitCount = append(t.SplitCount, count)
+		}
 	}
 	s.touchX = kept
 }

@@ -1,0 +1,140 @@
+package model
+
+import (
+	"bytes"
+	"math"
+	"testing"
+)
+
+func TestMurmur3(t *testing.T) {
+	// Published MurmurHash3 x86_32 vectors for 4-byte keys.
+	for _, c := range []struct{ key, seed, want uint32 }{
+		{0, 0, 0x2362f9de},          // "\x00\x00\x00\x00"
+		{0x64636261, 0, 0x43ed676a}, // "abcd"
+		{0x64636261, 0x9747b28c, 0xf0478627},
+	} {
+		if got := Murmur3(c.key, c.seed); got != c.want {
+			t.Errorf("Murmur3(%#x, %#x) = %#x, want %#x", c.key, c.seed, got, c.want)
+		}
+	}
+}
+
+func TestBFloat16(t *testing.T) {
+	for _, c := range []struct{ in, want float32 }{
+		{0, 0}, {1, 1}, {-2.5, -2.5}, {0.1, 0.10009765625}, {1.00390625, 1}, // tie rounds to even
+		{1.01171875, 1.015625}, {float32(math.Inf(1)), float32(math.Inf(1))},
+	} {
+		if got := ToBFloat16(c.in).Float32(); got != c.want {
+			t.Errorf("bfloat16(%v) = %v, want %v", c.in, got, c.want)
+		}
+	}
+	if v := ToBFloat16(float32(math.NaN())).Float32(); v == v {
+		t.Error("NaN did not stay NaN")
+	}
+}
+
+// smallTree is a hand-built tree: a root with two children, both leaves.
+// Child 0's centroid uses projected dimensions 1 and 3, child 1's 3 and 4.
+func smallTree() *Tree {
+	w := func(v float32) BFloat16 { return ToBFloat16(v) }
+	return &Tree{
+		X:           Projection{Dim: 5, BucketSeed: 1, SignSeed: 2},
+		Y:           Projection{Dim: 3, BucketSeed: 3, SignSeed: 4},
+		FirstChild:  []int32{1, 0, 0},
+		NumChildren: []int32{2, 0, 0},
+		Size:        []int32{4, 3, 1},
+		SplitStart:  []int64{0, 3, 3, 3},
+		EntryStart:  []int64{0, 4, 4, 4},
+		LeafStart:   []int64{0, 0, 2, 3},
+		SplitDim:    []int32{1, 3, 4},
+		SplitCount:  []uint8{1, 2, 1},
+		SplitChild:  []uint8{0, 0, 1, 1},
+		SplitWeight: []BFloat16{w(0.6), w(0.8), w(0.6), w(0.8)},
+		LeafLabel:   []int32{0, 2, 1},
+		LeafValue:   []float32{1, 1.0 / 3, 1},
+	}
+}
+
+func TestSplitIndexBest(t *testing.T) {
+	tr := smallTree()
+	ix := NewSplitIndex(5)
+	ix.Load(tr, 0)
+	scores := make([]float32, 2)
+	for _, c := range []struct {
+		buckets []int32
+		signed  []float32
+		want    int32
+	}{
+		{[]int32{1}, []float32{1}, 0},
+		{[]int32{4}, []float32{1}, 1},
+		{[]int32{3}, []float32{1}, 0},             // 0.8 vs 0.6
+		{[]int32{3, 4}, []float32{1, 1}, 1},       // 0.8 vs 1.4
+		{[]int32{1, 1, 4}, []float32{1, 1, 1}, 0}, // collisions add up: 1.2 against 0.8
+		{[]int32{0, 2}, []float32{1, 1}, 0},       // no overlap: tie goes to child 0
+	} {
+		if got := ix.Best(c.buckets, c.signed, scores); got != c.want {
+			t.Errorf("Best(%v, %v) = %d, want %d", c.buckets, c.signed, got, c.want)
+		}
+	}
+	ix.Unload()
+	for d, e := range ix.entries {
+		if e != 0 {
+			t.Errorf("Unload left dimension %d set", d)
+		}
+	}
+}
+
+func TestTreeRoundTripAndCorruption(t *testing.T) {
+	tr := smallTree()
+	b, err := tr.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got Tree
+	if err := got.UnmarshalBinary(b); err != nil {
+		t.Fatal(err)
+	}
+	b2, _ := got.MarshalBinary()
+	if !bytes.Equal(b, b2) {
+		t.Fatal("round trip changed the encoding")
+	}
+	if err := got.CheckLabels(2); err == nil {
+		t.Error("CheckLabels(2) accepted label 2")
+	}
+	// Every truncation and many single-byte changes are errors, never panics.
+	for n := range len(b) {
+		var x Tree
+		if err := x.UnmarshalBinary(b[:n]); err == nil {
+			t.Fatalf("truncated to %d bytes: no error", n)
+		}
+	}
+	for i := range b {
+		c := bytes.Clone(b)
+		c[i] ^= 0xff
+		var x Tree
+		_ = x.UnmarshalBinary(c) // must not panic; some flips (weights) are valid trees
+	}
+}
+
+func FuzzTreeUnmarshal(f *testing.F) {
+	b, _ := smallTree().MarshalBinary()
+	f.Add(b)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var tr Tree
+		if tr.UnmarshalBinary(b) != nil {
+			return
+		}
+		// A tree that decodes must route any instance without panicking.
+		ix := NewSplitIndex(int(tr.X.Dim))
+		scores := make([]float32, MaxBranch)
+		for n := range int32(tr.Nodes()) {
+			if tr.NumChildren[n] == 0 {
+				tr.Leaf(n)
+				continue
+			}
+			ix.Load(&tr, n)
+			ix.Best([]int32{0, tr.X.Dim - 1}, []float32{1, -1}, scores)
+			ix.Unload()
+		}
+	})
+}
