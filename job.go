@@ -71,18 +71,10 @@ func (j *job) phase(name string, fn func() error) error {
 	return err
 }
 
-// rankError is an error of one rank, named in the message that ends the job.
-type rankError struct {
-	rank int
-	err  error
-}
-
-func (e *rankError) Error() string { return fmt.Sprintf("rank %d: %v", e.rank, e.err) }
-func (e *rankError) Unwrap() error { return e.err }
-
 // runJob runs body on every rank of a job laid out by opts: under an MPI
 // launcher one rank per process, otherwise opts.ranks goroutine ranks. The
-// first error on any rank ends the whole job with that rank's message.
+// first error on any rank ends the whole job with that rank's message,
+// prefixed with its rank.
 func runJob(command string, opts jobOptions, body func(j *job) error) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGUSR1, syscall.SIGINT)
 	defer stop()
@@ -102,6 +94,7 @@ func runJob(command string, opts jobOptions, body func(j *job) error) error {
 		}
 		err = runRank(ctx, command, opts, c, mpi.Backend, 1, start, body)
 		if err != nil {
+			err = fmt.Errorf("rank %d: %w", c.Rank(), err)
 			// Make sure the other ranks end now rather than at their next
 			// collective's watchdog.
 			c.Abort(1, err.Error())
@@ -130,13 +123,13 @@ func runRank(ctx context.Context, command string, opts jobOptions, raw mpi.Comm,
 		log: newRankLogger(os.Stderr, rank, level), backend: backend, phases: map[string]float64{},
 	}
 	if err := j.setupWorkers(opts, ranksInProcess); err != nil {
-		return &rankError{rank, err}
+		return err
 	}
 	defer j.pool.Close()
 	host, _ := os.Hostname()
 	hosts, err := j.comm.Gatherv([]byte(host), 0)
 	if err != nil {
-		return &rankError{rank, err}
+		return err
 	}
 	for _, h := range hosts {
 		j.hosts = append(j.hosts, string(h))
@@ -152,16 +145,16 @@ func runRank(ctx context.Context, command string, opts jobOptions, raw mpi.Comm,
 
 	bodyErr := body(j)
 	if bodyErr != nil && !isInterrupt(bodyErr) {
-		return &rankError{rank, bodyErr}
+		return bodyErr
 	}
 	if bodyErr != nil {
 		j.summary.Status = "interrupted"
 	}
 	if err := j.finish(opts, start); err != nil {
-		return &rankError{rank, err}
+		return err
 	}
 	if bodyErr != nil {
-		return &rankError{rank, bodyErr}
+		return bodyErr
 	}
 	return nil
 }

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"io"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"xmc/bench"
@@ -274,5 +276,41 @@ func TestInfoAndHelp(t *testing.T) {
 	}
 	if _, code := xmc(t, "frobnicate"); code != 2 {
 		t.Errorf("unknown command: exit %d, want 2", code)
+	}
+}
+
+// TestSignalStopsCleanly sends SIGTERM, as Slurm does at the time limit, in
+// the middle of training: xmc must stop taking trees, write what it has,
+// and exit non-zero with a clear message.
+func TestSignalStopsCleanly(t *testing.T) {
+	dir := t.TempDir()
+	modelPath := filepath.Join(dir, "m.model")
+	cmd := exec.Command(xmcBin, "train", "--trees", "400", "--threads", "1", "--data", bibtexTrain, "--model-out", modelPath)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	buf := make([]byte, 4096)
+	for !strings.Contains(out.String(), "progress") {
+		n, err := stderr.Read(buf)
+		out.Write(buf[:n])
+		if err != nil {
+			t.Fatalf("xmc ended before reporting progress:\n%s", out.String())
+		}
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	rest, _ := io.ReadAll(stderr)
+	out.Write(rest)
+	err = cmd.Wait()
+	if err == nil || !strings.Contains(out.String(), "interrupted") {
+		t.Fatalf("after SIGTERM: %v\n%s", err, out.String())
+	}
+	m := mustXMC(t, "inspect", "--model", modelPath)
+	if !strings.Contains(m, "trees") {
+		t.Errorf("the finished trees were not written:\n%s", m)
 	}
 }
