@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -92,7 +94,7 @@ func runJob(command string, opts jobOptions, body func(j *job) error) error {
 		if err != nil {
 			return err
 		}
-		err = runRank(ctx, command, opts, c, mpi.Backend, 1, start, body)
+		err = runRank(ctx, command, opts, c, mpi.Backend, mpiRanksSharingCPUs(), start, body)
 		if err != nil {
 			err = fmt.Errorf("rank %d: %w", c.Rank(), err)
 			// Make sure the other ranks end now rather than at their next
@@ -112,7 +114,7 @@ func runJob(command string, opts jobOptions, body func(j *job) error) error {
 	})
 }
 
-func runRank(ctx context.Context, command string, opts jobOptions, raw mpi.Comm, backend string, ranksInProcess int, start time.Time, body func(j *job) error) error {
+func runRank(ctx context.Context, command string, opts jobOptions, raw mpi.Comm, backend string, sharing int, start time.Time, body func(j *job) error) error {
 	rank := raw.Rank()
 	level := slog.LevelInfo
 	if rank != 0 && !opts.verbose {
@@ -122,7 +124,7 @@ func runRank(ctx context.Context, command string, opts jobOptions, raw mpi.Comm,
 		ctx: ctx, comm: mpi.NewCounted(raw, opts.commTimeout), rank: rank, size: raw.Size(),
 		log: newRankLogger(os.Stderr, rank, level), backend: backend, phases: map[string]float64{},
 	}
-	if err := j.setupWorkers(opts, ranksInProcess); err != nil {
+	if err := j.setupWorkers(opts, sharing); err != nil {
 		return err
 	}
 	defer j.pool.Close()
@@ -159,9 +161,25 @@ func runRank(ctx context.Context, command string, opts jobOptions, raw mpi.Comm,
 	return nil
 }
 
+// mpiRanksSharingCPUs is the number of MPI ranks of this job on this node
+// when they all see every CPU (mpirun --bind-to none, several ranks per node
+// for a test): their default thread counts then split the CPUs instead of
+// oversubscribing them. A launcher that binds ranks (mpirun's default,
+// Slurm's task affinity) already gives each its own CPUs.
+func mpiRanksSharingCPUs() int {
+	n, err := strconv.Atoi(os.Getenv("OMPI_COMM_WORLD_LOCAL_SIZE"))
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
+}
+
 // setupWorkers detects the topology (or simulates one), chooses the thread
-// count and starts the pinned worker pool.
-func (j *job) setupWorkers(opts jobOptions, ranksInProcess int) error {
+// count and starts the pinned worker pool. sharing is the number of ranks
+// that share this process's CPUs (in-process ranks, or unbound MPI ranks on
+// one node); when the rank sees every CPU, the default thread count is its
+// share of them.
+func (j *job) setupWorkers(opts jobOptions, sharing int) error {
 	topo, err := numa.Detect()
 	if err != nil {
 		return fmt.Errorf("detect NUMA topology: %w", err)
@@ -171,7 +189,10 @@ func (j *job) setupWorkers(opts jobOptions, ranksInProcess int) error {
 			return fmt.Errorf("--numa-sim: %w", err)
 		}
 	}
-	cpus := max(1, len(topo.CPUs())/ranksInProcess)
+	cpus := len(topo.CPUs())
+	if cpus == runtime.NumCPU() {
+		cpus = max(1, cpus/sharing)
+	}
 	threads, source, err := numa.ThreadCount(opts.threads, os.Getenv, cpus)
 	if err != nil {
 		return err
