@@ -1,0 +1,107 @@
+//go:build mpi
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// These tests run the MPI build of xmc under real mpirun, and check that it
+// produces exactly what the in-process backend produces.
+
+// mpirun runs xmc-mpi (built once) on np ranks and returns its output and
+// exit code; a run that outlives its deadline fails the test instead of
+// hanging CI.
+func mpirun(t *testing.T, np int, args ...string) (string, int) {
+	t.Helper()
+	bin := filepath.Join(filepath.Dir(xmcBin), "xmc-mpi")
+	if _, err := os.Stat(bin); err != nil {
+		if out, err := exec.Command("go", "build", "-tags", "mpi", "-o", bin, ".").CombinedOutput(); err != nil {
+			t.Fatalf("build xmc-mpi: %v\n%s", err, out)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	full := append([]string{"--oversubscribe", "--bind-to", "none", "-np", fmt.Sprint(np), bin}, args...)
+	cmd := exec.CommandContext(ctx, "mpirun", full...)
+	cmd.Env = append(os.Environ(), "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("mpirun %v hung:\n%s", args, out)
+	}
+	if ee, ok := err.(*exec.ExitError); ok {
+		return string(out), ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return string(out), 0
+}
+
+func TestMPIModelMatchesInProcess(t *testing.T) {
+	dir := t.TempDir()
+	ref := filepath.Join(dir, "ref.model")
+	mustXMC(t, "train", "--trees", "6", "--seed", "11", "--data", bibtexTrain, "--model-out", ref, "--ranks", "1", "--threads", "1")
+	want, _ := os.ReadFile(ref)
+	for _, c := range []struct {
+		np   int
+		args []string
+	}{{2, nil}, {4, []string{"--threads", "2"}}, {3, []string{"--numa-sim", "2", "--threads", "2"}}} {
+		path := filepath.Join(dir, fmt.Sprintf("np%d.model", c.np))
+		args := append([]string{"train", "--trees", "6", "--seed", "11", "--data", bibtexTrain, "--model-out", path}, c.args...)
+		if out, code := mpirun(t, c.np, args...); code != 0 {
+			t.Fatalf("mpirun -np %d: exit %d\n%s", c.np, code, out)
+		}
+		got, _ := os.ReadFile(path)
+		if !bytes.Equal(got, want) {
+			t.Errorf("mpirun -np %d %v: model differs from 1 rank x 1 thread in process", c.np, c.args)
+		}
+	}
+
+	// Distributed prediction under MPI gives the in-process scores.
+	inproc, viaMPI := filepath.Join(dir, "a.txt"), filepath.Join(dir, "b.txt")
+	mustXMC(t, "predict", "--model", ref, "--data", bibtexTest, "--out", inproc)
+	if out, code := mpirun(t, 2, "predict", "--model", ref, "--data", bibtexTest, "--out", viaMPI); code != 0 {
+		t.Fatalf("mpirun predict: exit %d\n%s", code, out)
+	}
+	a, _ := os.ReadFile(inproc)
+	b, _ := os.ReadFile(viaMPI)
+	if !bytes.Equal(a, b) {
+		t.Error("scores predicted under mpirun -np 2 differ from in-process ones")
+	}
+}
+
+func TestMPIInfoListsRanks(t *testing.T) {
+	out, code := mpirun(t, 4, "info")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	for r := range 4 {
+		if !strings.Contains(out, fmt.Sprintf("rank %d on", r)) {
+			t.Errorf("info under mpirun -np 4 does not list rank %d:\n%s", r, out)
+		}
+	}
+	if !strings.Contains(out, "world size 4") {
+		t.Errorf("info output:\n%s", out)
+	}
+}
+
+// TestMPIFailureEndsJob checks that an error ends the whole job promptly with
+// the failing rank's message and a non-zero exit.
+func TestMPIFailureEndsJob(t *testing.T) {
+	start := time.Now()
+	out, code := mpirun(t, 2, "train", "--trees", "4", "--data", "/nonexistent/train.txt", "--model-out", filepath.Join(t.TempDir(), "m"))
+	if code == 0 || !strings.Contains(out, "/nonexistent/train.txt") {
+		t.Errorf("exit %d, output:\n%s", code, out)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("the failed job took %v to end", d)
+	}
+}
