@@ -187,6 +187,10 @@ type forestScratch struct {
 	scores       []float32
 	counts       []int32
 	newID        []int32
+	sims         []float32
+	yoff         []int32   // the node sample's projected label vectors:
+	ybk          []int32   // pairs yoff[i]:yoff[i+1] of buckets ybk
+	yvl          []float32 // and values yvl
 	touchC       [][]int32 // per cluster, the dimensions its accumulator touched
 	markC        []bool    // k × dimX marks for touchC
 	index        *model.SplitIndex
@@ -208,7 +212,7 @@ func newForestScratch(d *ForestData, p ForestParams) *forestScratch {
 		markX:  make([]bool, p.DimX), markY: make([]bool, p.DimY),
 		labelAcc: make([]float32, d.Y.Cols), index: model.NewSplitIndex(p.DimX),
 		touchC: make([][]int32, k), markC: make([]bool, k*p.DimX),
-		scores: make([]float32, k), counts: make([]int32, k+1), newID: make([]int32, k),
+		scores: make([]float32, k), counts: make([]int32, k+1), newID: make([]int32, k), sims: make([]float32, k),
 	}
 }
 
@@ -466,66 +470,67 @@ func (b *treeBuilder) drawSample(ids []int32) []int32 {
 	return s.sample[:b.p.Sample]
 }
 
-// labelSim is the cosine of the projected, normalised label vector of
-// instance id with the unit-norm centroid c (dense over dimY).
-func (b *treeBuilder) labelSim(id int32, c []float32) float32 {
-	idx, _ := b.d.Y.Row(int(id))
-	var dot float32
-	for _, l := range idx {
-		dot += b.s.ys[l] * c[b.s.yb[l]]
-	}
-	return dot * b.s.yInv[id]
-}
-
-// kmeans runs spherical k-means with k-means++ seeding on the projected label
-// vectors of sample, leaving the assignment in s.cluster and returning the
-// number of clusters (fewer than Branch when the sample has fewer distinct
-// label vectors).
+// kmeans runs spherical k-means with k-means++ seeding on the projected,
+// normalised label vectors of sample, leaving the assignment in s.cluster
+// and returning the number of clusters (fewer than Branch when the sample
+// has fewer distinct label vectors).
+//
+// The sample's label vectors are projected once into (bucket, value) pairs,
+// and the centroids are stored bucket-major (row b holds the Branch
+// centroids' entries for bucket b), so that the similarities of one
+// instance to every centroid are one contiguous multiply-add per label.
 func (b *treeBuilder) kmeans(sample []int32) int {
 	s, p := b.s, b.p
-	dimY := p.DimY
-	// Buckets any sampled label vector touches: the only centroid entries
-	// that can be non-zero, so the only ones to clear and normalise.
+	K := p.Branch
+	// Project the sample's label vectors, and collect the buckets they
+	// touch: the only centroid rows that can be non-zero.
+	off, bk, vl := s.yoff[:0], s.ybk[:0], s.yvl[:0]
 	touched := s.touchY[:0]
 	for _, id := range sample {
+		off = append(off, int32(len(bk)))
 		idx, _ := b.d.Y.Row(int(id))
 		for _, l := range idx {
-			if q := s.yb[l]; !s.markY[q] {
+			q := s.yb[l]
+			bk = append(bk, q)
+			vl = append(vl, s.ys[l]*s.yInv[id])
+			if !s.markY[q] {
 				s.markY[q] = true
 				touched = append(touched, q)
 			}
 		}
 	}
+	off = append(off, int32(len(bk)))
 	for _, q := range touched {
 		s.markY[q] = false
 	}
-	s.touchY = touched
-	centroid := func(c int) []float32 { return s.accY[c*dimY : (c+1)*dimY] }
-	setTo := func(c int, id int32) {
-		cv := centroid(c)
-		idx, _ := b.d.Y.Row(int(id))
-		for _, l := range idx {
-			cv[s.yb[l]] += s.ys[l] * s.yInv[id]
-		}
-	}
+	s.yoff, s.ybk, s.yvl, s.touchY = off, bk, vl, touched
+	C := s.accY // dimY × K, zero outside this call
 	defer func() {
-		for c := range p.Branch {
-			cv := centroid(c)
-			for _, q := range touched {
-				cv[q] = 0
-			}
+		for _, q := range touched {
+			clear(C[int(q)*K : int(q)*K+K])
 		}
 	}()
+	add := func(c, i int) { // centroid c += label vector of sample i
+		for q := off[i]; q < off[i+1]; q++ {
+			C[int(bk[q])*K+c] += vl[q]
+		}
+	}
+	sim := func(c, i int) float32 {
+		var dot float32
+		for q := off[i]; q < off[i+1]; q++ {
+			dot += vl[q] * C[int(bk[q])*K+c]
+		}
+		return dot
+	}
 
 	// k-means++ seeding with distance 1 - cosine.
 	dist := s.dist[:len(sample)]
-	k := 0
-	setTo(0, sample[b.rng.IntN(len(sample))])
-	k = 1
-	for i, id := range sample {
-		dist[i] = max(0, 1-float64(b.labelSim(id, centroid(0))))
+	add(0, b.rng.IntN(len(sample)))
+	k := 1
+	for i := range sample {
+		dist[i] = max(0, 1-float64(sim(0, i)))
 	}
-	for k < p.Branch && k < len(sample) {
+	for k < K && k < len(sample) {
 		var total float64
 		for _, d := range dist {
 			total += d
@@ -542,9 +547,9 @@ func (b *treeBuilder) kmeans(sample []int32) int {
 			}
 			r -= d
 		}
-		setTo(k, sample[pick])
-		for i, id := range sample {
-			dist[i] = min(dist[i], max(0, 1-float64(b.labelSim(id, centroid(k)))))
+		add(k, pick)
+		for i := range sample {
+			dist[i] = min(dist[i], max(0, 1-float64(sim(k, i))))
 		}
 		k++
 	}
@@ -552,43 +557,59 @@ func (b *treeBuilder) kmeans(sample []int32) int {
 		return k
 	}
 	cluster := s.cluster[:len(sample)]
+	sims := s.sims[:k]
+	counts := s.counts[:k]
 	for iter := range p.KMeansIters {
-		for i, id := range sample {
-			best, bestSim := int32(0), b.labelSim(id, centroid(0))
-			for c := 1; c < k; c++ {
-				if sim := b.labelSim(id, centroid(c)); sim > bestSim {
-					best, bestSim = int32(c), sim
+		for i := range sample {
+			clear(sims)
+			for q := off[i]; q < off[i+1]; q++ {
+				v, row := vl[q], C[int(bk[q])*K:][:k]
+				for c := range sims {
+					sims[c] += v * row[c]
 				}
 			}
-			cluster[i] = best
+			best := 0
+			for c := 1; c < k; c++ {
+				if sims[c] > sims[best] {
+					best = c
+				}
+			}
+			cluster[i] = int32(best)
 		}
 		if iter == p.KMeansIters-1 {
 			break
 		}
 		// Update: each centroid becomes the normalised sum of its members;
 		// a cluster left empty keeps its centroid.
-		counts := s.counts[:k]
 		clear(counts)
 		for _, c := range cluster {
 			counts[c]++
+		}
+		for _, q := range touched {
+			row := C[int(q)*K:][:k]
+			for c := range row {
+				if counts[c] > 0 {
+					row[c] = 0
+				}
+			}
+		}
+		for i, c := range cluster {
+			add(int(c), i)
 		}
 		for c := range k {
 			if counts[c] == 0 {
 				continue
 			}
-			cv := centroid(c)
+			var ss float64
 			for _, q := range touched {
-				cv[q] = 0
+				v := C[int(q)*K+c]
+				ss += float64(v) * float64(v)
 			}
-		}
-		for i, id := range sample {
-			if counts[cluster[i]] > 0 {
-				setTo(int(cluster[i]), id)
-			}
-		}
-		for c := range k {
-			if counts[c] > 0 {
-				normalize(centroid(c), touched)
+			if ss > 0 {
+				inv := float32(1 / math.Sqrt(ss))
+				for _, q := range touched {
+					C[int(q)*K+c] *= inv
+				}
 			}
 		}
 	}
