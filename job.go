@@ -176,9 +176,9 @@ func mpiRanksSharingCPUs() int {
 
 // setupWorkers detects the topology (or simulates one), chooses the thread
 // count and starts the pinned worker pool. sharing is the number of ranks
-// that share this process's CPUs (in-process ranks, or unbound MPI ranks on
-// one node); when the rank sees every CPU, the default thread count is its
-// share of them.
+// that share this process's CPUs: in-process ranks always split them (and
+// SLURM_CPUS_PER_TASK), unbound MPI ranks on one node split them when each
+// sees every CPU.
 func (j *job) setupWorkers(opts jobOptions, sharing int) error {
 	topo, err := numa.Detect()
 	if err != nil {
@@ -190,12 +190,17 @@ func (j *job) setupWorkers(opts jobOptions, sharing int) error {
 		}
 	}
 	cpus := len(topo.CPUs())
-	if cpus == runtime.NumCPU() {
+	inProcess := j.backend == "in-process"
+	if cpus == runtime.NumCPU() || inProcess {
 		cpus = max(1, cpus/sharing)
 	}
 	threads, source, err := numa.ThreadCount(opts.threads, os.Getenv, cpus)
 	if err != nil {
 		return err
+	}
+	if inProcess && source == "SLURM_CPUS_PER_TASK" {
+		// In-process ranks share the one task's CPUs.
+		threads = max(1, threads/sharing)
 	}
 	if threads < len(topo.Domains) {
 		// Every domain that holds a data replica needs a worker of its own.

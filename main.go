@@ -33,6 +33,8 @@ func commands() []command {
 		{"eval", "compute P@k, nDCG@k, PSP@k, PSnDCG@k and recall@k of score files", runEval},
 		{"inspect", "show a model's header, tree shapes and size", runInspect},
 		{"gen", "generate a synthetic multi-label dataset with power-law labels", runGen},
+		{"bench", "scaling studies and comparisons with other XMC programs: scale, compare, report", runBench},
+		{"slurm", "render and submit sbatch scripts of xmc runs (one rank per node), and scaling sweeps", runSlurm},
 	}
 }
 

@@ -1,0 +1,377 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"xmc/bench"
+	"xmc/model"
+)
+
+// benchCommands are the subcommands of xmc bench.
+func benchCommands() []command {
+	return []command{
+		{"scale", "strong scaling on this machine over a grid of ranks × threads, with tables and plots", runBenchScale},
+		{"compare", "run the C++ DXML program (or another reference) and xmc on the same problem and compare", runBenchCompare},
+		{"report", "tabulate and plot the run summaries in a directory (e.g. from a Slurm scaling sweep)", runBenchReport},
+		{"peakrss", "run a command and report its peak resident memory (used by compare under mpirun)", runBenchPeakRSS},
+	}
+}
+
+func runBench(args []string) error {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprintf(os.Stderr, "Usage: xmc bench <subcommand> [flags]\n\nSubcommands:\n")
+		for _, c := range benchCommands() {
+			fmt.Fprintf(os.Stderr, "  %-8s %s\n", c.name, c.summary)
+		}
+		fmt.Fprintf(os.Stderr, "\nRun \"xmc bench <subcommand> -h\" for its flags.\n")
+		if len(args) == 0 {
+			return errUsage
+		}
+		return nil
+	}
+	for _, c := range benchCommands() {
+		if c.name == args[0] {
+			return c.run(args[1:])
+		}
+	}
+	fmt.Fprintf(os.Stderr, "xmc bench: unknown subcommand %q (want scale, compare, report or peakrss)\n", args[0])
+	return errUsage
+}
+
+// launcherFlags choose how bench starts xmc.
+type launcherFlags struct {
+	kind, xmc, xmcMPI, mpirun string
+}
+
+func (l *launcherFlags) register(fs *flag.FlagSet, defaultKind string) {
+	dir := "."
+	if exe, err := os.Executable(); err == nil {
+		dir = filepath.Dir(exe)
+	}
+	fs.StringVar(&l.kind, "launcher", defaultKind, "how xmc runs a job: inproc (xmc --ranks R, ranks as goroutines) or mpirun (mpirun -np R xmc-mpi)")
+	fs.StringVar(&l.xmc, "xmc", filepath.Join(dir, "xmc"), "the xmc `binary` for --launcher inproc")
+	fs.StringVar(&l.xmcMPI, "xmc-mpi", filepath.Join(dir, "xmc-mpi"), "the `binary` of xmc's MPI build (make build), for --launcher mpirun")
+	fs.StringVar(&l.mpirun, "mpirun", strings.Join(bench.DefaultMPIRun(), " "), "mpirun `command` and the flags before -np")
+}
+
+func (l *launcherFlags) launcher() bench.Launcher {
+	return bench.Launcher{Kind: l.kind, XMC: l.xmc, XMCMPI: l.xmcMPI, MPIRun: strings.Fields(l.mpirun)}
+}
+
+// extraArgs returns the arguments after "--" (flags for every xmc train
+// run), rejecting other stray arguments.
+func extraArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	rest := fs.Args()
+	if len(rest) == 0 {
+		return nil, nil
+	}
+	if len(args) <= len(rest) || args[len(args)-len(rest)-1] != "--" {
+		fmt.Fprintf(fs.Output(), "xmc %s: unexpected argument %q (xmc train flags go after --)\n", fs.Name(), rest[0])
+		fs.Usage()
+		return nil, errUsage
+	}
+	return rest, nil
+}
+
+// intList parses a comma-separated list of positive integers.
+func intList(flagName, s string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("--%s %q: want positive integers separated by commas, e.g. 1,2,4", flagName, s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// checkData makes sure a data set exists before a long study starts.
+func checkData(flagName, path string) error {
+	if path == "" {
+		return fmt.Errorf("--%s is required", flagName)
+	}
+	if _, err := os.Stat(path); err != nil {
+		return fmt.Errorf("--%s: %w (to benchmark on synthetic data of any size, make a data set with: xmc gen --out FILE --n N --d D --l L)", flagName, err)
+	}
+	return nil
+}
+
+// signalContext is cancelled by SIGINT or SIGTERM (Slurm's scancel), which
+// ends the running job cleanly.
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+}
+
+func runBenchScale(args []string) error {
+	fs := newFlagSet("bench scale", "bench scale --data TRAIN [--test TEST] --out DIR [--ranks 1,2,4 --threads 1,2 --repeats 3] [flags] [-- xmc train flags]")
+	var lf launcherFlags
+	lf.register(fs, bench.InProc)
+	var dataPath, testPath, algo, ranks, threads, out string
+	var trees, repeats, warmup int
+	var seed uint64
+	fs.StringVar(&dataPath, "data", "", "training data `FILE` (XMC format; a synthetic one of any size from xmc gen works too)")
+	fs.StringVar(&testPath, "test", "", "test data `FILE`: also time prediction and evaluation")
+	fs.StringVar(&algo, "algo", "forest", "algorithm: forest")
+	fs.IntVar(&trees, "trees", 50, "trees of the forest")
+	fs.Uint64Var(&seed, "seed", 1, "random seed of every run")
+	fs.StringVar(&ranks, "ranks", "1,2,4", "rank counts to run, comma-separated")
+	fs.StringVar(&threads, "threads", "1,2", "worker threads per rank to run, comma-separated")
+	fs.IntVar(&repeats, "repeats", 3, "runs of every layout (interleaved)")
+	fs.IntVar(&warmup, "warmup", 1, "unrecorded runs first, on the widest layout, to warm the page cache")
+	fs.StringVar(&out, "out", "", "`DIR` for summaries, logs, scaling.json, scaling.csv and plots (must hold no summaries)")
+	if err := parseFlags(fs, args, true); err != nil {
+		return err
+	}
+	extra, err := extraArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if out == "" {
+		return errors.New("--out is required")
+	}
+	if err := checkData("data", dataPath); err != nil {
+		return err
+	}
+	trainArgs := []string{"--algo", algo, "--data", dataPath, "--trees", strconv.Itoa(trees), "--seed", strconv.FormatUint(seed, 10)}
+	if testPath != "" {
+		if err := checkData("test", testPath); err != nil {
+			return err
+		}
+		trainArgs = append(trainArgs, "--test", testPath)
+	}
+	rs, err := intList("ranks", ranks)
+	if err != nil {
+		return err
+	}
+	ts, err := intList("threads", threads)
+	if err != nil {
+		return err
+	}
+	grid, err := bench.Grid(rs, ts)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	runs, err := bench.RunScale(ctx, bench.ScaleConfig{
+		Launcher: lf.launcher(), Layouts: grid, Repeats: repeats, Warmup: warmup,
+		TrainArgs: append(trainArgs, extra...), Dir: out, Progress: os.Stderr,
+	})
+	if err != nil {
+		if len(runs) > 0 {
+			return fmt.Errorf("%w\n(xmc bench report %s tabulates the %d runs that finished)", err, out, len(runs))
+		}
+		return err
+	}
+	s, err := bench.Aggregate(runs)
+	if err != nil {
+		return err
+	}
+	return writeScaling(s, out)
+}
+
+func runBenchReport(args []string) error {
+	fs := newFlagSet("bench report", "bench report [--out DIR] SUMMARY_DIR")
+	var out string
+	fs.StringVar(&out, "out", "", "write scaling.json, scaling.csv and the plots to `DIR` (default: SUMMARY_DIR)")
+	if err := parseFlags(fs, args, true); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintf(fs.Output(), "xmc bench report: give one directory of run summaries\n")
+		fs.Usage()
+		return errUsage
+	}
+	dir := fs.Arg(0)
+	if out == "" {
+		out = dir
+	}
+	runs, skipped, err := bench.LoadSummaries(dir)
+	if err != nil {
+		return err
+	}
+	for _, s := range skipped {
+		fmt.Fprintf(os.Stderr, "skipped %s\n", s)
+	}
+	if len(runs) == 0 {
+		return fmt.Errorf("no run summaries in %s (write them with xmc train --summary FILE)", dir)
+	}
+	s, err := bench.Aggregate(runs)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	return writeScaling(s, out)
+}
+
+// writeScaling prints the study's table and writes its JSON, CSV and plots
+// into dir.
+func writeScaling(s *bench.Scaling, dir string) error {
+	for _, sk := range s.Skipped {
+		fmt.Fprintf(os.Stderr, "left out %s\n", sk)
+	}
+	if err := s.WriteTable(os.Stdout); err != nil {
+		return err
+	}
+	written, err := writeFiles(dir, map[string]func(io.Writer) error{
+		"scaling.json": s.WriteJSON, "scaling.csv": s.WriteCSV,
+	})
+	if err != nil {
+		return err
+	}
+	plots, err := s.Plot(dir)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "wrote %s\n", strings.Join(append(written, plots...), ", "))
+	return nil
+}
+
+// writeFiles writes each named file of dir atomically, in name order, and
+// returns their paths.
+func writeFiles(dir string, files map[string]func(io.Writer) error) ([]string, error) {
+	var paths []string
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		path := filepath.Join(dir, name)
+		write := files[name]
+		if err := model.WriteAtomic(path, func(w *bufio.Writer) error { return write(w) }); err != nil {
+			return paths, fmt.Errorf("write %s: %w", path, err)
+		}
+		paths = append(paths, path)
+	}
+	return paths, nil
+}
+
+func runBenchCompare(args []string) error {
+	fs := newFlagSet("bench compare", "bench compare (--dxml-bin PATH | --ref-cmd TEMPLATE) --data TRAIN --test TEST --out DIR [--trees 50 --ranks 2 --repeats 3] [flags] [-- xmc train flags]")
+	var lf launcherFlags
+	lf.register(fs, bench.MPIRun)
+	var dxml, refCmd, refName, trainRE, scores, dataPath, testPath, out string
+	var trees, ranks, threads, repeats int
+	pRE := map[int]*string{}
+	fs.StringVar(&dxml, "dxml-bin", "", "the C++ DXML `program`, run as: mpirun -np RANKS PATH TRAIN TEST TREES_PER_RANK")
+	fs.StringVar(&refCmd, "ref-cmd", "", "instead of --dxml-bin, a /bin/sh command `template` of another program, with placeholders "+bench.TemplatePlaceholders+
+		"; put {peakrss} right before the program to measure its memory, e.g. '{mpirun} -np {ranks} {peakrss} ./prog {train} {test} {trees_per_rank}'")
+	fs.StringVar(&refName, "ref-name", "", "the reference's name in tables (default DXML or reference)")
+	fs.StringVar(&trainRE, "ref-train-re", bench.DXML("").TrainTime.String(), "`regexp` whose group is the training time in seconds in the reference's output (largest match counts)")
+	for _, k := range []int{1, 3, 5} {
+		pRE[k] = fs.String(fmt.Sprintf("ref-p%d-re", k), bench.PrecisionPattern(k).String(), fmt.Sprintf("`regexp` whose group is P@%d in percent in the reference's output (last match counts)", k))
+	}
+	fs.StringVar(&scores, "ref-scores", "", "score `FILE` the reference writes (XMC score format, {scores} in the template): xmc evaluates it instead of reading P@k from the output")
+	fs.StringVar(&dataPath, "data", "", "training data `FILE`")
+	fs.StringVar(&testPath, "test", "", "test data `FILE`")
+	fs.IntVar(&trees, "trees", 50, "trees of the whole forest (DXML gets trees/ranks per rank)")
+	fs.IntVar(&ranks, "ranks", 2, "MPI ranks of both programs")
+	fs.IntVar(&threads, "threads", 1, "worker threads per xmc rank; match the threads your reference build uses per rank")
+	fs.IntVar(&repeats, "repeats", 3, "runs of each program, alternating")
+	fs.StringVar(&out, "out", "", "`DIR` for logs, summaries, compare.json, compare.csv and the plot")
+	if err := parseFlags(fs, args, true); err != nil {
+		return err
+	}
+	extra, err := extraArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if out == "" {
+		return errors.New("--out is required")
+	}
+	for _, c := range []struct{ flag, path string }{{"data", dataPath}, {"test", testPath}} {
+		if err := checkData(c.flag, c.path); err != nil {
+			return err
+		}
+	}
+	var ref bench.Reference
+	switch {
+	case (dxml == "") == (refCmd == ""):
+		return errors.New("give the reference program: --dxml-bin PATH or --ref-cmd TEMPLATE")
+	case dxml != "":
+		if _, err := os.Stat(dxml); err != nil {
+			return fmt.Errorf("--dxml-bin: %w", err)
+		}
+		ref = bench.DXML(dxml)
+	default:
+		ref = bench.Reference{Name: "reference", Command: refCmd}
+	}
+	if refName != "" {
+		ref.Name = refName
+	}
+	ref.Scores = scores
+	if ref.TrainTime, err = regexp.Compile(trainRE); err != nil {
+		return fmt.Errorf("--ref-train-re: %w", err)
+	}
+	ref.Precision = map[int]*regexp.Regexp{}
+	for k, s := range pRE {
+		if ref.Precision[k], err = regexp.Compile(*s); err != nil {
+			return fmt.Errorf("--ref-p%d-re: %w", k, err)
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("locate the xmc binary for {peakrss}: %w", err)
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	cmp, err := bench.RunCompare(ctx, bench.CompareConfig{
+		Ref: ref, Launcher: lf.launcher(), PeakRSS: []string{self, "bench", "peakrss", "--"},
+		Train: dataPath, Test: testPath, Trees: trees, Ranks: ranks, Threads: threads, Repeats: repeats,
+		XMCArgs: extra, Dir: out, Progress: os.Stderr,
+	})
+	if err != nil {
+		return err
+	}
+	if err := cmp.WriteTable(os.Stdout); err != nil {
+		return err
+	}
+	written, err := writeFiles(out, map[string]func(io.Writer) error{
+		"compare.json": cmp.WriteJSON, "compare.csv": cmp.WriteCSV,
+	})
+	if err != nil {
+		return err
+	}
+	plots, err := cmp.Plot(out)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "wrote %s\n", strings.Join(append(written, plots...), ", "))
+	return nil
+}
+
+func runBenchPeakRSS(args []string) error {
+	fs := newFlagSet("bench peakrss", "bench peakrss -- COMMAND [ARGS]\n\nRuns COMMAND and then prints to standard error a line\n"+
+		"  "+bench.PeakRSSMarker+" rank=R host=H pid=P peak_rss_kib=K exit=E\nwith its peak resident set size (ru_maxrss). "+
+		"Under mpirun, put it before the program to measure every rank:\n  mpirun -np 4 xmc bench peakrss -- ./prog ARGS")
+	if err := parseFlags(fs, args, true); err != nil {
+		return err
+	}
+	argv := fs.Args()
+	if len(argv) == 0 {
+		fmt.Fprintf(fs.Output(), "xmc bench peakrss: no command given\n")
+		fs.Usage()
+		return errUsage
+	}
+	code, err := bench.ExecPeakRSS(argv, os.Stdin, os.Stdout, os.Stderr, os.Stderr)
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		return fmt.Errorf("%s exited with status %d", argv[0], code)
+	}
+	return nil
+}
