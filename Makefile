@@ -12,7 +12,7 @@ export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 MPIRUN   := mpirun --oversubscribe --bind-to none
 FUZZTIME ?= 4s
 
-.PHONY: all build demo test deps vet unit mpitest fuzz bench clean
+.PHONY: all build demo test deps vet unit mpitest slurmtest fuzz bench clean
 
 all: build
 
@@ -55,6 +55,12 @@ unit: deps
 mpitest: deps
 	$(GO) test -count=1 -tags mpi ./mpi/... .
 
+# slurmtest brings up a single-node Slurm (slurm/local/up.sh installs
+# slurmctld, slurmd and munge when missing), submits a 2-rank forest
+# training with srun --mpi=pmix, checks its summary and tears Slurm down.
+slurmtest: deps
+	XMC_SLURM_TEST=1 $(GO) test -count=1 -run Integration ./slurm
+
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzReadXMC$$' -fuzztime $(FUZZTIME) ./data
 	$(GO) test -run '^$$' -fuzz '^FuzzReadLIBSVM$$' -fuzztime $(FUZZTIME) ./data
@@ -63,7 +69,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzReadScores$$' -fuzztime $(FUZZTIME) ./model
 	$(GO) test -run '^$$' -fuzz '^FuzzTreeUnmarshal$$' -fuzztime $(FUZZTIME) ./model
 
-test: vet unit mpitest fuzz
+test: vet unit mpitest slurmtest fuzz
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 10x ./data ./train ./model
