@@ -314,8 +314,12 @@ func (j Job) Script() (string, error) {
 		cmd = append(cmd, "srun", "--mpi=pmix", `--cpus-per-task="$SLURM_CPUS_PER_TASK"`)
 	case Mpirun:
 		// Binding would confine each rank to a core or a socket; xmc pins
-		// its own threads within the CPUs of its task.
-		cmd = append(cmd, "mpirun", `-np "$SLURM_NTASKS"`, "--bind-to none", "-x OMP_NUM_THREADS", "-x GOMAXPROCS")
+		// its own threads within the CPUs of its task. Short out-of-band
+		// keepalives let mpirun notice a lost node within xmc's
+		// --comm-timeout (OpenMPI 4.1's mpirun can otherwise hang when a
+		// rank's abort reaches it first).
+		cmd = append(cmd, "mpirun", `-np "$SLURM_NTASKS"`, "--bind-to none", "-x OMP_NUM_THREADS", "-x GOMAXPROCS",
+			"--mca oob_tcp_keepalive_time 10 --mca oob_tcp_keepalive_intvl 5 --mca oob_tcp_keepalive_probes 3")
 	}
 	cmd = append(cmd, Quote(j.Exe))
 	for _, a := range j.Args {

@@ -113,7 +113,7 @@ func TestScriptOptions(t *testing.T) {
 			edit: func(j *Job) { j.Launcher, j.Signal = Mpirun, "USR1@120" },
 			want: []string{
 				"#SBATCH --signal=B:USR1@120",
-				`exec mpirun -np "$SLURM_NTASKS" --bind-to none -x OMP_NUM_THREADS -x GOMAXPROCS /opt/xmc/bin/xmc train --data train.txt`,
+				`exec mpirun -np "$SLURM_NTASKS" --bind-to none -x OMP_NUM_THREADS -x GOMAXPROCS --mca oob_tcp_keepalive_time 10 --mca oob_tcp_keepalive_intvl 5 --mca oob_tcp_keepalive_probes 3 /opt/xmc/bin/xmc train --data train.txt`,
 			},
 			notWant: []string{"srun"},
 		},
