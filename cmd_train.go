@@ -11,6 +11,7 @@ import (
 	"hash/maphash"
 	"os"
 	"path/filepath"
+	"runtime"
 
 	"xmc/data"
 	"xmc/model"
@@ -215,7 +216,10 @@ func trainForest(j *job, c *trainConfig) error {
 		os.RemoveAll(c.checkpoint)
 	}
 	if c.predictOn != "root" {
-		whole = nil // the ranks predict with their own trees: let the gathered copy go
+		// The ranks predict with their own trees: return the gathered
+		// copy's memory before prediction allocates its own.
+		whole = nil
+		runtime.GC()
 	}
 	if test != nil && treesDone > 0 {
 		if err := j.evaluateForest(c, ds, test, own, whole, treesDone); err != nil {

@@ -91,6 +91,7 @@ type SplitIndex struct {
 	// its first entry shifted left by 8, or'ed with its entry count; 0 when
 	// the node does not use the dimension.
 	entries []uint32
+	weights []float32 // the node's weights as float32, converted once per Load
 	tree    *Tree
 	node    int32
 }
@@ -110,6 +111,10 @@ func (ix *SplitIndex) Load(t *Tree, n int32) {
 		c := uint32(t.SplitCount[q])
 		ix.entries[t.SplitDim[q]] = off<<8 | c
 		off += c
+	}
+	ix.weights = ix.weights[:0]
+	for _, w := range t.SplitWeight[t.EntryStart[n]:t.EntryStart[n+1]] {
+		ix.weights = append(ix.weights, w.Float32())
 	}
 	ix.tree, ix.node = t, n
 }
@@ -137,8 +142,7 @@ func (ix *SplitIndex) Best(buckets []int32, signed []float32, scores []float32) 
 	k := int(t.NumChildren[n])
 	scores = scores[:k]
 	clear(scores)
-	lo, hi := t.EntryStart[n], t.EntryStart[n+1]
-	child, weight := t.SplitChild[lo:hi], t.SplitWeight[lo:hi]
+	child, weight := t.SplitChild[t.EntryStart[n]:t.EntryStart[n+1]], ix.weights
 	for i, b := range buckets {
 		e := ix.entries[b]
 		if e == 0 {
@@ -147,7 +151,7 @@ func (ix *SplitIndex) Best(buckets []int32, signed []float32, scores []float32) 
 		v := signed[i]
 		q, end := int(e>>8), int(e>>8)+int(e&0xff)
 		for ; q < end; q++ {
-			scores[child[q]] += v * weight[q].Float32()
+			scores[child[q]] += v * weight[q]
 		}
 	}
 	best := 0

@@ -345,23 +345,33 @@ func writeAtomic(path string, data []byte) error {
 
 // Gather collects the results of every rank on root, indexed by unit (nil
 // for a unit no rank finished); other ranks get nil. Results travel in one
-// Gatherv, each as unit id, length and bytes.
+// Gatherv, each as unit id, length and bytes; root keeps its own results
+// where they are rather than sending itself a copy.
 func Gather(c mpi.Comm, units int, own []Result, root int) ([][]byte, error) {
-	size := 0
-	for _, r := range own {
-		size += 12 + len(r.Data)
-	}
-	buf := make([]byte, 0, size)
-	for _, r := range own {
-		buf = binary.LittleEndian.AppendUint32(buf, uint32(r.Unit))
-		buf = binary.LittleEndian.AppendUint64(buf, uint64(len(r.Data)))
-		buf = append(buf, r.Data...)
+	var buf []byte
+	if c.Rank() != root {
+		size := 0
+		for _, r := range own {
+			size += 12 + len(r.Data)
+		}
+		buf = make([]byte, 0, size)
+		for _, r := range own {
+			buf = binary.LittleEndian.AppendUint32(buf, uint32(r.Unit))
+			buf = binary.LittleEndian.AppendUint64(buf, uint64(len(r.Data)))
+			buf = append(buf, r.Data...)
+		}
 	}
 	parts, err := c.Gatherv(buf, root)
 	if err != nil || c.Rank() != root {
 		return nil, err
 	}
 	all := make([][]byte, units)
+	for _, r := range own {
+		if r.Unit >= units {
+			return nil, fmt.Errorf("gather: unit %d out of range", r.Unit)
+		}
+		all[r.Unit] = r.Data
+	}
 	for rank, p := range parts {
 		for len(p) > 0 {
 			if len(p) < 12 {
