@@ -8,68 +8,94 @@ import (
 
 	"xmc/data"
 	"xmc/model"
+	"xmc/numa"
 	"xmc/train"
 )
 
-// predictForest scores test with forest parts held by the ranks and returns
-// every row's top-k on rank 0 (nil elsewhere). With mode "ranks" each rank
-// scores with its own trees and rank 0 adds the sparse partial sums; with
-// "root" rank 0 scores alone with whole, which only rank 0 needs to hold.
-func (j *job) predictForest(mode string, part, whole *model.Forest, test *data.Dataset, k int) ([][]model.Scored, error) {
+// scorer is a model, or the part of one a rank holds, that predicts: whole
+// with Predict, or in parts whose sparse partial results rank 0 merges.
+type scorer interface {
+	Predict(x *data.CSR, k int, pool *numa.Pool) ([][]model.Scored, error)
+	partial(x *data.CSR, k int, pool *numa.Pool) ([]model.Sparse, error)
+	merge(parts [][]byte, rows, k int) ([][]model.Scored, error)
+}
+
+// forestScorer: the parts' leaf sums add up exactly.
+type forestScorer struct{ *model.Forest }
+
+func (f forestScorer) partial(x *data.CSR, _ int, pool *numa.Pool) ([]model.Sparse, error) {
+	return f.PartialSums(x, pool)
+}
+
+func (f forestScorer) merge(parts [][]byte, rows, k int) ([][]model.Scored, error) {
+	return model.MergeSums(parts, rows, f.L, k, f.TotalTrees)
+}
+
+// linearScorer: the parts hold disjoint labels, so their top-k lists merge.
+type linearScorer struct{ *model.Linear }
+
+func (l linearScorer) partial(x *data.CSR, k int, pool *numa.Pool) ([]model.Sparse, error) {
+	return l.PartialTopK(x, k, pool)
+}
+
+func (l linearScorer) merge(parts [][]byte, rows, k int) ([][]model.Scored, error) {
+	return model.MergeTopK(parts, rows, l.L, k)
+}
+
+// predict scores test and returns every row's top-k on rank 0 (nil
+// elsewhere). With mode "ranks" each rank scores with its part and rank 0
+// merges the sparse partial results (never dense L-vectors); with "root"
+// rank 0 scores alone with whole, which only rank 0 needs to hold.
+func (j *job) predict(mode string, part, whole scorer, test *data.Dataset, k int) ([][]model.Scored, error) {
 	if mode == "root" {
 		if j.rank != 0 {
 			return nil, nil
 		}
 		return whole.Predict(&test.X, k, j.pool)
 	}
-	var enc []byte
-	if len(part.Trees) > 0 {
-		sums, err := part.PartialSums(&test.X, j.pool)
-		if err != nil {
-			return nil, err
-		}
-		enc = model.EncodeSums(sums)
-	} else {
-		enc = model.EncodeSums(make([]model.Sparse, test.N()))
+	rows, err := part.partial(&test.X, k, j.pool)
+	if err != nil {
+		return nil, err
 	}
-	parts, err := j.comm.Gatherv(enc, 0)
+	parts, err := j.comm.Gatherv(model.EncodeSums(rows), 0)
 	if err != nil || j.rank != 0 {
 		return nil, err
 	}
-	return model.MergeSums(parts, test.N(), part.L, k, part.TotalTrees)
+	return part.merge(parts, test.N(), k)
 }
 
-// evaluateForest predicts the test set with the trained trees and, on rank
-// 0, prints and records the metrics.
-func (j *job) evaluateForest(c *trainConfig, ds, test *data.Dataset, own []train.Result, whole [][]byte, trees int) error {
+// evaluate predicts the test set with the trained model of total units and,
+// on rank 0, prints and records the metrics. whole holds every encoded unit
+// on rank 0 when the model was gathered.
+func (j *job) evaluate(c *trainConfig, a *algorithm, ds, test *data.Dataset, own []train.Result, whole [][]byte, total int) error {
 	var scores [][]model.Scored
 	err := j.phase("predict", func() error {
-		part := &model.Forest{D: ds.D(), L: ds.L(), TotalTrees: trees}
-		var all *model.Forest
+		var part, all scorer
+		var err error
 		if c.predictOn == "root" {
-			if whole == nil { // sharded or not written: gather the trees now
-				var err error
-				if whole, err = train.Gather(j.comm, c.forest.Trees, own, 0); err != nil {
+			if whole == nil { // sharded or not written: gather the units now
+				if whole, err = train.Gather(j.comm, a.units, own, 0); err != nil {
 					return err
 				}
 			}
 			if j.rank == 0 {
-				all = &model.Forest{D: ds.D(), L: ds.L(), TotalTrees: trees}
-				if err := decodeTrees(all, whole); err != nil {
+				if all, err = a.scorer(whole); err != nil {
 					return err
 				}
 			}
 		} else {
-			blobs := make([][]byte, len(own))
-			for i, r := range own {
-				blobs[i] = r.Data
+			units := make([][]byte, a.units)
+			for _, r := range own {
+				units[r.Unit] = r.Data
 			}
-			if err := decodeTrees(part, blobs); err != nil {
+			if part, err = a.scorer(units); err != nil {
 				return err
 			}
 		}
-		var err error
-		scores, err = j.predictForest(c.predictOn, part, all, test, c.eval.topK)
+		if f, ok := part.(forestScorer); ok {
+			f.TotalTrees = total // this rank's trees are a part of the forest
+		}
+		scores, err = j.predict(c.predictOn, part, all, test, c.eval.topK)
 		return err
 	})
 	if err != nil || j.rank != 0 {
@@ -87,12 +113,13 @@ func (j *job) evaluateForest(c *trainConfig, ds, test *data.Dataset, own []train
 			return err
 		}
 		j.summary.Metrics = m
-		fmt.Printf("%s: %d test rows, %d trees, %d ranks x %d threads\n", c.dataPath, test.N(), trees, j.size, j.threads)
-		return model.WriteTable(os.Stdout, []string{"forest"}, []model.Metrics{m}, c.eval.metricKs())
+		fmt.Printf("%s: %d test rows, %s, %d ranks x %d threads\n", c.dataPath, test.N(), a.name, j.size, j.threads)
+		return model.WriteTable(os.Stdout, []string{a.name}, []model.Metrics{m}, c.eval.metricKs())
 	})
 }
 
-// decodeTrees appends the trees encoded in blobs (nil entries skipped) to f.
+// decodeTrees adds the trees encoded in blobs (nil entries skipped) to f and
+// counts them in f.TotalTrees.
 func decodeTrees(f *model.Forest, blobs [][]byte) error {
 	for i, b := range blobs {
 		if b == nil {
@@ -104,12 +131,31 @@ func decodeTrees(f *model.Forest, blobs [][]byte) error {
 		}
 		f.Trees = append(f.Trees, t)
 	}
+	f.TotalTrees = len(f.Trees)
 	return nil
 }
 
 // writeScoresFile writes rows in the XMC score format, atomically.
 func writeScoresFile(path string, L int, rows [][]model.Scored) error {
 	return model.WriteAtomic(path, func(w *bufio.Writer) error { return model.WriteScores(w, L, rows) })
+}
+
+// loadScorer loads the model at path, or on each rank the part of it the
+// rank scores with (keep(unit)), whatever its algorithm.
+func loadScorer(path string, keep func(unit int) bool) (scorer, model.Header, error) {
+	h, err := model.ReadHeader(path)
+	if err != nil {
+		return nil, h, err
+	}
+	switch {
+	case h.Algorithm == model.AlgorithmForest:
+		f, h, err := model.LoadForest(path, keep)
+		return forestScorer{f}, h, err
+	case model.IsLinear(h.Algorithm):
+		m, h, err := model.LoadLinear(path, keep)
+		return linearScorer{m}, h, err
+	}
+	return nil, h, fmt.Errorf("%s: unknown algorithm %q", path, h.Algorithm)
 }
 
 func runPredict(args []string) error {
@@ -125,7 +171,7 @@ func runPredict(args []string) error {
 	fs.StringVar(&dataPath, "data", "", "test data `FILE`")
 	fs.StringVar(&split, "test-split", "", "DXML tstSplit `FILE`: rows of --data to predict")
 	fs.StringVar(&out, "out", "", "write the scores to `FILE` (XMC score format)")
-	fs.StringVar(&mode, "predict-on", "ranks", "ranks (each rank scores with its trees, sums merged on rank 0) or root (rank 0 scores alone)")
+	fs.StringVar(&mode, "predict-on", "ranks", "ranks (each rank scores with its part of the model, merged on rank 0) or root (rank 0 scores alone)")
 	if err := parseFlags(fs, args, false); err != nil {
 		return err
 	}
@@ -138,17 +184,17 @@ func runPredict(args []string) error {
 		return fmt.Errorf("--top-k must be at least 1, got %d", ef.topK)
 	}
 	return runJob("predict", jo, func(j *job) error {
-		var part, whole *model.Forest
+		var part, whole scorer
 		var h model.Header
 		err := j.phase("load", func() error {
 			var err error
 			if mode == "root" {
 				if j.rank == 0 {
-					whole, h, err = model.LoadForest(modelPath, nil)
+					whole, h, err = loadScorer(modelPath, nil)
 				}
 				part = whole
 			} else {
-				part, h, err = model.LoadForest(modelPath, func(t int) bool { return t%j.size == j.rank })
+				part, h, err = loadScorer(modelPath, func(u int) bool { return u%j.size == j.rank })
 			}
 			return err
 		})
@@ -172,7 +218,7 @@ func runPredict(args []string) error {
 		var scores [][]model.Scored
 		if err := j.phase("predict", func() error {
 			var err error
-			scores, err = j.predictForest(mode, part, whole, test, ef.topK)
+			scores, err = j.predict(mode, part, whole, test, ef.topK)
 			return err
 		}); err != nil || j.rank != 0 {
 			return err

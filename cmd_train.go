@@ -76,46 +76,56 @@ type trainConfig struct {
 	checkpoint  string
 	predictOn   string
 	scoresOut   string
+	seed        uint64
 	data        dataFlags
 	eval        evalFlags
 	forest      train.ForestParams
+	dismec      train.DismecParams
 	progressBar bool
 }
 
 func runTrain(args []string) error {
-	fs := newFlagSet("train", "train --algo forest --data TRAIN [--test TEST] [--model-out FILE] [flags]")
+	fs := newFlagSet("train", "train --algo forest|dismec --data TRAIN [--test TEST] [--model-out FILE] [flags]")
 	var jo jobOptions
 	jo.register(fs)
-	c := trainConfig{forest: train.DefaultForestParams()}
+	c := trainConfig{forest: train.DefaultForestParams(), dismec: train.DefaultDismecParams()}
 	c.data.register(fs)
 	c.eval.register(fs)
-	fs.StringVar(&c.algo, "algo", "forest", "algorithm: forest (CRAFTML, as in DXML)")
+	fs.StringVar(&c.algo, "algo", "forest", "algorithm: forest (CRAFTML, as in DXML) or dismec (one-vs-all squared hinge, Newton, MSI)")
 	fs.StringVar(&c.dataPath, "data", "", "training data `FILE` (or the DXML X_data.txt with --train-split)")
 	fs.StringVar(&c.trainSplit, "train-split", "", "DXML trSplit `FILE`: rows of --data to train on")
 	fs.StringVar(&c.testPath, "test", "", "test data `FILE`: evaluate after training")
 	fs.StringVar(&c.testSplit, "test-split", "", "DXML tstSplit `FILE`: rows of --data to test on")
 	fs.StringVar(&c.modelOut, "model-out", "", "write the model to `FILE`")
 	fs.BoolVar(&c.shard, "shard", false, "write one model file per rank plus a manifest at --model-out, instead of gathering")
-	fs.StringVar(&c.checkpoint, "checkpoint", "", "directory keeping finished trees for resumption (default: <model-out>.ckpt; \"none\" disables)")
-	fs.StringVar(&c.predictOn, "predict-on", "ranks", "with --test: ranks (each rank scores with its own trees, sparse sums merged on rank 0) or root (rank 0 scores with the gathered forest)")
+	fs.StringVar(&c.checkpoint, "checkpoint", "", "directory keeping finished work units for resumption (default: <model-out>.ckpt; \"none\" disables)")
+	fs.StringVar(&c.predictOn, "predict-on", "ranks", "with --test: ranks (each rank scores with its part of the model, merged on rank 0) or root (rank 0 scores with the gathered model)")
 	fs.StringVar(&c.scoresOut, "scores-out", "", "with --test: also write the test scores to `FILE`")
+	fs.Uint64Var(&c.seed, "seed", 1, "random seed: the same seed gives the same model for any number of ranks, threads and NUMA domains")
 	p := &c.forest
-	fs.IntVar(&p.Trees, "trees", p.Trees, "number of trees")
-	fs.Uint64Var(&p.Seed, "seed", 1, "random seed: the same seed gives the same model for any number of ranks, threads and NUMA domains")
-	fs.IntVar(&p.DimX, "dim-x", 0, "projected feature dimension (0: min(D, 10000))")
-	fs.IntVar(&p.DimY, "dim-y", 0, "projected label dimension (0: min(L, 10000))")
-	fs.IntVar(&p.Sample, "sample", p.Sample, "instances sampled per node for k-means")
-	fs.IntVar(&p.Branch, "branch", p.Branch, "children per node (k of the k-means)")
-	fs.IntVar(&p.KMeansIters, "kmeans-iters", p.KMeansIters, "k-means passes per node")
-	fs.IntVar(&p.CentroidKeep, "centroid-keep", p.CentroidKeep, "largest entries kept per child classifier")
-	fs.IntVar(&p.LeafSize, "leaf-size", p.LeafSize, "nodes with at most this many instances become leaves")
-	fs.IntVar(&p.MaxDepth, "max-depth", 0, "maximum tree depth (0: unlimited)")
+	fs.IntVar(&p.Trees, "trees", p.Trees, "forest: number of trees")
+	fs.IntVar(&p.DimX, "dim-x", 0, "forest: projected feature dimension (0: min(D, 10000))")
+	fs.IntVar(&p.DimY, "dim-y", 0, "forest: projected label dimension (0: min(L, 10000))")
+	fs.IntVar(&p.Sample, "sample", p.Sample, "forest: instances sampled per node for k-means")
+	fs.IntVar(&p.Branch, "branch", p.Branch, "forest: children per node (k of the k-means)")
+	fs.IntVar(&p.KMeansIters, "kmeans-iters", p.KMeansIters, "forest: k-means passes per node")
+	fs.IntVar(&p.CentroidKeep, "centroid-keep", p.CentroidKeep, "forest: largest entries kept per child classifier")
+	fs.IntVar(&p.LeafSize, "leaf-size", p.LeafSize, "forest: nodes with at most this many instances become leaves")
+	fs.IntVar(&p.MaxDepth, "max-depth", 0, "forest: maximum tree depth (0: unlimited)")
+	d := &c.dismec
+	fs.Float64Var(&d.Cost, "cost", d.Cost, "dismec: misclassification cost C")
+	fs.StringVar(&d.Init, "init", d.Init, "dismec: weight initialisation: zero, bias or msi (mean-separating)")
+	fs.Float64Var(&d.Prune, "prune", d.Prune, "dismec: drop trained weights of smaller magnitude")
+	fs.Float64Var(&d.Eps, "eps", d.Eps, "dismec: relative gradient tolerance of the Newton iterations")
+	fs.IntVar(&d.LabelsPerUnit, "labels-per-unit", d.LabelsPerUnit, "dismec: labels per work unit")
+	fs.BoolVar(&d.Normalize, "normalize", d.Normalize, "dismec: scale rows to unit L2 norm (training and prediction)")
+	fs.BoolVar(&d.Bias, "bias", d.Bias, "dismec: append a constant bias feature")
 	if err := parseFlags(fs, args, false); err != nil {
 		return err
 	}
 	switch {
-	case c.algo != "forest":
-		return fmt.Errorf("--algo %q: this xmc trains forests only (--algo forest); the one-vs-all trainers are not implemented yet", c.algo)
+	case c.algo != "forest" && c.algo != "dismec":
+		return fmt.Errorf("--algo %q: want forest or dismec (ppdsparse is not implemented yet)", c.algo)
 	case c.dataPath == "":
 		return errors.New("--data is required")
 	case c.modelOut == "" && c.testPath == "" && c.testSplit == "":
@@ -126,7 +136,10 @@ func runTrain(args []string) error {
 		return fmt.Errorf("--predict-on %q: want ranks or root", c.predictOn)
 	case c.testPath != "" && c.testSplit != "":
 		return errors.New("give --test or --test-split, not both")
+	case c.eval.topK < 1:
+		return fmt.Errorf("--top-k must be at least 1, got %d", c.eval.topK)
 	}
+	c.forest.Seed = c.seed
 	if c.checkpoint == "" && c.modelOut != "" {
 		c.checkpoint = c.modelOut + ".ckpt"
 	}
@@ -134,10 +147,113 @@ func runTrain(args []string) error {
 		c.checkpoint = ""
 	}
 	c.progressBar = isTerminal(os.Stderr)
-	return runJob("train", jo, func(j *job) error { return trainForest(j, &c) })
+	return runJob("train", jo, func(j *job) error { return trainModel(j, &c) })
 }
 
-func trainForest(j *job, c *trainConfig) error {
+// algorithm adapts one trainer to the train command, which schedules its
+// work units, gathers or shards their encoded results, writes the model
+// and evaluates it without knowing what a unit is.
+type algorithm struct {
+	name        string
+	kind        string // a unit in messages: "tree", "label block"
+	axis        string // what shards split: "trees", "labels"
+	units       int
+	work        train.WorkFunc
+	header      model.Header
+	fingerprint string
+	// write saves encoded units (index = unit id, nil = not held) into one
+	// model file or shard and returns its size.
+	write func(path string, h model.Header, units [][]byte) (int64, error)
+	// scorer decodes encoded units (nil = not held) into a model part that
+	// predicts.
+	scorer func(units [][]byte) (scorer, error)
+	// done logs what the trainer learnt of its units, if anything.
+	done func(j *job)
+}
+
+func newAlgorithm(j *job, c *trainConfig, ds *data.Dataset) (*algorithm, error) {
+	switch c.algo {
+	case "forest":
+		return newForestAlgorithm(j, c, ds)
+	default:
+		return newDismecAlgorithm(j, c, ds)
+	}
+}
+
+func newForestAlgorithm(j *job, c *trainConfig, ds *data.Dataset) (*algorithm, error) {
+	params, err := c.forest.Resolve(ds.D(), ds.L())
+	if err != nil {
+		return nil, err
+	}
+	c.forest = params
+	replicas, err := numa.NewReplicas(j.pool, func(int) (*train.ForestData, error) {
+		return train.NewForestData(ds, maphash.MakeSeed()), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	trainer := train.NewForestTrainer(params, replicas, len(j.pool.Workers()))
+	D, L := ds.D(), ds.L()
+	return &algorithm{
+		name: model.AlgorithmForest, kind: "tree", axis: "trees", units: params.Trees, work: trainer.Work,
+		header:      model.Header{Algorithm: model.AlgorithmForest, D: D, L: L, Seed: params.Seed, Params: mustJSON(params)},
+		fingerprint: fingerprint("forest", params, ds),
+		write: func(path string, h model.Header, units [][]byte) (int64, error) {
+			h.Counts = map[string]int64{"trees": int64(countHeld(units))}
+			return model.WriteForest(path, h, units)
+		},
+		scorer: func(units [][]byte) (scorer, error) {
+			f := &model.Forest{D: D, L: L}
+			if err := decodeTrees(f, units); err != nil {
+				return nil, err
+			}
+			return forestScorer{f}, nil
+		},
+	}, nil
+}
+
+func newDismecAlgorithm(j *job, c *trainConfig, ds *data.Dataset) (*algorithm, error) {
+	params, err := c.dismec.Resolve()
+	if err != nil {
+		return nil, err
+	}
+	prep := params.Preprocess()
+	replicas, err := numa.NewReplicas(j.pool, func(int) (*train.LinearData, error) {
+		return train.NewLinearData(ds, prep)
+	})
+	if err != nil {
+		return nil, err
+	}
+	trainer := train.NewDismecTrainer(params, replicas, len(j.pool.Workers()))
+	D, L := ds.D(), ds.L()
+	return &algorithm{
+		name: model.AlgorithmDiSMEC, kind: "label block", axis: "labels", units: trainer.Units(), work: trainer.Work,
+		header:      model.Header{Algorithm: model.AlgorithmDiSMEC, D: D, L: L, Seed: c.seed, Params: mustJSON(params)},
+		fingerprint: fingerprint("dismec", params, ds),
+		write:       model.WriteLinear,
+		scorer: func(units [][]byte) (scorer, error) {
+			m, err := model.DecodeLinear(D, L, prep, units)
+			return linearScorer{m}, err
+		},
+		done: func(j *job) {
+			st := trainer.Stats()
+			// Every rank reports its own labels (rank 0 alone logs unless -v).
+			j.log.Info("dismec", "labels", st.Labels, "newton_iters", st.Newton, "cg_iters", st.CG, "unconverged", st.Unconverged)
+		},
+	}, nil
+}
+
+func countHeld(units [][]byte) int {
+	n := 0
+	for _, u := range units {
+		if u != nil {
+			n++
+		}
+	}
+	return n
+}
+
+func trainModel(j *job, c *trainConfig) error {
 	var ds, test *data.Dataset
 	err := j.phase("load", func() error {
 		var err error
@@ -158,35 +274,31 @@ func trainForest(j *job, c *trainConfig) error {
 	if test != nil && (test.D() > ds.D() || test.L() > ds.L()) {
 		return fmt.Errorf("test set has D=%d L=%d but the training set D=%d L=%d", test.D(), test.L(), ds.D(), ds.L())
 	}
-	params, err := c.forest.Resolve(ds.D(), ds.L())
-	if err != nil {
-		return err
-	}
 	j.log.Info("training data", "path", c.dataPath, "N", ds.N(), "D", ds.D(), "L", ds.L(), "nnz", ds.X.NNZ(), "load_s", fmt.Sprintf("%.2f", j.phases["load"]))
-	j.log.Info("forest", "trees", params.Trees, "ranks", j.size, "threads_per_rank", j.threads, "numa_domains", len(j.topo.Domains), "seed", params.Seed)
-
-	replicas, err := numa.NewReplicas(j.pool, func(int) (*train.ForestData, error) {
-		return train.NewForestData(ds, maphash.MakeSeed()), nil
-	})
+	a, err := newAlgorithm(j, c, ds)
 	if err != nil {
 		return err
 	}
-	trainer := train.NewForestTrainer(params, replicas, len(j.pool.Workers()))
+	j.log.Info(a.name, a.kind+"s", a.units, "ranks", j.size, "threads_per_rank", j.threads, "numa_domains", len(j.topo.Domains), "seed", c.seed)
+
 	plan := train.Plan{
-		Units: params.Trees, Kind: "tree", Comm: j.comm, Pool: j.pool, Log: j.log,
-		Checkpoint: c.checkpoint, Fingerprint: fingerprint(params, ds),
+		Units: a.units, Kind: a.kind, Comm: j.comm, Pool: j.pool, Log: j.log,
+		Checkpoint: c.checkpoint, Fingerprint: a.fingerprint,
 	}
 	if j.rank == 0 {
-		plan.Progress = newProgress(j.log, "trees", params.Trees, c.progressBar)
+		plan.Progress = newProgress(j.log, a.kind+"s", a.units, c.progressBar)
 	}
 	var own []train.Result
 	var runErr error
 	j.phase("train", func() error {
-		own, runErr = plan.Run(j.ctx, trainer.Work)
+		own, runErr = plan.Run(j.ctx, a.work)
 		return nil
 	})
 	if runErr != nil && !errors.Is(runErr, train.ErrInterrupted) {
 		return runErr
+	}
+	if a.done != nil {
+		a.done(j)
 	}
 	// Every rank must learn whether any rank was interrupted, to agree on
 	// the outcome after the collectives below.
@@ -200,12 +312,10 @@ func trainForest(j *job, c *trainConfig) error {
 	}
 	interrupted := flag[0] == 1
 
-	header := model.Header{Algorithm: model.AlgorithmForest, D: ds.D(), L: ds.L(), Seed: params.Seed,
-		Params: mustJSON(params)}
-	j.summary.Algorithm = "forest"
-	j.summary.Params = header.Params
+	j.summary.Algorithm = a.name
+	j.summary.Params = a.header.Params
 	j.summary.Data = map[string]any{"train": c.dataPath, "N": ds.N(), "D": ds.D(), "L": ds.L()}
-	treesDone, whole, err := j.saveForest(c, header, own)
+	done, whole, err := j.saveModel(c, a, own)
 	if err != nil {
 		return err
 	}
@@ -216,93 +326,85 @@ func trainForest(j *job, c *trainConfig) error {
 		os.RemoveAll(c.checkpoint)
 	}
 	if c.predictOn != "root" {
-		// The ranks predict with their own trees: return the gathered
+		// The ranks predict with their own parts: return the gathered
 		// copy's memory before prediction allocates its own.
 		whole = nil
 		runtime.GC()
 	}
-	if test != nil && treesDone > 0 {
-		if err := j.evaluateForest(c, ds, test, own, whole, treesDone); err != nil {
+	if test != nil && done > 0 {
+		if err := j.evaluate(c, a, ds, test, own, whole, done); err != nil {
 			return err
 		}
 	}
 	if interrupted {
-		return fmt.Errorf("%w: stopped after %d of %d trees (%v); the model holds the finished trees and a rerun of the same command resumes from %s",
-			errInterrupted, treesDone, params.Trees, context.Cause(j.ctx), c.checkpoint)
+		return fmt.Errorf("%w: stopped after %d of %d %ss (%v); the model holds the finished ones and a rerun of the same command resumes from %s",
+			errInterrupted, done, a.units, a.kind, context.Cause(j.ctx), c.checkpoint)
 	}
 	return nil
 }
 
-// saveForest gathers the trees on rank 0 and writes the model, or writes one
-// shard per rank and a manifest. It returns the number of trees in the
+// saveModel gathers the units on rank 0 and writes the model, or writes one
+// shard per rank and a manifest. It returns the number of units in the
 // model (on every rank) and, on rank 0 when they were gathered, the encoded
-// trees indexed by tree id.
-func (j *job) saveForest(c *trainConfig, h model.Header, own []train.Result) (int, [][]byte, error) {
+// units indexed by unit id.
+func (j *job) saveModel(c *trainConfig, a *algorithm, own []train.Result) (int, [][]byte, error) {
 	count := []int64{int64(len(own))}
 	if err := j.comm.AllreduceInt64(count, mpi.Sum); err != nil {
 		return 0, nil, err
 	}
 	total := int(count[0])
-	h.Counts = map[string]int64{"trees": int64(total)}
 	if c.modelOut == "" {
 		return total, nil, nil
 	}
 	if total == 0 {
-		j.log.Warn("no tree finished: no model written")
+		j.log.Warn("no " + a.kind + " finished: no model written")
 		return 0, nil, nil
 	}
 	if c.shard {
-		return total, nil, j.writeShards(c, h, own, total)
+		return total, nil, j.writeShards(c, a, own, total)
 	}
-	var trees [][]byte
+	var units [][]byte
 	err := j.phase("gather", func() error {
 		var err error
-		trees, err = train.Gather(j.comm, c.forest.Trees, own, 0)
+		units, err = train.Gather(j.comm, a.units, own, 0)
 		return err
 	})
 	if err != nil || j.rank != 0 {
 		return total, nil, err
 	}
 	err = j.phase("write", func() error {
-		n, err := model.WriteForest(c.modelOut, h, trees)
+		n, err := a.write(c.modelOut, a.header, units)
 		j.summary.ModelBytes = n
 		return err
 	})
 	if err == nil {
-		j.log.Info("model written", "path", c.modelOut, "trees", total, "bytes", j.summary.ModelBytes)
+		j.log.Info("model written", "path", c.modelOut, a.kind+"s", total, "bytes", j.summary.ModelBytes)
 	}
-	return total, trees, err
+	return total, units, err
 }
 
-// writeShards writes this rank's trees to <model-out>.rank-R-of-P and, on
+// writeShards writes this rank's units to <model-out>.rank-R-of-P and, on
 // rank 0, the manifest at --model-out.
-func (j *job) writeShards(c *trainConfig, h model.Header, own []train.Result, total int) error {
+func (j *job) writeShards(c *trainConfig, a *algorithm, own []train.Result, total int) error {
 	path := fmt.Sprintf("%s.rank-%04d-of-%04d", c.modelOut, j.rank, j.size)
-	sh := h
-	sh.Counts = map[string]int64{"trees": int64(len(own))}
-	sh.Shard = &model.ShardInfo{Rank: j.rank, Ranks: j.size, Axis: "trees", Lo: int64(j.rank), Hi: int64(c.forest.Trees), Stride: int64(j.size)}
-	trees := make([][]byte, c.forest.Trees)
+	sh := a.header
+	// Units are dealt cyclically: rank r holds r, r+P, r+2P, ...
+	sh.Shard = &model.ShardInfo{Rank: j.rank, Ranks: j.size, Axis: a.axis, Lo: int64(j.rank), Hi: int64(a.units), Stride: int64(j.size)}
+	units := make([][]byte, a.units)
 	for _, r := range own {
-		trees[r.Unit] = r.Data
+		units[r.Unit] = r.Data
 	}
 	var ref []byte
 	err := j.phase("write", func() error {
-		w, err := model.Create(path, sh)
+		n, err := a.write(path, sh, units)
 		if err != nil {
 			return err
 		}
-		for t, b := range trees {
-			if b != nil {
-				if err := w.AddSection(fmt.Sprintf("tree/%06d", t), b); err != nil {
-					w.Abort()
-					return err
-				}
-			}
-		}
-		if err := w.Commit(); err != nil {
+		crc, err := model.FileChecksum(path)
+		if err != nil {
 			return err
 		}
-		ref = mustJSON(model.ShardRef{Path: filepath.Base(path), Rank: j.rank, Bytes: w.Bytes(), CRC32C: w.CRC32C()})
+		ref = mustJSON(model.ShardRef{Path: filepath.Base(path), Rank: j.rank, Bytes: n, CRC32C: crc})
 		return nil
 	})
 	if err != nil {
@@ -312,7 +414,8 @@ func (j *job) writeShards(c *trainConfig, h model.Header, own []train.Result, to
 	if err != nil || j.rank != 0 {
 		return err
 	}
-	m := &model.Manifest{Header: h}
+	m := &model.Manifest{Header: a.header}
+	m.Header.Counts = map[string]int64{a.axis: 0}
 	for _, r := range refs {
 		var s model.ShardRef
 		if err := json.Unmarshal(r, &s); err != nil {
@@ -321,24 +424,30 @@ func (j *job) writeShards(c *trainConfig, h model.Header, own []train.Result, to
 		m.Shards = append(m.Shards, s)
 		j.summary.ModelBytes += s.Bytes
 	}
+	if a.axis == "trees" {
+		m.Header.Counts["trees"] = int64(total)
+	} else {
+		m.Header.Counts["labels"] = int64(a.header.L)
+	}
 	if err := model.WriteManifest(c.modelOut, m); err != nil {
 		return err
 	}
-	j.log.Info("sharded model written", "manifest", c.modelOut, "shards", len(m.Shards), "trees", total)
+	j.log.Info("sharded model written", "manifest", c.modelOut, "shards", len(m.Shards), a.kind+"s", total)
 	return nil
 }
 
-// fingerprint identifies the hyper-parameters and training data of a run,
-// for checkpoints: a CRC-32C of the parameters and of the data matrices.
-func fingerprint(p train.ForestParams, d *data.Dataset) string {
+// fingerprint identifies the algorithm, hyper-parameters and training data
+// of a run, for checkpoints: a CRC-32C of the parameters and of the data
+// matrices.
+func fingerprint(algo string, params any, d *data.Dataset) string {
 	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
-	h.Write(mustJSON(p))
+	h.Write(mustJSON(params))
 	for _, m := range []*data.CSR{&d.X, &d.Y} {
 		fmt.Fprintf(h, "%d %d %d;", m.Rows, m.Cols, m.NNZ())
 		binary.Write(h, binary.LittleEndian, m.Indices)
 		binary.Write(h, binary.LittleEndian, m.Values)
 	}
-	return fmt.Sprintf("forest %08x", h.Sum32())
+	return fmt.Sprintf("%s %08x", algo, h.Sum32())
 }
 
 func mustJSON(v any) []byte {

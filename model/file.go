@@ -684,3 +684,82 @@ func IsManifest(path string) (bool, error) {
 	}
 	return false, fmt.Errorf("read model %s: %w, nor a manifest", path, ErrNotModel)
 }
+
+// ReadHeader reads only the header of the model file or manifest at path,
+// so that a command can pick the loader for the model's algorithm without
+// reading the whole model. The header's checksum is verified.
+func ReadHeader(path string) (Header, error) {
+	if ok, err := IsManifest(path); err != nil {
+		return Header{}, err
+	} else if ok {
+		m, err := ReadManifest(path)
+		if err != nil {
+			return Header{}, err
+		}
+		return m.Header, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return Header{}, err
+	}
+	defer f.Close()
+	r := bufio.NewReader(f)
+	le := binary.LittleEndian
+	fixed := make([]byte, len(Magic)+4+2)
+	if _, err := io.ReadFull(r, fixed); err != nil {
+		return Header{}, fmt.Errorf("read model %s: %w", path, ErrNotModel)
+	}
+	if string(fixed[:len(Magic)]) != Magic {
+		return Header{}, fmt.Errorf("read model %s: %w", path, ErrNotModel)
+	}
+	if v := le.Uint32(fixed[len(Magic):]); v > FormatVersion || v == 0 {
+		return Header{}, fmt.Errorf("read model %s: %w: model format version %d (this xmc supports %d)", path, ErrVersion, v, FormatVersion)
+	}
+	name := make([]byte, le.Uint16(fixed[len(Magic)+4:]))
+	meta := make([]byte, 12)
+	if _, err := io.ReadFull(r, name); err != nil || string(name) != HeaderSection {
+		return Header{}, fmt.Errorf("read model %s: %w: no header section first", path, ErrCorrupt)
+	}
+	if _, err := io.ReadFull(r, meta); err != nil {
+		return Header{}, fmt.Errorf("read model %s: %w: header", path, ErrTruncated)
+	}
+	n := le.Uint64(meta)
+	if n > 1<<24 {
+		return Header{}, fmt.Errorf("read model %s: %w: header of %d bytes", path, ErrCorrupt, n)
+	}
+	js := make([]byte, n)
+	if _, err := io.ReadFull(r, js); err != nil {
+		return Header{}, fmt.Errorf("read model %s: %w: header", path, ErrTruncated)
+	}
+	if crc32.Checksum(js, crcTable()) != le.Uint32(meta[8:]) {
+		return Header{}, fmt.Errorf("read model %s: %w in section %q", path, ErrChecksum, HeaderSection)
+	}
+	var h Header
+	if err := json.Unmarshal(js, &h); err != nil {
+		return Header{}, fmt.Errorf("read model %s: %w: header: %v", path, ErrCorrupt, err)
+	}
+	return h, nil
+}
+
+// FileChecksum returns the CRC-32C a model file stores in its last four
+// bytes (the checksum of everything before them), which a manifest records
+// as its shard's [ShardRef.CRC32C]. It reads only those bytes.
+func FileChecksum(path string) (uint32, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	var b [4]byte
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	if st.Size() < int64(len(Magic))+4 {
+		return 0, fmt.Errorf("read model %s: %w", path, ErrTruncated)
+	}
+	if _, err := f.ReadAt(b[:], st.Size()-4); err != nil {
+		return 0, fmt.Errorf("read model %s: %w", path, err)
+	}
+	return binary.LittleEndian.Uint32(b[:]), nil
+}

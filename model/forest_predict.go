@@ -209,10 +209,13 @@ func (f *Forest) Predict(x *data.CSR, k int, pool *numa.Pool) ([][]Scored, error
 // these and MergeSums adds them: exact, and the traffic is proportional to
 // the labels reached, never dense in L.
 func (f *Forest) PartialSums(x *data.CSR, pool *numa.Pool) ([]Sparse, error) {
+	out := make([]Sparse, x.Rows)
+	if len(f.Trees) == 0 { // a rank that holds no tree adds nothing
+		return out, nil
+	}
 	if err := f.checkInput(x); err != nil {
 		return nil, err
 	}
-	out := make([]Sparse, x.Rows)
 	err := f.forBlocks(x, pool, func(s *forestScratch, lo, hi int) {
 		f.sumBlock(x, lo, hi, s, func(i int) {
 			row := Sparse{Labels: make([]int32, len(s.touched)), Sums: make([]float64, len(s.touched))}

@@ -1,0 +1,205 @@
+package model
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+)
+
+// AlgorithmDiSMEC names DiSMEC one-vs-all models in model headers.
+const AlgorithmDiSMEC = "dismec"
+
+// IsLinear reports whether models of algorithm a are one-vs-all linear
+// models, stored as [LinearBlock] sections and loaded by [LoadLinear]. Other
+// one-vs-all trainers (PPDSparse) share the format and join the list here.
+func IsLinear(a string) bool {
+	switch a {
+	case AlgorithmDiSMEC:
+		return true
+	}
+	return false
+}
+
+// Preprocess is how a linear model's training rows were transformed before
+// training. It is part of the model header's Params (as the JSON fields
+// "normalize" and "bias"), so that prediction applies the same transform
+// to test rows: a model trained on normalised rows scores raw rows wrongly.
+type Preprocess struct {
+	// Normalize scales every row to unit L2 norm (see data.NormalizeRows).
+	Normalize bool `json:"normalize"`
+	// Bias appends a constant feature of value 1 with column index D, the
+	// number of features of the data (see data.AppendBias): its weight is
+	// the label's bias.
+	Bias bool `json:"bias"`
+}
+
+// Cols returns the number of weight columns of a model over D features:
+// D, plus one for the bias feature.
+func (p Preprocess) Cols(D int) int {
+	if p.Bias {
+		return D + 1
+	}
+	return D
+}
+
+// ParsePreprocess reads the preprocessing from a header's Params. Both
+// fields must be present: a header that does not say how its rows were
+// transformed is an error rather than a silent guess.
+func ParsePreprocess(params json.RawMessage) (Preprocess, error) {
+	var p struct {
+		Normalize *bool `json:"normalize"`
+		Bias      *bool `json:"bias"`
+	}
+	if len(params) == 0 {
+		return Preprocess{}, errors.New("header has no params: cannot tell the preprocessing (normalize, bias) of a linear model")
+	}
+	if err := json.Unmarshal(params, &p); err != nil {
+		return Preprocess{}, fmt.Errorf("header params: %w", err)
+	}
+	if p.Normalize == nil || p.Bias == nil {
+		return Preprocess{}, fmt.Errorf("header params %s lack \"normalize\" or \"bias\"", bytes.TrimSpace(params))
+	}
+	return Preprocess{Normalize: *p.Normalize, Bias: *p.Bias}, nil
+}
+
+// LinearBlock holds the sparse weight vectors of a block of labels, the
+// result of one training unit of a one-vs-all trainer, stored by label
+// (CSR with one row per label): label Labels[r] has the weights
+// Weight[Start[r]:Start[r+1]] on the columns Feature[Start[r]:Start[r+1]],
+// in increasing column order. Absent columns have weight 0.
+type LinearBlock struct {
+	Labels  []int32
+	Start   []int64 // len(Labels)+1, Start[0] = 0
+	Feature []int32
+	Weight  []float32
+}
+
+// Reset empties the block, keeping its capacity, and makes it ready for
+// Append.
+func (b *LinearBlock) Reset() {
+	b.Labels, b.Feature, b.Weight = b.Labels[:0], b.Feature[:0], b.Weight[:0]
+	b.Start = append(b.Start[:0], 0)
+}
+
+// Append adds label l with the weights of the dense vector w whose
+// magnitude is at least prune (all non-zero weights if prune is 0), so that
+// the stored model is sparse.
+func (b *LinearBlock) Append(l int32, w []float64, prune float64) {
+	if len(b.Start) == 0 {
+		b.Start = append(b.Start, 0)
+	}
+	for j, v := range w {
+		if v != 0 && math.Abs(v) >= prune {
+			b.Feature = append(b.Feature, int32(j))
+			b.Weight = append(b.Weight, float32(v))
+		}
+	}
+	b.Labels = append(b.Labels, l)
+	b.Start = append(b.Start, int64(len(b.Feature)))
+}
+
+// Row returns the columns and weights of the block's r-th label.
+func (b *LinearBlock) Row(r int) ([]int32, []float32) {
+	lo, hi := b.Start[r], b.Start[r+1]
+	return b.Feature[lo:hi], b.Weight[lo:hi]
+}
+
+// NNZ is the number of stored weights.
+func (b *LinearBlock) NNZ() int { return len(b.Feature) }
+
+// linearMagic starts every encoded LinearBlock.
+const linearMagic uint32 = 0x4C494E57 // "LINW"
+
+// MarshalBinary encodes the block little-endian: magic, label count, weight
+// count, then Labels, Start, Feature and Weight.
+func (b *LinearBlock) MarshalBinary() ([]byte, error) {
+	n, nnz := len(b.Labels), len(b.Feature)
+	if len(b.Start) != n+1 || len(b.Weight) != nnz || b.Start[n] != int64(nnz) {
+		return nil, fmt.Errorf("linear block: %d labels, %d starts, %d features, %d weights do not fit", n, len(b.Start), nnz, len(b.Weight))
+	}
+	le := binary.LittleEndian
+	out := make([]byte, 0, 4+16+4*n+8*(n+1)+8*nnz)
+	out = le.AppendUint32(out, linearMagic)
+	out = le.AppendUint64(out, uint64(n))
+	out = le.AppendUint64(out, uint64(nnz))
+	for _, l := range b.Labels {
+		out = le.AppendUint32(out, uint32(l))
+	}
+	for _, s := range b.Start {
+		out = le.AppendUint64(out, uint64(s))
+	}
+	for _, j := range b.Feature {
+		out = le.AppendUint32(out, uint32(j))
+	}
+	for _, v := range b.Weight {
+		out = le.AppendUint32(out, math.Float32bits(v))
+	}
+	return out, nil
+}
+
+// errLinearCorrupt is wrapped by every structural error of UnmarshalBinary.
+var errLinearCorrupt = errors.New("corrupt linear block")
+
+// UnmarshalBinary decodes a block written by MarshalBinary and checks its
+// structure: offsets from 0 to the weight count, non-decreasing; columns
+// non-negative and strictly increasing within a label; finite weights;
+// non-negative labels. Bounds on labels and columns depend on the model and
+// are checked by [LinearBlock.Check].
+func (b *LinearBlock) UnmarshalBinary(data []byte) error {
+	r := reader{b: data}
+	if r.u32() != linearMagic {
+		return fmt.Errorf("%w: bad magic", errLinearCorrupt)
+	}
+	n, nnz := r.u64(), r.u64()
+	if r.err != nil || n > uint64(len(data)) || nnz > uint64(len(data)) {
+		return fmt.Errorf("%w: bad counts", errLinearCorrupt)
+	}
+	b.Labels = r.i32s(int(n))
+	b.Start = r.i64s(int(n) + 1)
+	b.Feature = r.i32s(int(nnz))
+	b.Weight = r.f32s(int(nnz))
+	if r.err != nil {
+		return fmt.Errorf("%w: %v", errLinearCorrupt, r.err)
+	}
+	if len(r.b) != 0 {
+		return fmt.Errorf("%w: %d trailing bytes", errLinearCorrupt, len(r.b))
+	}
+	if b.Start[0] != 0 || b.Start[n] != int64(nnz) {
+		return fmt.Errorf("%w: offsets do not cover the weights", errLinearCorrupt)
+	}
+	for i, l := range b.Labels {
+		if l < 0 {
+			return fmt.Errorf("%w: label %d", errLinearCorrupt, l)
+		}
+		lo, hi := b.Start[i], b.Start[i+1]
+		if hi < lo {
+			return fmt.Errorf("%w: offsets of label %d decrease", errLinearCorrupt, l)
+		}
+		for q := lo; q < hi; q++ {
+			if j := b.Feature[q]; j < 0 || (q > lo && j <= b.Feature[q-1]) {
+				return fmt.Errorf("%w: columns of label %d unsorted or negative", errLinearCorrupt, l)
+			}
+			if v := float64(b.Weight[q]); math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("%w: label %d has a non-finite weight", errLinearCorrupt, l)
+			}
+		}
+	}
+	return nil
+}
+
+// Check reports an error if a label lies outside [0, L) or a column
+// outside [0, cols).
+func (b *LinearBlock) Check(L, cols int) error {
+	for i, l := range b.Labels {
+		if int(l) >= L {
+			return fmt.Errorf("%w: label %d outside [0, %d)", errLinearCorrupt, l, L)
+		}
+		if hi := b.Start[i+1]; hi > b.Start[i] && int(b.Feature[hi-1]) >= cols {
+			return fmt.Errorf("%w: label %d has column %d outside [0, %d)", errLinearCorrupt, l, b.Feature[hi-1], cols)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,151 @@
+package model
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// LinearSection is the section name of unit u (a block of labels) of a
+// linear model: the id makes a shard's contents self-describing.
+func LinearSection(u int) string { return fmt.Sprintf("labels/%06d", u) }
+
+func parseLinearSection(name string) (int, bool) {
+	s, ok := strings.CutPrefix(name, "labels/")
+	if !ok {
+		return 0, false
+	}
+	u, err := strconv.Atoi(s)
+	return u, err == nil && u >= 0
+}
+
+// LinearCounts returns the sizes a linear model's header records in
+// Counts, computed from its encoded blocks (nil entries, units not held,
+// are skipped): "units", "labels" (labels trained) and "nnz" (weights
+// stored). It reads only the blocks' leading counts.
+func LinearCounts(units [][]byte) (map[string]int64, error) {
+	c := map[string]int64{"units": 0, "labels": 0, "nnz": 0}
+	for u, b := range units {
+		if b == nil {
+			continue
+		}
+		if len(b) < 20 || binary.LittleEndian.Uint32(b) != linearMagic {
+			return nil, fmt.Errorf("unit %d: %w: bad magic", u, errLinearCorrupt)
+		}
+		c["units"]++
+		c["labels"] += int64(binary.LittleEndian.Uint64(b[4:]))
+		c["nnz"] += int64(binary.LittleEndian.Uint64(b[12:]))
+	}
+	return c, nil
+}
+
+// WriteLinear writes the encoded blocks of a linear model (index = unit id;
+// nil entries, units not held, are skipped) into one model file at path,
+// atomically, and returns its size. h.Counts is set from the blocks (see
+// [LinearCounts]); h.Params must hold the model's [Preprocess].
+func WriteLinear(path string, h Header, units [][]byte) (int64, error) {
+	if !IsLinear(h.Algorithm) {
+		return 0, fmt.Errorf("write model %s: algorithm %q is not a linear model", path, h.Algorithm)
+	}
+	if _, err := ParsePreprocess(h.Params); err != nil {
+		return 0, fmt.Errorf("write model %s: %w", path, err)
+	}
+	counts, err := LinearCounts(units)
+	if err != nil {
+		return 0, fmt.Errorf("write model %s: %w", path, err)
+	}
+	h.Counts = counts
+	w, err := Create(path, h)
+	if err != nil {
+		return 0, err
+	}
+	defer w.Abort()
+	for u, b := range units {
+		if b == nil {
+			continue
+		}
+		if err := w.AddSection(LinearSection(u), b); err != nil {
+			return 0, err
+		}
+	}
+	if err := w.Commit(); err != nil {
+		return 0, err
+	}
+	return w.Bytes(), nil
+}
+
+// LoadLinear reads a linear model from a model file or from the manifest
+// of a sharded one, keeping the units (label blocks) for which keep returns
+// true (all if keep is nil), so that each rank can load only the labels it
+// scores. The header's Counts["labels"] is the number of labels the whole
+// model holds; without keep, the blocks read must add up to it.
+func LoadLinear(path string, keep func(unit int) bool) (*Linear, Header, error) {
+	isManifest, err := IsManifest(path)
+	if err != nil {
+		return nil, Header{}, err
+	}
+	var h Header
+	var read []func() (*File, error)
+	if isManifest {
+		m, err := ReadManifest(path)
+		if err != nil {
+			return nil, Header{}, err
+		}
+		h = m.Header
+		for _, ref := range m.Shards {
+			read = append(read, func() (*File, error) { return ReadShard(path, ref) })
+		}
+	} else {
+		read = append(read, func() (*File, error) { return ReadFile(path) })
+	}
+	var blocks []*LinearBlock
+	var prep Preprocess
+	for i, readFile := range read {
+		file, err := readFile()
+		if err != nil {
+			return nil, Header{}, err
+		}
+		p := file.Path
+		if !isManifest {
+			h = file.Header
+		}
+		if !IsLinear(file.Header.Algorithm) {
+			return nil, Header{}, fmt.Errorf("%s: a %q model, not a linear one-vs-all model", p, file.Header.Algorithm)
+		}
+		if i == 0 {
+			if prep, err = ParsePreprocess(h.Params); err != nil {
+				return nil, Header{}, fmt.Errorf("%s: %w", path, err)
+			}
+		}
+		if file.Header.Algorithm != h.Algorithm || file.Header.D != h.D || file.Header.L != h.L {
+			return nil, Header{}, fmt.Errorf("%s: shard is %s D=%d L=%d but the model is %s D=%d L=%d",
+				p, file.Header.Algorithm, file.Header.D, file.Header.L, h.Algorithm, h.D, h.L)
+		}
+		if sp, err := ParsePreprocess(file.Header.Params); err != nil || sp != prep {
+			return nil, Header{}, fmt.Errorf("%s: shard preprocessing differs from the model's", p)
+		}
+		for _, s := range file.Sections {
+			u, ok := parseLinearSection(s.Name)
+			if !ok {
+				return nil, Header{}, fmt.Errorf("%s: unexpected section %q in a linear model", p, s.Name)
+			}
+			if keep != nil && !keep(u) {
+				continue
+			}
+			b := new(LinearBlock)
+			if err := b.UnmarshalBinary(s.Data); err != nil {
+				return nil, Header{}, fmt.Errorf("%s: %s: %w", p, s.Name, err)
+			}
+			blocks = append(blocks, b)
+		}
+	}
+	m, err := NewLinear(h.D, h.L, prep, blocks)
+	if err != nil {
+		return nil, Header{}, fmt.Errorf("%s: %w", path, err)
+	}
+	if total := h.Counts["labels"]; keep == nil && int64(len(m.labels)) != total {
+		return nil, Header{}, fmt.Errorf("%s: holds %d labels but its header counts %d", path, len(m.labels), total)
+	}
+	return m, h, nil
+}

@@ -1,0 +1,259 @@
+package model
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sync/atomic"
+
+	"xmc/data"
+	"xmc/numa"
+)
+
+// Linear is a one-vs-all linear model, or the part of one held by a rank:
+// the score of label l on an instance x is w_l·x, with x preprocessed as the
+// training rows were (see [Preprocess]). The weights are kept
+// feature-major (for each feature, the labels using it and their weights),
+// so that scoring a sparse row touches only the weights of its features;
+// the bias column is kept apart as a per-label base score.
+type Linear struct {
+	// D is the number of features of the data (without the bias column)
+	// and L the number of labels of the whole model.
+	D, L int
+	// Prep is the preprocessing applied to rows before scoring.
+	Prep Preprocess
+
+	labels    []int32   // global id of each local label, increasing
+	colStart  []int64   // D+1 offsets into colLabel/colWeight
+	colLabel  []int32   // local label of each weight, increasing per feature
+	colWeight []float32 // the weights
+	base      []float64 // per local label: its bias weight, 0 without bias
+	byBase    []int32   // local labels in rank order of their base score
+	nnz       int64
+}
+
+// NewLinear builds the scoring index of a linear model over D features and
+// L labels from its label blocks (one or several units, each label in at
+// most one block). It checks every label against [0, L) and every column
+// against [0, prep.Cols(D)).
+func NewLinear(D, L int, prep Preprocess, blocks []*LinearBlock) (*Linear, error) {
+	if D < 0 || L < 0 {
+		return nil, fmt.Errorf("linear model: negative dimensions D=%d L=%d", D, L)
+	}
+	cols := prep.Cols(D)
+	type ref struct {
+		label    int32
+		block, r int32
+	}
+	var refs []ref
+	for bi, b := range blocks {
+		if err := b.Check(L, cols); err != nil {
+			return nil, err
+		}
+		for r, l := range b.Labels {
+			refs = append(refs, ref{l, int32(bi), int32(r)})
+		}
+	}
+	slices.SortFunc(refs, func(a, b ref) int { return int(a.label) - int(b.label) })
+	m := &Linear{D: D, L: L, Prep: prep, labels: make([]int32, len(refs)),
+		colStart: make([]int64, D+1), base: make([]float64, len(refs))}
+	for i, rf := range refs {
+		if i > 0 && rf.label == refs[i-1].label {
+			return nil, fmt.Errorf("%w: label %d appears in two blocks", errLinearCorrupt, rf.label)
+		}
+		m.labels[i] = rf.label
+	}
+	// Count the weights of every feature, then fill the columns in local
+	// label order so that each column lists its labels in increasing order.
+	for _, rf := range refs {
+		feat, _ := blocks[rf.block].Row(int(rf.r))
+		for _, j := range feat {
+			if int(j) < D {
+				m.colStart[j+1]++
+			}
+		}
+	}
+	for j := range D {
+		m.colStart[j+1] += m.colStart[j]
+	}
+	m.nnz = m.colStart[D]
+	m.colLabel = make([]int32, m.nnz)
+	m.colWeight = make([]float32, m.nnz)
+	next := slices.Clone(m.colStart[:D])
+	for i, rf := range refs {
+		feat, w := blocks[rf.block].Row(int(rf.r))
+		for q, j := range feat {
+			if int(j) == D { // only with prep.Bias: the bias column
+				m.base[i] = float64(w[q])
+				m.nnz++
+				continue
+			}
+			m.colLabel[next[j]] = int32(i)
+			m.colWeight[next[j]] = w[q]
+			next[j]++
+		}
+	}
+	// Labels that no feature of a row touches score their base alone; the
+	// best of them are found by walking this order.
+	m.byBase = make([]int32, len(refs))
+	for i := range m.byBase {
+		m.byBase[i] = int32(i)
+	}
+	slices.SortFunc(m.byBase, func(a, b int32) int {
+		return compareRank(Scored{m.labels[a], float32(m.base[a])}, Scored{m.labels[b], float32(m.base[b])})
+	})
+	return m, nil
+}
+
+// DecodeLinear decodes encoded label blocks (nil entries, units not held,
+// are skipped) and builds the model they form, as a rank does with the
+// units it trained before scoring a test set.
+func DecodeLinear(D, L int, prep Preprocess, units [][]byte) (*Linear, error) {
+	var blocks []*LinearBlock
+	for u, b := range units {
+		if b == nil {
+			continue
+		}
+		blk := new(LinearBlock)
+		if err := blk.UnmarshalBinary(b); err != nil {
+			return nil, fmt.Errorf("unit %d: %w", u, err)
+		}
+		blocks = append(blocks, blk)
+	}
+	return NewLinear(D, L, prep, blocks)
+}
+
+// Labels returns the labels this model (or shard) holds, in increasing
+// order. The slice must not be modified.
+func (m *Linear) Labels() []int32 { return m.labels }
+
+// NNZ returns the number of stored weights, bias weights included.
+func (m *Linear) NNZ() int64 { return m.nnz }
+
+// linearScratch is one goroutine's prediction memory.
+type linearScratch struct {
+	acc     []float64 // per local label, zero between rows
+	mark    []bool    // per local label: touched by the current row
+	touched []int32
+	cand    []Scored
+}
+
+// linearBlockRows is the number of rows a worker takes at a time.
+const linearBlockRows = 256
+
+// scoreRow returns in s.cand the candidates for the top k of row (idx, val)
+// among this model's labels: every label the row's features touch, plus the
+// k best of the others, which score their base alone. The true top k is
+// among them.
+func (m *Linear) scoreRow(idx []int32, val []float32, k int, s *linearScratch) []Scored {
+	inv := 1.0
+	if m.Prep.Normalize {
+		var ss float64
+		for _, v := range val {
+			ss += float64(v) * float64(v)
+		}
+		if ss > 0 {
+			inv = 1 / math.Sqrt(ss)
+		}
+	}
+	s.touched = s.touched[:0]
+	for q, j := range idx {
+		// The same rounding as data.NormalizeRows applied in training.
+		v := float64(val[q])
+		if m.Prep.Normalize {
+			v = float64(float32(v * inv))
+		}
+		lo, hi := m.colStart[j], m.colStart[j+1]
+		labels, weights := m.colLabel[lo:hi], m.colWeight[lo:hi]
+		weights = weights[:len(labels)]
+		for e, l := range labels {
+			if !s.mark[l] {
+				s.mark[l] = true
+				s.touched = append(s.touched, l)
+			}
+			s.acc[l] += v * float64(weights[e])
+		}
+	}
+	cand := s.cand[:0]
+	for _, l := range s.touched {
+		cand = append(cand, Scored{Label: m.labels[l], Score: float32(s.acc[l] + m.base[l])})
+		s.acc[l] = 0
+	}
+	added := 0
+	for _, l := range m.byBase {
+		if added == k {
+			break
+		}
+		if !s.mark[l] {
+			cand = append(cand, Scored{Label: m.labels[l], Score: float32(m.base[l])})
+			added++
+		}
+	}
+	for _, l := range s.touched {
+		s.mark[l] = false
+	}
+	s.cand = cand
+	return cand
+}
+
+// forRows calls row(i, candidates) for every row i of x on the pool's
+// workers, blocks of rows at a time, each worker with scratch it allocates
+// itself.
+func (m *Linear) forRows(x *data.CSR, k int, pool *numa.Pool, row func(i int, cand []Scored)) error {
+	if x.Cols > m.D {
+		return fmt.Errorf("data has %d features but the model was trained on %d", x.Cols, m.D)
+	}
+	if k < 1 {
+		return fmt.Errorf("top-k must be at least 1, got %d", k)
+	}
+	var next atomic.Int64
+	return pool.Run(func(numa.Worker) error {
+		s := &linearScratch{acc: make([]float64, len(m.labels)), mark: make([]bool, len(m.labels))}
+		for {
+			lo := int(next.Add(linearBlockRows)) - linearBlockRows
+			if lo >= x.Rows {
+				return nil
+			}
+			for i := lo; i < min(lo+linearBlockRows, x.Rows); i++ {
+				idx, val := x.Row(i)
+				row(i, m.scoreRow(idx, val, k, s))
+			}
+		}
+	})
+}
+
+// Predict returns the k best labels of every row of x among this model's
+// labels, with their scores, computed by the pool's workers. Rows are
+// preprocessed as the model's training rows were.
+func (m *Linear) Predict(x *data.CSR, k int, pool *numa.Pool) ([][]Scored, error) {
+	out := make([][]Scored, x.Rows)
+	err := m.forRows(x, k, pool, func(i int, cand []Scored) { out[i] = TopK(cand, k) })
+	return out, err
+}
+
+// PartialTopK returns, for every row of x, the k best labels among this
+// model's labels, as sparse rows whose Sums are the scores. Ranks holding
+// disjoint label shards of a model compute these, and [MergeTopK] combines
+// them into exactly the result of Predict on the whole model: the global
+// top k is contained in the union of the shards' top k, and each label's
+// score is computed the same way whichever shard holds it.
+func (m *Linear) PartialTopK(x *data.CSR, k int, pool *numa.Pool) ([]Sparse, error) {
+	out := make([]Sparse, x.Rows)
+	err := m.forRows(x, k, pool, func(i int, cand []Scored) {
+		top := TopK(cand, k)
+		row := Sparse{Labels: make([]int32, len(top)), Sums: make([]float64, len(top))}
+		for q, c := range top {
+			row.Labels[q], row.Sums[q] = c.Label, float64(c.Score)
+		}
+		out[i] = row
+	})
+	return out, err
+}
+
+// MergeTopK merges the encoded ([EncodeSums]) results of PartialTopK of
+// ranks holding disjoint label shards and returns each row's k best labels.
+// As every label comes from one shard, merging is [MergeSums] with one
+// "tree": scores pass through float64 unchanged.
+func MergeTopK(parts [][]byte, rows, L, k int) ([][]Scored, error) {
+	return MergeSums(parts, rows, L, k, 1)
+}

@@ -1,0 +1,301 @@
+package train
+
+import (
+	"fmt"
+	"math"
+
+	"xmc/model"
+	"xmc/numa"
+)
+
+// Weight initialisations of DiSMEC (DismecParams.Init).
+const (
+	// InitZero starts every label from w = 0, as the original DiSMEC.
+	InitZero = "zero"
+	// InitBias starts from w = 0 but for the bias weight, set to the
+	// constant that minimises the loss when every other weight is 0 (it
+	// is InitZero without a bias feature).
+	InitBias = "bias"
+	// InitMSI is the mean-separating initialisation of Schultheis &
+	// Babbar (2022): w0 = u·p̄ + v·x̄ with p̄ the mean of the label's
+	// positives and x̄ the mean of all rows, scaled so that w0 maps p̄ to
+	// msiPositive and the mean of the negatives to msiNegative. Training
+	// then needs far fewer Newton iterations than from zero.
+	InitMSI = "msi"
+)
+
+// Targets of the mean-separating initialisation, the values of DiSMEC++:
+// <w0, p̄> = msiPositive and <w0, n̄> = msiNegative.
+const (
+	msiPositive = 1.0
+	msiNegative = -2.0
+)
+
+// DismecParams are the hyper-parameters of DiSMEC, one-vs-all
+// L2-regularised squared-hinge linear classifiers trained label by label
+// in the primal by a truncated Newton method (Babbar & Schölkopf 2017).
+type DismecParams struct {
+	// Cost is C, the weight of the loss against the regulariser ½‖w‖².
+	Cost float64 `json:"cost"`
+	// Init is the weight initialisation: zero, bias or msi.
+	Init string `json:"init"`
+	// Prune drops trained weights of magnitude below it: the stored model
+	// is sparse (DiSMEC's Δ, 0.01).
+	Prune float64 `json:"prune"`
+	// Eps is the relative gradient tolerance: a label's Newton iterations
+	// stop when ‖∇f(w)‖ ≤ Eps·max(1, min(|P|, |N|))/n·‖∇f(0)‖, with P and N
+	// its positives and negatives among n rows (LIBLINEAR's scaling).
+	Eps float64 `json:"eps"`
+	// MaxNewtonIters bounds the Newton iterations per label.
+	MaxNewtonIters int `json:"max_newton_iters"`
+	// LabelsPerUnit is the number of labels per work unit.
+	LabelsPerUnit int `json:"labels_per_unit"`
+	// Normalize scales every row to unit L2 norm before training (and
+	// prediction), and Bias appends a constant feature 1 whose weight,
+	// the label's bias, is not regularised.
+	Normalize bool `json:"normalize"`
+	Bias      bool `json:"bias"`
+}
+
+// DefaultDismecParams returns the defaults of DiSMEC and DiSMEC++: C = 1,
+// MSI initialisation, pruning at 0.01, eps 0.01, rows normalised and a bias
+// feature.
+func DefaultDismecParams() DismecParams {
+	return DismecParams{Cost: 1, Init: InitMSI, Prune: 0.01, Eps: 0.01, MaxNewtonIters: 1000,
+		LabelsPerUnit: 16, Normalize: true, Bias: true}
+}
+
+// Resolve fills the defaults of zero-valued MaxNewtonIters and
+// LabelsPerUnit and checks every parameter.
+func (p DismecParams) Resolve() (DismecParams, error) {
+	if p.MaxNewtonIters == 0 {
+		p.MaxNewtonIters = DefaultDismecParams().MaxNewtonIters
+	}
+	if p.LabelsPerUnit == 0 {
+		p.LabelsPerUnit = DefaultDismecParams().LabelsPerUnit
+	}
+	return p, p.Validate()
+}
+
+// Validate reports the first parameter out of its range.
+func (p DismecParams) Validate() error {
+	switch {
+	case !(p.Cost > 0) || math.IsInf(p.Cost, 0):
+		return fmt.Errorf("--cost must be a positive number, got %v", p.Cost)
+	case p.Init != InitZero && p.Init != InitBias && p.Init != InitMSI:
+		return fmt.Errorf("--init %q: want %s, %s or %s", p.Init, InitZero, InitBias, InitMSI)
+	case !(p.Prune >= 0) || math.IsInf(p.Prune, 0):
+		return fmt.Errorf("--prune must be 0 or more, got %v", p.Prune)
+	case !(p.Eps > 0) || p.Eps >= 1:
+		return fmt.Errorf("--eps must lie in (0, 1), got %v", p.Eps)
+	case p.MaxNewtonIters < 1:
+		return fmt.Errorf("--max-newton-iters must be at least 1, got %d", p.MaxNewtonIters)
+	case p.LabelsPerUnit < 1:
+		return fmt.Errorf("--labels-per-unit must be at least 1, got %d", p.LabelsPerUnit)
+	}
+	return nil
+}
+
+// Preprocess returns the row preprocessing the parameters ask for.
+func (p DismecParams) Preprocess() model.Preprocess {
+	return model.Preprocess{Normalize: p.Normalize, Bias: p.Bias}
+}
+
+// DismecStats sum up the optimisation of the labels trained so far.
+type DismecStats struct {
+	Labels int64 // labels trained
+	Newton int64 // Newton iterations
+	CG     int64 // conjugate-gradient iterations (Hessian-vector products)
+	// Unconverged counts labels whose iterations stopped before reaching
+	// the gradient tolerance: the iteration limit, a stalled objective or
+	// a failed line search. Their weights are the last point reached.
+	Unconverged int64
+}
+
+// DismecTrainer trains the labels of a DiSMEC model, a block of labels per
+// work unit (see LabelBlocks). Work is safe for concurrent use by different
+// workers.
+type DismecTrainer struct {
+	Params  DismecParams
+	Data    *numa.Replicas[*LinearData]
+	blocks  [][]int32
+	scratch []*dismecScratch // per worker, allocated by the worker itself
+}
+
+// NewDismecTrainer prepares a trainer for params (resolved) over the data
+// replicas, built with params.Preprocess(), with scratch for the given
+// number of workers.
+func NewDismecTrainer(p DismecParams, data *numa.Replicas[*LinearData], workers int) *DismecTrainer {
+	d := data.Get(0)
+	return &DismecTrainer{Params: p, Data: data, blocks: LabelBlocks(d.LabelCounts(), p.LabelsPerUnit),
+		scratch: make([]*dismecScratch, workers)}
+}
+
+// Units returns the number of work units, label blocks.
+func (t *DismecTrainer) Units() int { return len(t.blocks) }
+
+// Block returns the labels of unit u. The slice must not be modified.
+func (t *DismecTrainer) Block(u int) []int32 { return t.blocks[u] }
+
+// Stats returns the optimisation statistics summed over every worker. Call
+// it after training, not while workers run.
+func (t *DismecTrainer) Stats() DismecStats {
+	var s DismecStats
+	for _, sc := range t.scratch {
+		if sc != nil {
+			s.Labels += sc.stats.Labels
+			s.Newton += sc.stats.Newton
+			s.CG += sc.stats.CG
+			s.Unconverged += sc.stats.Unconverged
+		}
+	}
+	return s
+}
+
+// dismecScratch is one worker's memory, reused for every label it trains.
+type dismecScratch struct {
+	solver *sqHinge
+	w      []float64 // the label's weights, dense over the columns
+	posSum []float64 // sum of the label's positive rows
+	block  model.LinearBlock
+	stats  DismecStats
+}
+
+// Work is the WorkFunc of DiSMEC: it trains the labels of unit and encodes
+// their pruned weights as a model.LinearBlock.
+func (t *DismecTrainer) Work(w numa.Worker, unit int) ([]byte, error) {
+	if unit < 0 || unit >= len(t.blocks) {
+		return nil, fmt.Errorf("unit %d outside [0, %d)", unit, len(t.blocks))
+	}
+	d := t.Data.Get(w.Domain)
+	if d.Prep != t.Params.Preprocess() {
+		return nil, fmt.Errorf("training data preprocessed as %+v but the parameters ask for %+v", d.Prep, t.Params.Preprocess())
+	}
+	s := t.scratch[w.ID]
+	if s == nil {
+		s = t.newScratch(d)
+		t.scratch[w.ID] = s
+	}
+	s.block.Reset()
+	for _, l := range t.blocks[unit] {
+		if err := t.trainLabel(d, s, l); err != nil {
+			return nil, fmt.Errorf("label %d: %w", l, err)
+		}
+		s.block.Append(l, s.w, t.Params.Prune)
+	}
+	return s.block.MarshalBinary()
+}
+
+// newScratch allocates a worker's memory for training on d.
+func (t *DismecTrainer) newScratch(d *LinearData) *dismecScratch {
+	bias := -1
+	if d.Prep.Bias {
+		bias = d.D
+	}
+	return &dismecScratch{
+		solver: newSqHinge(&d.X, t.Params.Cost, bias),
+		w:      make([]float64, d.X.Cols),
+		posSum: make([]float64, d.X.Cols),
+	}
+}
+
+// trainLabel leaves the trained weights of label l in s.w.
+func (t *DismecTrainer) trainLabel(d *LinearData, s *dismecScratch, l int32) error {
+	p := t.Params
+	pos := d.Positives(l)
+	n := d.X.Rows
+	h := s.solver
+	h.setLabel(pos)
+	posSum := s.posSum
+	clear(posSum)
+	for _, i := range pos {
+		idx, val := d.X.Row(int(i))
+		for k, j := range idx {
+			posSum[j] += float64(val[k])
+		}
+	}
+	// ∇f(0) = −2C Σ_i y_i x_i = −2C (2·Σ_pos x_i − n·x̄): no pass over the data.
+	var g0 float64
+	for j, m := range d.Mean {
+		v := 2*posSum[j] - float64(n)*m
+		g0 += v * v
+	}
+	g0 = 2 * p.Cost * math.Sqrt(g0)
+	tol := p.Eps * max(1, float64(min(len(pos), n-len(pos)))) / float64(n) * g0
+
+	init := p.Init
+	if init == InitMSI && !msiWeights(d, len(pos), posSum, s.w) {
+		init = InitBias // the 2×2 system is singular: see msiWeights
+	}
+	switch init {
+	case InitMSI:
+		h.margins(s.w)
+	case InitZero, InitBias:
+		clear(s.w)
+		b := 0.0
+		if init == InitBias && d.Prep.Bias {
+			b = biasInit(len(pos), n)
+			s.w[d.D] = b
+		}
+		for i := range h.wx {
+			h.wx[i] = b
+		}
+	}
+	res := h.minimize(s.w, tol, p.MaxNewtonIters)
+	for _, v := range s.w {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("training diverged: non-finite weight after %d Newton iterations", res.newton)
+		}
+	}
+	s.stats.Labels++
+	s.stats.Newton += int64(res.newton)
+	s.stats.CG += int64(res.cg)
+	if !res.converged {
+		s.stats.Unconverged++
+	}
+	return nil
+}
+
+// biasInit returns the bias b minimising the loss of the weights that are
+// zero but for the unregularised bias: Σ_i max(0, 1 − y_i b)² over P
+// positives among n rows, minimised at b = (P − N)/n, which lies in [−1, 1].
+func biasInit(P, n int) float64 {
+	return float64(2*P-n) / float64(n)
+}
+
+// msiWeights sets w to the mean-separating initialisation u·p̄ + v·x̄ of a
+// label with P positives whose rows sum to posSum, solving
+//
+//	u·‖p̄‖² + v·p̄·x̄ = s
+//	u·p̄·x̄ + v·‖x̄‖² = p·s + (1−p)·t,  p = P/n
+//
+// (the second equation is <w, n̄> = t rewritten with x̄ = p·p̄ + (1−p)·n̄,
+// which avoids forming n̄). It returns false, leaving w alone, when the
+// system is singular: no positives, no negatives, or p̄ parallel to x̄ (all
+// within rounding); the caller then falls back to the bias initialisation.
+func msiWeights(d *LinearData, P int, posSum, w []float64) bool {
+	n := d.X.Rows
+	if P == 0 || P == n {
+		return false
+	}
+	invP := 1 / float64(P)
+	var pp, pa, aa float64
+	for j, m := range d.Mean {
+		pj := posSum[j] * invP
+		pp += pj * pj
+		pa += pj * m
+		aa += m * m
+	}
+	det := pp*aa - pa*pa // ≥ 0 by Cauchy–Schwarz, 0 iff p̄ ∥ x̄
+	if !(det > 1e-12*pp*aa) {
+		return false
+	}
+	frac := float64(P) / float64(n)
+	f := frac*msiPositive + (1-frac)*msiNegative
+	u := (msiPositive*aa - pa*f) / det
+	v := (pp*f - pa*msiPositive) / det
+	for j, m := range d.Mean {
+		w[j] = u*posSum[j]*invP + v*m
+	}
+	return true
+}

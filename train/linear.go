@@ -1,0 +1,138 @@
+package train
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"xmc/data"
+	"xmc/model"
+)
+
+// LinearData is the read-only training data of the one-vs-all linear
+// trainers: one copy per NUMA domain, built by NewLinearData on a pinned
+// worker of the domain (see numa.NewReplicas).
+type LinearData struct {
+	// X holds the preprocessed features, N × Cols: rows normalised and a
+	// bias column of ones appended at index D, as Prep says.
+	X data.CSR
+	// D is the number of features of the raw data (the bias column's index
+	// when Prep.Bias) and L the number of labels.
+	D, L int
+	Prep model.Preprocess
+	// The positives of label l are the rows PosRows[PosStart[l]:PosStart[l+1]],
+	// in increasing order: the label matrix by column.
+	PosStart []int64
+	PosRows  []int32
+	// Mean is the mean of the rows of X (dense over its columns), the x̄ of
+	// the mean-separating initialisation.
+	Mean []float64
+}
+
+// NewLinearData copies ds's features, applying the preprocessing prep, and
+// indexes its labels by column. Every slice is allocated here, so that a
+// replica built on a pinned worker lives in that worker's NUMA domain; ds
+// is not modified.
+func NewLinearData(ds *data.Dataset, prep model.Preprocess) (*LinearData, error) {
+	if ds.N() == 0 {
+		return nil, fmt.Errorf("linear training data: no instances")
+	}
+	if ds.Y.Rows != ds.X.Rows {
+		return nil, fmt.Errorf("linear training data: %d feature rows but %d label rows", ds.X.Rows, ds.Y.Rows)
+	}
+	d := &LinearData{D: ds.D(), L: ds.L(), Prep: prep}
+	if prep.Bias {
+		d.X = data.AppendBias(&ds.X, 1) // a copy
+	} else {
+		d.X = cloneCSR(&ds.X)
+	}
+	if prep.Normalize {
+		// Normalising after appending the bias would shrink the rows'
+		// features and the bias alike; normalise the features alone, as
+		// DiSMEC does, and leave the bias at 1.
+		normalizeFeatures(&d.X, prep.Bias)
+	}
+	d.PosStart, d.PosRows = labelColumns(&ds.Y)
+	d.Mean = make([]float64, d.X.Cols)
+	for k, j := range d.X.Indices {
+		d.Mean[j] += float64(d.X.Values[k])
+	}
+	inv := 1 / float64(d.X.Rows)
+	for j := range d.Mean {
+		d.Mean[j] *= inv
+	}
+	return d, nil
+}
+
+// normalizeFeatures scales every row of m to unit L2 norm, leaving out of
+// the norm and the scaling the last entry of each row if bias is set. It
+// rounds as data.NormalizeRows does, which prediction reproduces.
+func normalizeFeatures(m *data.CSR, bias bool) {
+	for i := range m.Rows {
+		lo, hi := m.Indptr[i], m.Indptr[i+1]
+		if bias {
+			hi--
+		}
+		sub := data.CSR{Rows: 1, Cols: m.Cols, Indptr: []int64{0, hi - lo}, Indices: m.Indices[lo:hi], Values: m.Values[lo:hi]}
+		data.NormalizeRows(&sub)
+	}
+}
+
+// labelColumns transposes the label matrix y: the rows holding label l are
+// rows[start[l]:start[l+1]], in increasing order.
+func labelColumns(y *data.CSR) (start []int64, rows []int32) {
+	start = make([]int64, y.Cols+1)
+	for _, l := range y.Indices[:y.NNZ()] {
+		start[l+1]++
+	}
+	for l := range y.Cols {
+		start[l+1] += start[l]
+	}
+	rows = make([]int32, y.NNZ())
+	next := slices.Clone(start[:y.Cols])
+	for i := range y.Rows {
+		labels, _ := y.Row(i)
+		for _, l := range labels {
+			rows[next[l]] = int32(i)
+			next[l]++
+		}
+	}
+	return start, rows
+}
+
+// Positives returns the rows in which label l is positive, in increasing
+// order. The slice must not be modified.
+func (d *LinearData) Positives(l int32) []int32 {
+	return d.PosRows[d.PosStart[l]:d.PosStart[l+1]]
+}
+
+// LabelCounts returns the number of positives of every label.
+func (d *LinearData) LabelCounts() []int64 {
+	c := make([]int64, d.L)
+	for l := range c {
+		c[l] = d.PosStart[l+1] - d.PosStart[l]
+	}
+	return c
+}
+
+// LabelBlocks groups the labels into work units of perUnit labels (the
+// last may hold fewer), most frequent labels first (ties by label id). A
+// label's training cost grows with its positives, so the runner, which
+// deals units to ranks cyclically and lets each rank's workers take them in
+// order from a shared queue, starts the costly units first and spreads
+// them over the ranks, leaving cheap units to fill the gaps at the end.
+func LabelBlocks(labelCounts []int64, perUnit int) [][]int32 {
+	if perUnit < 1 {
+		perUnit = 1
+	}
+	order := make([]int32, len(labelCounts))
+	for l := range order {
+		order[l] = int32(l)
+	}
+	slices.SortStableFunc(order, func(a, b int32) int { return cmp.Compare(labelCounts[b], labelCounts[a]) })
+	var blocks [][]int32
+	for lo := 0; lo < len(order); lo += perUnit {
+		blocks = append(blocks, order[lo:min(lo+perUnit, len(order)):min(lo+perUnit, len(order))])
+	}
+	return blocks
+}
