@@ -51,61 +51,36 @@ func WriteForest(path string, h Header, trees [][]byte) (int64, error) {
 // ids need not be contiguous (a run interrupted by its time limit writes the
 // trees it finished).
 func LoadForest(path string, keep func(tree int) bool) (*Forest, Header, error) {
-	isManifest, err := IsManifest(path)
-	if err != nil {
-		return nil, Header{}, err
-	}
-	// One file, or the shards of a manifest, each checked against it.
-	var h Header
-	var read []func() (*File, error)
-	if isManifest {
-		m, err := ReadManifest(path)
-		if err != nil {
-			return nil, Header{}, err
-		}
-		h = m.Header
-		for _, ref := range m.Shards {
-			read = append(read, func() (*File, error) { return ReadShard(path, ref) })
-		}
-	} else {
-		read = append(read, func() (*File, error) { return ReadFile(path) })
-	}
 	var f *Forest
-	for i, readFile := range read {
-		file, err := readFile()
-		if err != nil {
-			return nil, Header{}, err
-		}
+	h, err := readParts(path, func(file *File, h Header) error {
 		p := file.Path
-		if !isManifest {
-			h = file.Header
-		}
 		if file.Header.Algorithm != AlgorithmForest {
-			return nil, Header{}, fmt.Errorf("%s: a %q model, not a forest", p, file.Header.Algorithm)
+			return fmt.Errorf("%s: a %q model, not a forest", p, file.Header.Algorithm)
 		}
-		if i == 0 {
+		if f == nil {
 			f = &Forest{D: h.D, L: h.L, TotalTrees: int(h.Counts["trees"])}
-		}
-		if file.Header.D != h.D || file.Header.L != h.L {
-			return nil, Header{}, fmt.Errorf("%s: shard is D=%d L=%d but the model is D=%d L=%d", p, file.Header.D, file.Header.L, h.D, h.L)
 		}
 		for _, s := range file.Sections {
 			t, ok := parseTreeSection(s.Name)
 			if !ok {
-				return nil, Header{}, fmt.Errorf("%s: unexpected section %q in a forest", p, s.Name)
+				return fmt.Errorf("%s: unexpected section %q in a forest", p, s.Name)
 			}
 			if keep != nil && !keep(t) {
 				continue
 			}
 			tree := new(Tree)
 			if err := tree.UnmarshalBinary(s.Data); err != nil {
-				return nil, Header{}, fmt.Errorf("%s: %s: %w", p, s.Name, err)
+				return fmt.Errorf("%s: %s: %w", p, s.Name, err)
 			}
 			if err := tree.CheckLabels(h.L); err != nil {
-				return nil, Header{}, fmt.Errorf("%s: %s: %w", p, s.Name, err)
+				return fmt.Errorf("%s: %s: %w", p, s.Name, err)
 			}
 			f.Trees = append(f.Trees, tree)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, Header{}, err
 	}
 	if f.TotalTrees < 1 {
 		return nil, Header{}, fmt.Errorf("%s: header counts no trees", path)

@@ -81,64 +81,42 @@ func WriteLinear(path string, h Header, units [][]byte) (int64, error) {
 // scores. The header's Counts["labels"] is the number of labels the whole
 // model holds; without keep, the blocks read must add up to it.
 func LoadLinear(path string, keep func(unit int) bool) (*Linear, Header, error) {
-	isManifest, err := IsManifest(path)
-	if err != nil {
-		return nil, Header{}, err
-	}
-	var h Header
-	var read []func() (*File, error)
-	if isManifest {
-		m, err := ReadManifest(path)
-		if err != nil {
-			return nil, Header{}, err
-		}
-		h = m.Header
-		for _, ref := range m.Shards {
-			read = append(read, func() (*File, error) { return ReadShard(path, ref) })
-		}
-	} else {
-		read = append(read, func() (*File, error) { return ReadFile(path) })
-	}
 	var blocks []*LinearBlock
 	var prep Preprocess
-	for i, readFile := range read {
-		file, err := readFile()
-		if err != nil {
-			return nil, Header{}, err
-		}
+	first := true
+	h, err := readParts(path, func(file *File, h Header) error {
 		p := file.Path
-		if !isManifest {
-			h = file.Header
-		}
 		if !IsLinear(file.Header.Algorithm) {
-			return nil, Header{}, fmt.Errorf("%s: a %q model, not a linear one-vs-all model", p, file.Header.Algorithm)
+			return fmt.Errorf("%s: a %q model, not a linear one-vs-all model", p, file.Header.Algorithm)
 		}
-		if i == 0 {
+		if first {
+			var err error
 			if prep, err = ParsePreprocess(h.Params); err != nil {
-				return nil, Header{}, fmt.Errorf("%s: %w", path, err)
+				return fmt.Errorf("%s: %w", path, err)
 			}
-		}
-		if file.Header.Algorithm != h.Algorithm || file.Header.D != h.D || file.Header.L != h.L {
-			return nil, Header{}, fmt.Errorf("%s: shard is %s D=%d L=%d but the model is %s D=%d L=%d",
-				p, file.Header.Algorithm, file.Header.D, file.Header.L, h.Algorithm, h.D, h.L)
+			first = false
 		}
 		if sp, err := ParsePreprocess(file.Header.Params); err != nil || sp != prep {
-			return nil, Header{}, fmt.Errorf("%s: shard preprocessing differs from the model's", p)
+			return fmt.Errorf("%s: shard preprocessing differs from the model's", p)
 		}
 		for _, s := range file.Sections {
 			u, ok := parseLinearSection(s.Name)
 			if !ok {
-				return nil, Header{}, fmt.Errorf("%s: unexpected section %q in a linear model", p, s.Name)
+				return fmt.Errorf("%s: unexpected section %q in a linear model", p, s.Name)
 			}
 			if keep != nil && !keep(u) {
 				continue
 			}
 			b := new(LinearBlock)
 			if err := b.UnmarshalBinary(s.Data); err != nil {
-				return nil, Header{}, fmt.Errorf("%s: %s: %w", p, s.Name, err)
+				return fmt.Errorf("%s: %s: %w", p, s.Name, err)
 			}
 			blocks = append(blocks, b)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, Header{}, err
 	}
 	m, err := NewLinear(h.D, h.L, prep, blocks)
 	if err != nil {
