@@ -12,7 +12,7 @@ export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 MPIRUN   := mpirun --oversubscribe --bind-to none
 FUZZTIME ?= 4s
 
-.PHONY: all build demo test deps vet unit mpitest slurmtest fuzz bench clean
+.PHONY: all build demo test deps vet unit mpitest slurmtest fuzz bench scaling clean
 
 all: build
 
@@ -73,6 +73,15 @@ test: vet unit mpitest slurmtest fuzz
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 10x ./data ./train ./model
+
+# scaling regenerates docs/scaling/mpirun: strong scaling of a 50-tree forest
+# on Bibtex over 1-2 MPI ranks x 1-2 threads, 3 interleaved repeats.
+scaling: build
+	rm -rf $(OUT)/scaling
+	bin/xmc bench scale --data testdata/bibtex/train.txt --test testdata/bibtex/test.txt --algo forest \
+	  --trees 50 --ranks 1,2 --threads 1,2 --repeats 3 --launcher mpirun --out $(OUT)/scaling
+	mkdir -p docs/scaling/mpirun
+	cp $(OUT)/scaling/scaling.* $(OUT)/scaling/*.png $(OUT)/scaling/*.svg docs/scaling/mpirun/
 
 clean:
 	rm -rf $(BIN) $(OUT)
