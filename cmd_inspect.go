@@ -19,11 +19,25 @@ func runInspect(args []string) error {
 	if path == "" {
 		return errors.New("--model is required")
 	}
-	f, h, err := model.LoadForest(path, nil)
+	size, err := modelBytes(path)
 	if err != nil {
 		return err
 	}
-	size, err := modelBytes(path)
+	h, err := model.ReadHeader(path)
+	if err != nil {
+		return err
+	}
+	if model.IsLinear(h.Algorithm) {
+		m, h, err := model.LoadLinear(path, nil)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("model %s: %s, D=%d L=%d, %d labels, %d weights (%.1f per label), %s on disk\n", path, h.Algorithm, h.D, h.L,
+			len(m.Labels()), m.NNZ(), float64(m.NNZ())/float64(max(1, len(m.Labels()))), humanBytes(size))
+		fmt.Printf("params: %s\n", h.Params)
+		return nil
+	}
+	f, h, err := model.LoadForest(path, nil)
 	if err != nil {
 		return err
 	}

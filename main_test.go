@@ -197,6 +197,9 @@ func TestDismecPipeline(t *testing.T) {
 	if scores[0] != scores[1] {
 		t.Error("sharded and gathered DiSMEC models predict differently")
 	}
+	if out := mustXMC(t, "inspect", "--model", sharded); !strings.Contains(out, "159 labels") {
+		t.Errorf("inspect of a sharded DiSMEC model:\n%s", out)
+	}
 }
 
 // TestShardedModel writes one file per rank plus a manifest and predicts
