@@ -221,17 +221,23 @@ func runBenchReport(args []string) error {
 	return writeScaling(s, out)
 }
 
-// writeScaling prints the study's table and writes its JSON, CSV and plots
-// into dir.
-func writeScaling(s *bench.Scaling, dir string) error {
-	for _, sk := range s.Skipped {
-		fmt.Fprintf(os.Stderr, "left out %s\n", sk)
-	}
+// study is the result of a scaling study or a comparison, which xmc bench
+// reports alike: a table on stdout, JSON and CSV files, and plots.
+type study interface {
+	WriteTable(io.Writer) error
+	WriteJSON(io.Writer) error
+	WriteCSV(io.Writer) error
+	Plot(dir string) ([]string, error)
+}
+
+// writeStudy prints the study's table and writes name.json, name.csv and
+// its plots into dir.
+func writeStudy(s study, name, dir string) error {
 	if err := s.WriteTable(os.Stdout); err != nil {
 		return err
 	}
 	written, err := writeFiles(dir, map[string]func(io.Writer) error{
-		"scaling.json": s.WriteJSON, "scaling.csv": s.WriteCSV,
+		name + ".json": s.WriteJSON, name + ".csv": s.WriteCSV,
 	})
 	if err != nil {
 		return err
@@ -242,6 +248,15 @@ func writeScaling(s *bench.Scaling, dir string) error {
 	}
 	fmt.Fprintf(os.Stderr, "wrote %s\n", strings.Join(append(written, plots...), ", "))
 	return nil
+}
+
+// writeScaling reports a scaling study into dir, after listing the runs it
+// left out.
+func writeScaling(s *bench.Scaling, dir string) error {
+	for _, sk := range s.Skipped {
+		fmt.Fprintf(os.Stderr, "left out %s\n", sk)
+	}
+	return writeStudy(s, "scaling", dir)
 }
 
 // writeFiles writes each named file of dir atomically, in name order, and
@@ -336,21 +351,7 @@ func runBenchCompare(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := cmp.WriteTable(os.Stdout); err != nil {
-		return err
-	}
-	written, err := writeFiles(out, map[string]func(io.Writer) error{
-		"compare.json": cmp.WriteJSON, "compare.csv": cmp.WriteCSV,
-	})
-	if err != nil {
-		return err
-	}
-	plots, err := cmp.Plot(out)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(os.Stderr, "wrote %s\n", strings.Join(append(written, plots...), ", "))
-	return nil
+	return writeStudy(cmp, "compare", out)
 }
 
 func runBenchPeakRSS(args []string) error {
