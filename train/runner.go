@@ -140,7 +140,9 @@ func (p Plan) Run(ctx context.Context, work WorkFunc) ([]Result, error) {
 				return err
 			}
 			results[i].Data = data
-			tracker.unitDone()
+			if err := tracker.unitDone(); err != nil {
+				return err
+			}
 		}
 	})
 	if runErr != nil {
@@ -152,7 +154,7 @@ func (p Plan) Run(ctx context.Context, work WorkFunc) ([]Result, error) {
 			done++
 		}
 	}
-	if err := tracker.finish(done == len(own)); err != nil {
+	if err := tracker.finish(); err != nil {
 		return nil, err
 	}
 	if interrupted.Load() && done < len(own) {
@@ -173,9 +175,10 @@ func (p Plan) Run(ctx context.Context, work WorkFunc) ([]Result, error) {
 }
 
 // tracker counts finished units of all ranks on rank 0: other ranks send a
-// zero-length message per unit and a one-byte message when they stop, and a
-// goroutine of rank 0 receives them. The messages are tiny and appear in the
-// comm report under "send"/"recv".
+// zero-length message per unit and, when they stop, a 4-byte message with
+// the number of units they loaded from a checkpoint; a goroutine of rank 0
+// receives them. The messages are tiny and appear in the comm report under
+// "send"/"recv".
 type tracker struct {
 	p        Plan
 	mu       sync.Mutex
@@ -210,18 +213,21 @@ func (t *tracker) receive() error {
 			t.add(1)
 			continue
 		}
-		t.add(int(binary.LittleEndian.Uint32(msg[1:])))
+		if len(msg) != 4 {
+			return fmt.Errorf("progress: malformed message of %d bytes", len(msg))
+		}
+		t.add(int(binary.LittleEndian.Uint32(msg)))
 		stopped++
 	}
 	return nil
 }
 
-func (t *tracker) unitDone() {
+func (t *tracker) unitDone() error {
 	if t.p.Comm.Rank() == 0 {
 		t.add(1)
-		return
+		return nil
 	}
-	t.p.Comm.Send(nil, 0, tagProgress)
+	return t.p.Comm.Send(nil, 0, tagProgress)
 }
 
 // add records n more finished units and reports progress on rank 0.
@@ -240,14 +246,9 @@ func (t *tracker) add(n int) {
 // finish tells rank 0 that this rank has stopped (with the number of units it
 // loaded from a checkpoint rather than reported one by one) and, on rank 0,
 // waits until every rank has stopped.
-func (t *tracker) finish(complete bool) error {
+func (t *tracker) finish() error {
 	if t.p.Comm.Rank() != 0 {
-		msg := make([]byte, 5)
-		if complete {
-			msg[0] = 1
-		}
-		binary.LittleEndian.PutUint32(msg[1:], uint32(t.resumed))
-		return t.p.Comm.Send(msg, 0, tagProgress)
+		return t.p.Comm.Send(binary.LittleEndian.AppendUint32(nil, uint32(t.resumed)), 0, tagProgress)
 	}
 	var err error
 	if t.received != nil {
