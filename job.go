@@ -98,8 +98,11 @@ func runJob(command string, opts jobOptions, body func(j *job) error) error {
 		if err != nil {
 			err = fmt.Errorf("rank %d: %w", c.Rank(), err)
 			// Make sure the other ranks end now rather than at their next
-			// collective's watchdog.
-			c.Abort(1, err.Error())
+			// collective's watchdog. An interruption is agreed by every
+			// rank and ends in order: finalize, then exit non-zero.
+			if !isInterrupt(err) {
+				c.Abort(1, err.Error())
+			}
 		}
 		if ferr := mpi.Finalize(); err == nil {
 			err = ferr
@@ -141,8 +144,10 @@ func runRank(ctx context.Context, command string, opts jobOptions, raw mpi.Comm,
 		Ranks: j.size, ThreadsPerRank: j.threads, NUMADomains: len(j.topo.Domains), Hosts: j.hosts,
 		Slurm: slurmFields(os.Getenv),
 	}
-	if rank == 0 && len(j.summary.Slurm) > 0 {
-		j.log.Info("slurm job", "job_id", j.summary.Slurm["SLURM_JOB_ID"], "nodes", j.summary.Slurm["SLURM_NNODES"])
+	if sl := j.summary.Slurm; len(sl) > 0 {
+		// Every rank knows its task; rank 0's line shows unless -v.
+		j.log.Info("slurm", "job_id", sl["SLURM_JOB_ID"], "procid", sl["SLURM_PROCID"], "nodes", sl["SLURM_NNODES"],
+			"cpus_per_task", sl["SLURM_CPUS_PER_TASK"])
 	}
 
 	bodyErr := body(j)
