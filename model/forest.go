@@ -51,6 +51,11 @@ type Tree struct {
 // index fits a byte.
 const MaxBranch = 255
 
+// MaxProjectedDim bounds the projected dimensions of a tree: prediction
+// keeps a table of this many entries per worker, so a damaged model must not
+// be able to ask for more.
+const MaxProjectedDim = 1 << 24
+
 // BFloat16 is the upper half of an IEEE-754 float32 (sign, 8-bit exponent,
 // 7-bit mantissa): float32's range with 3 significant digits.
 type BFloat16 uint16
@@ -272,7 +277,7 @@ func (t *Tree) UnmarshalBinary(b []byte) error {
 // validate checks the structural invariants SplitIndex and Leaf rely on.
 func (t *Tree) validate() error {
 	n := int32(t.Nodes())
-	if t.X.Dim <= 0 || t.Y.Dim <= 0 {
+	if t.X.Dim <= 0 || t.Y.Dim <= 0 || t.X.Dim > MaxProjectedDim || t.Y.Dim > MaxProjectedDim {
 		return fmt.Errorf("%w: projection dimension %d/%d", errTreeCorrupt, t.X.Dim, t.Y.Dim)
 	}
 	if t.SplitStart[0] != 0 || t.EntryStart[0] != 0 || t.LeafStart[0] != 0 ||

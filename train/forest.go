@@ -44,8 +44,8 @@ func (p ForestParams) Resolve(D, L int) (ForestParams, error) {
 	switch {
 	case p.Trees < 1:
 		return p, fmt.Errorf("--trees must be at least 1, got %d", p.Trees)
-	case p.DimX < 1 || p.DimY < 1:
-		return p, fmt.Errorf("--dim-x and --dim-y must be at least 1, got %d and %d", p.DimX, p.DimY)
+	case p.DimX < 1 || p.DimY < 1 || p.DimX > model.MaxProjectedDim || p.DimY > model.MaxProjectedDim:
+		return p, fmt.Errorf("--dim-x and --dim-y must be between 1 and %d, got %d and %d", model.MaxProjectedDim, p.DimX, p.DimY)
 	case p.Sample < 2:
 		return p, fmt.Errorf("--sample must be at least 2, got %d", p.Sample)
 	case p.Branch < 2 || p.Branch > model.MaxBranch:
