@@ -84,8 +84,12 @@ type Result struct {
 }
 
 // tagProgress marks the messages by which ranks tell rank 0 of finished
-// units. Tags below 1000 are left to trainers.
-const tagProgress = 1000
+// units, and tagAllDone rank 0's word that every rank has finished. Tags
+// below 1000 are left to trainers.
+const (
+	tagProgress = 1000
+	tagAllDone  = 1001
+)
 
 // Run computes this rank's units and returns their results in unit order.
 // It stops taking new units once ctx is done and then returns the finished
@@ -246,9 +250,19 @@ func (t *tracker) add(n int) {
 // finish tells rank 0 that this rank has stopped (with the number of units it
 // loaded from a checkpoint rather than reported one by one) and, on rank 0,
 // waits until every rank has stopped.
+//
+// Ranks that finish early wait here, in a receive from any source, rather
+// than in the next collective: the communicator's watchdog leaves such
+// receives alone, so waiting for the slowest rank of an hours-long training
+// is not mistaken for a dead node.
 func (t *tracker) finish() error {
-	if t.p.Comm.Rank() != 0 {
-		return t.p.Comm.Send(binary.LittleEndian.AppendUint32(nil, uint32(t.resumed)), 0, tagProgress)
+	c := t.p.Comm
+	if c.Rank() != 0 {
+		if err := c.Send(binary.LittleEndian.AppendUint32(nil, uint32(t.resumed)), 0, tagProgress); err != nil {
+			return err
+		}
+		_, _, err := c.Recv(mpi.AnySource, tagAllDone)
+		return err
 	}
 	var err error
 	if t.received != nil {
@@ -257,7 +271,15 @@ func (t *tracker) finish() error {
 	if t.p.Progress != nil {
 		t.p.Progress.Finish()
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	for r := 1; r < c.Size(); r++ {
+		if err := c.Send(nil, r, tagAllDone); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkpoint saves finished units as files unit-NNNNNNN.bin in a directory

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"xmc/mpi"
 	"xmc/numa"
@@ -146,5 +147,36 @@ func TestRunnerCheckpointResume(t *testing.T) {
 	if _, _, err := runUnits(t, context.Background(), 10, 1, 1, dir, func(numa.Worker, int) ([]byte, error) { return nil, nil }); err == nil ||
 		!strings.Contains(err.Error(), "different run") {
 		t.Errorf("foreign checkpoint: %v", err)
+	}
+}
+
+// TestRunnerSlowRankIsNotAStall checks that ranks which finish early wait
+// for the slowest one without tripping the communication watchdog: a long
+// unit is work, not a dead node.
+func TestRunnerSlowRankIsNotAStall(t *testing.T) {
+	err := mpi.Launch(2, func(raw mpi.Comm) error {
+		c := mpi.NewCounted(raw, 300*time.Millisecond)
+		topo, err := numa.Detect()
+		if err != nil {
+			return err
+		}
+		pool, err := numa.NewPool(topo, 1, nil)
+		if err != nil {
+			return err
+		}
+		defer pool.Close()
+		p := Plan{Units: 2, Kind: "unit", Comm: c, Pool: pool, Log: slog.New(slog.DiscardHandler)}
+		if _, err := p.Run(context.Background(), func(w numa.Worker, u int) ([]byte, error) {
+			if u == 0 { // rank 0's unit takes three watchdog periods
+				time.Sleep(time.Second)
+			}
+			return unitBytes(u), nil
+		}); err != nil {
+			return err
+		}
+		return c.Barrier()
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
