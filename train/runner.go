@@ -8,6 +8,7 @@
 package train
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -18,6 +19,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"xmc/model"
 	"xmc/mpi"
 	"xmc/numa"
 )
@@ -282,6 +284,15 @@ func (t *tracker) finish() error {
 	return nil
 }
 
+// writeFile writes data to path atomically (temporary file, fsync, rename),
+// so a checkpoint never holds a partial unit.
+func writeFile(path string, data []byte) error {
+	return model.WriteAtomic(path, func(w *bufio.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
 // checkpoint saves finished units as files unit-NNNNNNN.bin in a directory
 // stamped with the run's fingerprint. A nil *checkpoint saves nothing.
 type checkpoint struct {
@@ -305,7 +316,7 @@ func openCheckpoint(dir, fingerprint string, rank int) (*checkpoint, error) {
 	case errors.Is(err, os.ErrNotExist):
 		// Every rank stamps the directory: on node-local disks each rank is
 		// the first, on a shared one the atomic writes carry the same bytes.
-		if err := writeAtomic(path, []byte(fingerprint)); err != nil {
+		if err := writeFile(path, []byte(fingerprint)); err != nil {
 			return nil, fmt.Errorf("checkpoint: %w", err)
 		}
 	case err != nil:
@@ -336,34 +347,10 @@ func (c *checkpoint) save(u int, data []byte) error {
 	if c == nil {
 		return nil
 	}
-	if err := writeAtomic(c.file(u), data); err != nil {
+	if err := writeFile(c.file(u), data); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	return nil
-}
-
-// writeAtomic writes data to path through a temporary file in the same
-// directory, synced before the rename, so a reader sees the old file or the
-// whole new one and never a partial one.
-func writeAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
 }
 
 // Gather collects the results of every rank on root, indexed by unit (nil
