@@ -81,17 +81,18 @@ type trainConfig struct {
 	eval        evalFlags
 	forest      train.ForestParams
 	dismec      train.DismecParams
+	ppdsparse   train.PPDSparseParams
 	progressBar bool
 }
 
 func runTrain(args []string) error {
-	fs := newFlagSet("train", "train --algo forest|dismec --data TRAIN [--test TEST] [--model-out FILE] [flags]")
+	fs := newFlagSet("train", "train --algo forest|dismec|ppdsparse --data TRAIN [--test TEST] [--model-out FILE] [flags]")
 	var jo jobOptions
 	jo.register(fs)
-	c := trainConfig{forest: train.DefaultForestParams(), dismec: train.DefaultDismecParams()}
+	c := trainConfig{forest: train.DefaultForestParams(), dismec: train.DefaultDismecParams(), ppdsparse: train.DefaultPPDSparseParams()}
 	c.data.register(fs)
 	c.eval.register(fs)
-	fs.StringVar(&c.algo, "algo", "forest", "algorithm: forest (CRAFTML, as in DXML) or dismec (one-vs-all squared hinge, Newton, MSI)")
+	fs.StringVar(&c.algo, "algo", "forest", "algorithm: forest (CRAFTML, as in DXML), dismec (one-vs-all squared hinge, Newton, MSI) or ppdsparse (one-vs-all L1+L2, primal-dual sparse active set)")
 	fs.StringVar(&c.dataPath, "data", "", "training data `FILE` (or the DXML X_data.txt with --train-split)")
 	fs.StringVar(&c.trainSplit, "train-split", "", "DXML trSplit `FILE`: rows of --data to train on")
 	fs.StringVar(&c.testPath, "test", "", "test data `FILE`: evaluate after training")
@@ -112,20 +113,30 @@ func runTrain(args []string) error {
 	fs.IntVar(&p.CentroidKeep, "centroid-keep", p.CentroidKeep, "forest: largest entries kept per child classifier")
 	fs.IntVar(&p.LeafSize, "leaf-size", p.LeafSize, "forest: nodes with at most this many instances become leaves")
 	fs.IntVar(&p.MaxDepth, "max-depth", 0, "forest: maximum tree depth (0: unlimited)")
-	d := &c.dismec
-	fs.Float64Var(&d.Cost, "cost", d.Cost, "dismec: misclassification cost C")
+	// The one-vs-all trainers share these flags but not their defaults:
+	// the flags fill DiSMEC's parameters and, for ppdsparse, those set on
+	// the command line are copied over after parsing (see linearFlags).
+	d, pp := &c.dismec, &c.ppdsparse
+	fs.Float64Var(&d.Cost, "cost", d.Cost, fmt.Sprintf("linear: misclassification cost C (default: dismec %v, ppdsparse %v)", d.Cost, pp.Cost))
+	fs.Float64Var(&d.Prune, "prune", d.Prune, "linear: drop trained weights of smaller magnitude")
+	fs.IntVar(&d.LabelsPerUnit, "labels-per-unit", d.LabelsPerUnit, fmt.Sprintf("linear: labels per work unit (default: dismec %d, ppdsparse %d)", d.LabelsPerUnit, pp.LabelsPerUnit))
+	fs.BoolVar(&d.Normalize, "normalize", d.Normalize, fmt.Sprintf("linear: scale rows to unit L2 norm, in training and prediction (default: dismec %v, ppdsparse %v)", d.Normalize, pp.Normalize))
+	fs.BoolVar(&d.Bias, "bias", d.Bias, "linear: append a constant bias feature")
 	fs.StringVar(&d.Init, "init", d.Init, "dismec: weight initialisation: zero, bias or msi (mean-separating)")
-	fs.Float64Var(&d.Prune, "prune", d.Prune, "dismec: drop trained weights of smaller magnitude")
 	fs.Float64Var(&d.Eps, "eps", d.Eps, "dismec: relative gradient tolerance of the Newton iterations")
-	fs.IntVar(&d.LabelsPerUnit, "labels-per-unit", d.LabelsPerUnit, "dismec: labels per work unit")
-	fs.BoolVar(&d.Normalize, "normalize", d.Normalize, "dismec: scale rows to unit L2 norm (training and prediction)")
-	fs.BoolVar(&d.Bias, "bias", d.Bias, "dismec: append a constant bias feature")
+	fs.StringVar(&pp.Loss, "loss", pp.Loss, "ppdsparse: loss, sqhinge or hinge")
+	fs.Float64Var(&pp.Lambda, "lambda", pp.Lambda, "ppdsparse: weight of the L1 regulariser")
+	fs.Float64Var(&pp.Tol, "tol", pp.Tol, "ppdsparse: largest dual violation (projected gradient) left at the end")
+	fs.IntVar(&pp.MaxIters, "max-iters", pp.MaxIters, "ppdsparse: active-set rounds per label at most")
+	fs.IntVar(&pp.InnerPasses, "inner-passes", pp.InnerPasses, "ppdsparse: coordinate-descent passes per round at most")
+	fs.Float64Var(&pp.Sparsify, "sparsify", pp.Sparsify, "ppdsparse: search violating rows with nnz(w)/r sampled weights (r = 1: exact search)")
+	fs.Float64Var(&pp.SearchCutoff, "search-cutoff", pp.SearchCutoff, "ppdsparse: in sampled searches, skip index entries contributing less than this")
 	if err := parseFlags(fs, args, false); err != nil {
 		return err
 	}
 	switch {
-	case c.algo != "forest" && c.algo != "dismec":
-		return fmt.Errorf("--algo %q: want forest or dismec (ppdsparse is not implemented yet)", c.algo)
+	case c.algo != "forest" && c.algo != "dismec" && c.algo != "ppdsparse":
+		return fmt.Errorf("--algo %q: want forest, dismec or ppdsparse", c.algo)
 	case c.dataPath == "":
 		return errors.New("--data is required")
 	case c.modelOut == "" && c.testPath == "" && c.testSplit == "":
@@ -140,6 +151,8 @@ func runTrain(args []string) error {
 		return fmt.Errorf("--top-k must be at least 1, got %d", c.eval.topK)
 	}
 	c.forest.Seed = c.seed
+	c.ppdsparse.Seed = c.seed
+	linearFlags(fs, &c.dismec, &c.ppdsparse)
 	if c.checkpoint == "" && c.modelOut != "" {
 		c.checkpoint = c.modelOut + ".ckpt"
 	}
@@ -171,10 +184,32 @@ type algorithm struct {
 	done func(j *job)
 }
 
+// linearFlags copies the shared one-vs-all flags set on the command line,
+// parsed into DiSMEC's parameters, to PPDSparse's; the others keep
+// PPDSparse's own defaults.
+func linearFlags(fs *flag.FlagSet, d *train.DismecParams, p *train.PPDSparseParams) {
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "cost":
+			p.Cost = d.Cost
+		case "prune":
+			p.Prune = d.Prune
+		case "labels-per-unit":
+			p.LabelsPerUnit = d.LabelsPerUnit
+		case "normalize":
+			p.Normalize = d.Normalize
+		case "bias":
+			p.Bias = d.Bias
+		}
+	})
+}
+
 func newAlgorithm(j *job, c *trainConfig, ds *data.Dataset) (*algorithm, error) {
 	switch c.algo {
 	case "forest":
 		return newForestAlgorithm(j, c, ds)
+	case "ppdsparse":
+		return newPPDSparseAlgorithm(j, c, ds)
 	default:
 		return newDismecAlgorithm(j, c, ds)
 	}
@@ -217,30 +252,61 @@ func newDismecAlgorithm(j *job, c *trainConfig, ds *data.Dataset) (*algorithm, e
 	if err != nil {
 		return nil, err
 	}
-	prep := params.Preprocess()
 	replicas, err := numa.NewReplicas(j.pool, func(int) (*train.LinearData, error) {
-		return train.NewLinearData(ds, prep)
+		return train.NewLinearData(ds, params.Preprocess())
 	})
 	if err != nil {
 		return nil, err
 	}
 	trainer := train.NewDismecTrainer(params, replicas, len(j.pool.Workers()))
+	a := newLinearAlgorithm(model.AlgorithmDiSMEC, c.seed, params, params.Preprocess(), ds, trainer.Units(), trainer.Work)
+	a.done = func(j *job) {
+		st := trainer.Stats()
+		// Every rank reports its own labels (rank 0 alone logs unless -v).
+		j.log.Info("dismec", "labels", st.Labels, "newton_iters", st.Newton, "cg_iters", st.CG, "unconverged", st.Unconverged)
+	}
+	return a, nil
+}
+
+func newPPDSparseAlgorithm(j *job, c *trainConfig, ds *data.Dataset) (*algorithm, error) {
+	params := c.ppdsparse
+	if err := params.Validate(); err != nil {
+		return nil, err
+	}
+	replicas, err := numa.NewReplicas(j.pool, func(int) (*train.PPDSparseData, error) {
+		return train.NewPPDSparseData(ds, params.Preprocess())
+	})
+	if err != nil {
+		return nil, err
+	}
+	trainer := train.NewPPDSparseTrainer(params, replicas, len(j.pool.Workers()))
+	a := newLinearAlgorithm(model.AlgorithmPPDSparse, c.seed, params, params.Preprocess(), ds, trainer.Units(), trainer.Work)
+	a.done = func(j *job) {
+		st := trainer.Stats()
+		mean := 0.0
+		if st.Labels > 0 {
+			mean = float64(st.ActiveRows) / float64(st.Labels)
+		}
+		j.log.Info("ppdsparse", "labels", st.Labels, "rounds", st.Rounds, "cd_passes", st.Passes, "dual_updates", st.Updates,
+			"index_entries_scanned", st.Scanned, "mean_active_rows", fmt.Sprintf("%.0f", mean), "unconverged", st.Unconverged)
+	}
+	return a, nil
+}
+
+// newLinearAlgorithm adapts a one-vs-all trainer whose units are label
+// blocks encoded as model.LinearBlock.
+func newLinearAlgorithm(name string, seed uint64, params any, prep model.Preprocess, ds *data.Dataset, units int, work train.WorkFunc) *algorithm {
 	D, L := ds.D(), ds.L()
 	return &algorithm{
-		name: model.AlgorithmDiSMEC, kind: "label block", axis: "labels", units: trainer.Units(), work: trainer.Work,
-		header:      model.Header{Algorithm: model.AlgorithmDiSMEC, D: D, L: L, Seed: c.seed, Params: mustJSON(params)},
-		fingerprint: fingerprint("dismec", params, ds),
+		name: name, kind: "label block", axis: "labels", units: units, work: work,
+		header:      model.Header{Algorithm: name, D: D, L: L, Seed: seed, Params: mustJSON(params)},
+		fingerprint: fingerprint(name, params, ds),
 		write:       model.WriteLinear,
 		scorer: func(units [][]byte) (scorer, error) {
 			m, err := model.DecodeLinear(D, L, prep, units)
 			return linearScorer{m}, err
 		},
-		done: func(j *job) {
-			st := trainer.Stats()
-			// Every rank reports its own labels (rank 0 alone logs unless -v).
-			j.log.Info("dismec", "labels", st.Labels, "newton_iters", st.Newton, "cg_iters", st.CG, "unconverged", st.Unconverged)
-		},
-	}, nil
+	}
 }
 
 func countHeld(units [][]byte) int {

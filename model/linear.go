@@ -9,15 +9,17 @@ import (
 	"math"
 )
 
-// AlgorithmDiSMEC names DiSMEC one-vs-all models in model headers.
-const AlgorithmDiSMEC = "dismec"
+// Names of the one-vs-all models in model headers.
+const (
+	AlgorithmDiSMEC    = "dismec"
+	AlgorithmPPDSparse = "ppdsparse"
+)
 
 // IsLinear reports whether models of algorithm a are one-vs-all linear
-// models, stored as [LinearBlock] sections and loaded by [LoadLinear]. Other
-// one-vs-all trainers (PPDSparse) share the format and join the list here.
+// models, stored as [LinearBlock] sections and loaded by [LoadLinear].
 func IsLinear(a string) bool {
 	switch a {
-	case AlgorithmDiSMEC:
+	case AlgorithmDiSMEC, AlgorithmPPDSparse:
 		return true
 	}
 	return false
