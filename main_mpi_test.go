@@ -48,21 +48,40 @@ func mpirun(t *testing.T, np int, args ...string) (string, int) {
 func TestMPIModelMatchesInProcess(t *testing.T) {
 	dir := t.TempDir()
 	ref := filepath.Join(dir, "ref.model")
-	mustXMC(t, "train", "--trees", "6", "--seed", "11", "--data", bibtexTrain, "--model-out", ref, "--ranks", "1", "--threads", "1")
-	want, _ := os.ReadFile(ref)
-	for _, c := range []struct {
-		np   int
-		args []string
-	}{{2, nil}, {4, []string{"--threads", "2"}}, {3, []string{"--numa-sim", "2", "--threads", "2"}}} {
-		path := filepath.Join(dir, fmt.Sprintf("np%d.model", c.np))
-		args := append([]string{"train", "--trees", "6", "--seed", "11", "--data", bibtexTrain, "--model-out", path}, c.args...)
-		if out, code := mpirun(t, c.np, args...); code != 0 {
-			t.Fatalf("mpirun -np %d: exit %d\n%s", c.np, code, out)
+	for _, algo := range []struct {
+		name  string
+		args  []string
+		cases []struct {
+			np   int
+			args []string
 		}
-		got, _ := os.ReadFile(path)
-		if !bytes.Equal(got, want) {
-			t.Errorf("mpirun -np %d %v: model differs from 1 rank x 1 thread in process", c.np, c.args)
+	}{
+		{"forest", []string{"--trees", "6", "--seed", "11"}, []struct {
+			np   int
+			args []string
+		}{{2, nil}, {4, []string{"--threads", "2"}}, {3, []string{"--numa-sim", "2", "--threads", "2"}}}},
+		{"ppdsparse", []string{"--algo", "ppdsparse", "--seed", "11", "--labels-per-unit", "4"}, []struct {
+			np   int
+			args []string
+		}{{2, nil}, {4, []string{"--threads", "2"}}}},
+	} {
+		path := filepath.Join(dir, algo.name+".model")
+		mustXMC(t, append([]string{"train", "--data", bibtexTrain, "--model-out", path, "--ranks", "1", "--threads", "1"}, algo.args...)...)
+		want, _ := os.ReadFile(path)
+		for _, c := range algo.cases {
+			path := filepath.Join(dir, fmt.Sprintf("%s-np%d.model", algo.name, c.np))
+			args := append([]string{"train", "--data", bibtexTrain, "--model-out", path}, algo.args...)
+			if out, code := mpirun(t, c.np, append(args, c.args...)...); code != 0 {
+				t.Fatalf("%s: mpirun -np %d: exit %d\n%s", algo.name, c.np, code, out)
+			}
+			got, _ := os.ReadFile(path)
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s: mpirun -np %d %v: model differs from 1 rank x 1 thread in process", algo.name, c.np, c.args)
+			}
 		}
+	}
+	if err := os.Rename(filepath.Join(dir, "forest.model"), ref); err != nil {
+		t.Fatal(err)
 	}
 
 	// Distributed prediction under MPI gives the in-process scores.
