@@ -9,10 +9,13 @@ import (
 	"fmt"
 	"hash/crc32"
 	"hash/maphash"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
+	"time"
 
+	"xmc/bench"
 	"xmc/data"
 	"xmc/model"
 	"xmc/mpi"
@@ -75,6 +78,7 @@ type trainConfig struct {
 	shard       bool
 	checkpoint  string
 	predictOn   string
+	schedule    string
 	scoresOut   string
 	seed        uint64
 	data        dataFlags
@@ -101,6 +105,7 @@ func runTrain(args []string) error {
 	fs.BoolVar(&c.shard, "shard", false, "write one model file per rank plus a manifest at --model-out, instead of gathering")
 	fs.StringVar(&c.checkpoint, "checkpoint", "", "directory keeping finished work units for resumption (default: <model-out>.ckpt; \"none\" disables)")
 	fs.StringVar(&c.predictOn, "predict-on", "ranks", "with --test: ranks (each rank scores with its part of the model, merged on rank 0) or root (rank 0 scores with the gathered model)")
+	fs.StringVar(&c.schedule, "schedule", "", "how units are dealt to ranks: static (unit u on rank u mod P) or dynamic (rank 0 hands them out on request); default: static for forest, "+linearSchedule+" for one-vs-all")
 	fs.StringVar(&c.scoresOut, "scores-out", "", "with --test: also write the test scores to `FILE`")
 	fs.Uint64Var(&c.seed, "seed", 1, "random seed: the same seed gives the same model for any number of ranks, threads and NUMA domains")
 	p := &c.forest
@@ -143,6 +148,8 @@ func runTrain(args []string) error {
 		return errors.New("nothing to do: give --model-out, --test or both")
 	case c.shard && c.modelOut == "":
 		return errors.New("--shard needs --model-out (the manifest's path)")
+	case c.schedule != "" && c.schedule != train.ScheduleStatic && c.schedule != train.ScheduleDynamic:
+		return fmt.Errorf("--schedule %q: want %s or %s", c.schedule, train.ScheduleStatic, train.ScheduleDynamic)
 	case c.predictOn != "ranks" && c.predictOn != "root":
 		return fmt.Errorf("--predict-on %q: want ranks or root", c.predictOn)
 	case c.testPath != "" && c.testSplit != "":
@@ -182,6 +189,8 @@ type algorithm struct {
 	scorer func(units [][]byte) (scorer, error)
 	// done logs what the trainer learnt of its units, if anything.
 	done func(j *job)
+	// schedule is the runner's default schedule for this algorithm.
+	schedule string
 }
 
 // linearFlags copies the shared one-vs-all flags set on the command line,
@@ -231,6 +240,9 @@ func newForestAlgorithm(j *job, c *trainConfig, ds *data.Dataset) (*algorithm, e
 	D, L := ds.D(), ds.L()
 	return &algorithm{
 		name: model.AlgorithmForest, kind: "tree", axis: "trees", units: params.Trees, work: trainer.Work,
+		// Trees cost about the same: a cyclic deal balances them without
+		// messages.
+		schedule:    train.ScheduleStatic,
 		header:      model.Header{Algorithm: model.AlgorithmForest, D: D, L: L, Seed: params.Seed, Params: mustJSON(params)},
 		fingerprint: fingerprint("forest", params, ds),
 		write: func(path string, h model.Header, units [][]byte) (int64, error) {
@@ -293,12 +305,17 @@ func newPPDSparseAlgorithm(j *job, c *trainConfig, ds *data.Dataset) (*algorithm
 	return a, nil
 }
 
+// linearSchedule is the default schedule of the one-vs-all trainers,
+// whose label blocks cost very unequal amounts: see the README's load
+// balance measurements.
+const linearSchedule = train.ScheduleStatic
+
 // newLinearAlgorithm adapts a one-vs-all trainer whose units are label
 // blocks encoded as model.LinearBlock.
 func newLinearAlgorithm(name string, seed uint64, params any, prep model.Preprocess, ds *data.Dataset, units int, work train.WorkFunc) *algorithm {
 	D, L := ds.D(), ds.L()
 	return &algorithm{
-		name: name, kind: "label block", axis: "labels", units: units, work: work,
+		name: name, kind: "label block", axis: "labels", units: units, work: work, schedule: linearSchedule,
 		header:      model.Header{Algorithm: name, D: D, L: L, Seed: seed, Params: mustJSON(params)},
 		fingerprint: fingerprint(name, params, ds),
 		write:       model.WriteLinear,
@@ -347,9 +364,16 @@ func trainModel(j *job, c *trainConfig) error {
 	}
 	j.log.Info(a.name, a.kind+"s", a.units, "ranks", j.size, "threads_per_rank", j.threads, "numa_domains", len(j.topo.Domains), "seed", c.seed)
 
+	if c.schedule == "" {
+		c.schedule = a.schedule
+	}
+	schedule := c.schedule
+	trainStart := time.Now()
+	var busy time.Duration
 	plan := train.Plan{
-		Units: a.units, Kind: a.kind, Comm: j.comm, Pool: j.pool, Log: j.log,
+		Units: a.units, Kind: a.kind, Comm: j.comm, Schedule: schedule, Pool: j.pool, Log: j.log,
 		Checkpoint: c.checkpoint, Fingerprint: a.fingerprint,
+		OnIdle: func() { busy = time.Since(trainStart) },
 	}
 	if j.rank == 0 {
 		plan.Progress = newProgress(j.log, a.kind+"s", a.units, c.progressBar)
@@ -365,6 +389,11 @@ func trainModel(j *job, c *trainConfig) error {
 	}
 	if a.done != nil {
 		a.done(j)
+	}
+	if runErr == nil {
+		if err := j.recordBalance(schedule, busy, len(own)); err != nil {
+			return err
+		}
 	}
 	// Every rank must learn whether any rank was interrupted, to agree on
 	// the outcome after the collectives below.
@@ -406,6 +435,34 @@ func trainModel(j *job, c *trainConfig) error {
 		return fmt.Errorf("%w: stopped after %d of %d %ss (%v); the model holds the finished ones and a rerun of the same command resumes from %s",
 			errInterrupted, done, a.units, a.kind, context.Cause(j.ctx), c.checkpoint)
 	}
+	return nil
+}
+
+// recordBalance gathers every rank's busy time and unit count into the
+// summary and logs the imbalance on rank 0.
+func (j *job) recordBalance(schedule string, busy time.Duration, units int) error {
+	var buf []byte
+	buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(busy.Seconds()))
+	buf = binary.LittleEndian.AppendUint64(buf, uint64(units))
+	all, err := j.comm.Gather(buf, 0)
+	if err != nil || j.rank != 0 {
+		return err
+	}
+	b := &bench.Balance{Schedule: schedule}
+	sum, most := 0.0, 0.0
+	for _, r := range all {
+		s := math.Float64frombits(binary.LittleEndian.Uint64(r))
+		b.BusyS = append(b.BusyS, s)
+		b.Units = append(b.Units, int64(binary.LittleEndian.Uint64(r[8:])))
+		sum += s
+		most = max(most, s)
+	}
+	if sum > 0 {
+		b.Imbalance = most / (sum / float64(len(all)))
+	}
+	j.summary.Balance = b
+	j.log.Info("load balance", "schedule", schedule, "imbalance", fmt.Sprintf("%.3f", b.Imbalance),
+		"busy_s", fmt.Sprint(b.BusyS), "units", fmt.Sprint(b.Units))
 	return nil
 }
 
@@ -454,11 +511,18 @@ func (j *job) saveModel(c *trainConfig, a *algorithm, own []train.Result) (int, 
 func (j *job) writeShards(c *trainConfig, a *algorithm, own []train.Result, total int) error {
 	path := fmt.Sprintf("%s.rank-%04d-of-%04d", c.modelOut, j.rank, j.size)
 	sh := a.header
-	// Units are dealt cyclically: rank r holds r, r+P, r+2P, ...
-	sh.Shard = &model.ShardInfo{Rank: j.rank, Ranks: j.size, Axis: a.axis, Lo: int64(j.rank), Hi: int64(a.units), Stride: int64(j.size)}
 	units := make([][]byte, a.units)
+	held := make([]int64, 0, len(own))
 	for _, r := range own {
 		units[r.Unit] = r.Data
+		held = append(held, int64(r.Unit))
+	}
+	if c.schedule == train.ScheduleDynamic {
+		// Units went to whichever rank asked: list them.
+		sh.Shard = &model.ShardInfo{Rank: j.rank, Ranks: j.size, Axis: a.axis, Lo: 0, Hi: int64(a.units), Units: held}
+	} else {
+		// Units are dealt cyclically: rank r holds r, r+P, r+2P, ...
+		sh.Shard = &model.ShardInfo{Rank: j.rank, Ranks: j.size, Axis: a.axis, Lo: int64(j.rank), Hi: int64(a.units), Stride: int64(j.size)}
 	}
 	var ref []byte
 	err := j.phase("write", func() error {

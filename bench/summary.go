@@ -14,6 +14,20 @@ import (
 	"xmc/mpi"
 )
 
+// Balance describes how a training run's units spread over the ranks.
+type Balance struct {
+	// Schedule is the runner's schedule: static or dynamic.
+	Schedule string `json:"schedule"`
+	// BusyS is, per rank, the seconds from the start of training until the
+	// rank had no unit left to compute, and Units the units it computed.
+	BusyS []float64 `json:"busy_s"`
+	Units []int64   `json:"units"`
+	// Imbalance is the largest BusyS over their mean: 1 is a perfect
+	// balance, and the time lost to imbalance is (Imbalance − 1)/Imbalance
+	// of the training time.
+	Imbalance float64 `json:"imbalance"`
+}
+
 // Summary is the JSON record of one xmc run. Phase times are the maximum
 // over ranks (the slowest rank sets the pace of a bulk-synchronous job).
 type Summary struct {
@@ -43,6 +57,8 @@ type Summary struct {
 	Params       json.RawMessage    `json:"params,omitempty"`
 	Data         map[string]any     `json:"data,omitempty"`
 	Comm         []mpi.Stats        `json:"comm"`
+	// Balance is how the training work spread over the ranks.
+	Balance *Balance `json:"balance,omitempty"`
 
 	// Source is the file the summary was read from (set by ReadSummary,
 	// not stored), for messages that name a run.

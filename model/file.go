@@ -111,6 +111,9 @@ type ShardInfo struct {
 	Lo     int64 `json:"lo"`
 	Hi     int64 `json:"hi"`
 	Stride int64 `json:"stride,omitempty"`
+	// Units, when set, lists the ids held, all in [Lo, Hi): a model
+	// trained under the dynamic schedule has them wherever a rank asked.
+	Units []int64 `json:"units,omitempty"`
 }
 
 // Section is one named part of a model file.

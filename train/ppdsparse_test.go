@@ -2,7 +2,7 @@ package train
 
 import (
 	"bytes"
-		"math"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"

@@ -31,7 +31,7 @@ func (p *countingProgress) Finish()          { p.finished = true }
 
 // runUnits runs a plan of units over ranks in-process, each rank with a
 // pool of threads workers, and returns the gathered results.
-func runUnits(t *testing.T, ctx context.Context, units, ranks, threads int, checkpoint string, work WorkFunc) ([][]byte, *countingProgress, error) {
+func runUnits(t *testing.T, ctx context.Context, schedule string, units, ranks, threads int, checkpoint string, work WorkFunc) ([][]byte, *countingProgress, error) {
 	t.Helper()
 	prog := &countingProgress{}
 	var gathered [][]byte
@@ -45,7 +45,7 @@ func runUnits(t *testing.T, ctx context.Context, units, ranks, threads int, chec
 			return err
 		}
 		defer pool.Close()
-		p := Plan{Units: units, Kind: "unit", Comm: c, Pool: pool, Log: slog.New(slog.DiscardHandler),
+		p := Plan{Units: units, Kind: "unit", Comm: c, Schedule: schedule, Pool: pool, Log: slog.New(slog.DiscardHandler),
 			Checkpoint: checkpoint, Fingerprint: "test"}
 		if c.Rank() == 0 {
 			p.Progress = prog
@@ -66,11 +66,20 @@ func runUnits(t *testing.T, ctx context.Context, units, ranks, threads int, chec
 	return gathered, prog, err
 }
 
+// schedules are the runner's schedules, which every runner test covers.
+var schedules = []string{ScheduleStatic, ScheduleDynamic}
+
 func TestRunnerSchedulesEveryUnitOnce(t *testing.T) {
-	for _, c := range []struct{ units, ranks, threads int }{{1, 1, 1}, {7, 3, 2}, {20, 4, 1}, {2, 4, 1}} {
+	for _, c := range []struct {
+		schedule              string
+		units, ranks, threads int
+	}{
+		{ScheduleStatic, 1, 1, 1}, {ScheduleStatic, 7, 3, 2}, {ScheduleStatic, 20, 4, 1}, {ScheduleStatic, 2, 4, 1},
+		{ScheduleDynamic, 1, 1, 1}, {ScheduleDynamic, 7, 3, 2}, {ScheduleDynamic, 50, 4, 2}, {ScheduleDynamic, 2, 4, 1}, {ScheduleDynamic, 0, 2, 1},
+	} {
 		var mu sync.Mutex
 		calls := map[int]int{}
-		all, prog, err := runUnits(t, context.Background(), c.units, c.ranks, c.threads, "", func(w numa.Worker, u int) ([]byte, error) {
+		all, prog, err := runUnits(t, context.Background(), c.schedule, c.units, c.ranks, c.threads, "", func(w numa.Worker, u int) ([]byte, error) {
 			mu.Lock()
 			calls[u]++
 			mu.Unlock()
@@ -91,25 +100,72 @@ func TestRunnerSchedulesEveryUnitOnce(t *testing.T) {
 }
 
 func TestRunnerErrorNamesUnit(t *testing.T) {
-	_, _, err := runUnits(t, context.Background(), 6, 2, 1, "", func(w numa.Worker, u int) ([]byte, error) {
-		if u == 3 {
-			return nil, errors.New("boom")
+	for _, schedule := range schedules {
+		_, _, err := runUnits(t, context.Background(), schedule, 6, 2, 1, "", func(w numa.Worker, u int) ([]byte, error) {
+			if u == 3 {
+				return nil, errors.New("boom")
+			}
+			return unitBytes(u), nil
+		})
+		if err == nil || !strings.Contains(err.Error(), "unit 3: boom") {
+			t.Errorf("%s: error = %v, want it to name unit 3", schedule, err)
 		}
-		return unitBytes(u), nil
+	}
+}
+
+// TestRunnerDynamicBalances makes rank 0 a slow node: under the dynamic
+// schedule the other rank takes more than its static share of half the
+// units.
+func TestRunnerDynamicBalances(t *testing.T) {
+	var mu sync.Mutex
+	perRank := map[int]int{}
+	err := mpi.Launch(2, func(c mpi.Comm) error {
+		topo, err := numa.Detect()
+		if err != nil {
+			return err
+		}
+		pool, err := numa.NewPool(topo, 1, nil)
+		if err != nil {
+			return err
+		}
+		defer pool.Close()
+		p := Plan{Units: 20, Kind: "unit", Comm: c, Schedule: ScheduleDynamic, Pool: pool, Log: slog.New(slog.DiscardHandler)}
+		own, err := p.Run(context.Background(), func(w numa.Worker, u int) ([]byte, error) {
+			if c.Rank() == 0 {
+				time.Sleep(20 * time.Millisecond)
+			}
+			return unitBytes(u), nil
+		})
+		mu.Lock()
+		perRank[c.Rank()] = len(own)
+		mu.Unlock()
+		return err
 	})
-	if err == nil || !strings.Contains(err.Error(), "unit 3: boom") {
-		t.Errorf("error = %v, want it to name unit 3", err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if perRank[0]+perRank[1] != 20 || perRank[1] <= 10 {
+		t.Errorf("units per rank %v: want 20 in all, more than 10 on the fast rank 1", perRank)
 	}
 }
 
 func TestRunnerCheckpointResume(t *testing.T) {
+	for _, schedule := range schedules {
+		t.Run(schedule, func(t *testing.T) { testCheckpointResume(t, schedule) })
+	}
+}
+
+// testCheckpointResume interrupts a run, resumes it with another number of
+// ranks from the same (shared) directory, and checks that every unit is
+// computed once over both runs.
+func testCheckpointResume(t *testing.T, schedule string) {
 	dir := filepath.Join(t.TempDir(), "ckpt")
 	ctx, cancel := context.WithCancel(context.Background())
 	var mu sync.Mutex
 	computed := 0
 	// The first run stops after 3 units: the context is cancelled by the
 	// work function itself, so the runner stops taking units.
-	_, _, err := runUnits(t, ctx, 10, 2, 1, dir, func(w numa.Worker, u int) ([]byte, error) {
+	_, _, err := runUnits(t, ctx, schedule, 10, 2, 1, dir, func(w numa.Worker, u int) ([]byte, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if computed++; computed == 3 {
@@ -125,7 +181,7 @@ func TestRunnerCheckpointResume(t *testing.T) {
 		t.Fatalf("%d units saved after the interruption", len(saved))
 	}
 	recomputed := 0
-	all, prog, err := runUnits(t, context.Background(), 10, 3, 1, dir, func(w numa.Worker, u int) ([]byte, error) {
+	all, prog, err := runUnits(t, context.Background(), schedule, 10, 3, 1, dir, func(w numa.Worker, u int) ([]byte, error) {
 		mu.Lock()
 		recomputed++
 		mu.Unlock()
@@ -144,7 +200,7 @@ func TestRunnerCheckpointResume(t *testing.T) {
 	}
 	// A checkpoint of another run is refused.
 	os.WriteFile(filepath.Join(dir, fingerprintFile), []byte("other"), 0o644)
-	if _, _, err := runUnits(t, context.Background(), 10, 1, 1, dir, func(numa.Worker, int) ([]byte, error) { return nil, nil }); err == nil ||
+	if _, _, err := runUnits(t, context.Background(), schedule, 10, 1, 1, dir, func(numa.Worker, int) ([]byte, error) { return nil, nil }); err == nil ||
 		!strings.Contains(err.Error(), "different run") {
 		t.Errorf("foreign checkpoint: %v", err)
 	}
@@ -154,7 +210,15 @@ func TestRunnerCheckpointResume(t *testing.T) {
 // for the slowest one without tripping the communication watchdog: a long
 // unit is work, not a dead node.
 func TestRunnerSlowRankIsNotAStall(t *testing.T) {
-	err := mpi.Launch(2, func(raw mpi.Comm) error {
+	for _, schedule := range schedules {
+		if err := slowRank(schedule); err != nil {
+			t.Errorf("%s: %v", schedule, err)
+		}
+	}
+}
+
+func slowRank(schedule string) error {
+	return mpi.Launch(2, func(raw mpi.Comm) error {
 		c := mpi.NewCounted(raw, 300*time.Millisecond)
 		topo, err := numa.Detect()
 		if err != nil {
@@ -165,9 +229,9 @@ func TestRunnerSlowRankIsNotAStall(t *testing.T) {
 			return err
 		}
 		defer pool.Close()
-		p := Plan{Units: 2, Kind: "unit", Comm: c, Pool: pool, Log: slog.New(slog.DiscardHandler)}
+		p := Plan{Units: 2, Kind: "unit", Comm: c, Schedule: schedule, Pool: pool, Log: slog.New(slog.DiscardHandler)}
 		if _, err := p.Run(context.Background(), func(w numa.Worker, u int) ([]byte, error) {
-			if u == 0 { // rank 0's unit takes three watchdog periods
+			if u == 0 { // unit 0 takes three watchdog periods
 				time.Sleep(time.Second)
 			}
 			return unitBytes(u), nil
@@ -176,7 +240,4 @@ func TestRunnerSlowRankIsNotAStall(t *testing.T) {
 		}
 		return c.Barrier()
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
