@@ -175,7 +175,8 @@ func TestLinearPipeline(t *testing.T) {
 		layout [][]string
 	}{
 		{"dismec", 63.5, [][]string{{"--ranks", "1", "--threads", "1"}, {"--ranks", "3", "--threads", "1"}, {"--ranks", "1", "--threads", "2", "--numa-sim", "2"}}},
-		{"ppdsparse", 64.3, [][]string{{"--ranks", "1", "--threads", "1"}, {"--ranks", "3", "--threads", "2", "--numa-sim", "2"}}},
+		{"ppdsparse", 64.3, [][]string{{"--ranks", "1", "--threads", "1"}, {"--ranks", "3", "--threads", "2", "--numa-sim", "2"},
+			{"--ranks", "2", "--schedule", "static"}}},
 	} {
 		t.Run(c.algo, func(t *testing.T) {
 			dir := t.TempDir()
