@@ -191,6 +191,9 @@ type algorithm struct {
 	done func(j *job)
 	// schedule is the runner's default schedule for this algorithm.
 	schedule string
+	// weight, if set, is what a unit counts for in progress, in units of
+	// the axis (the labels of a label block).
+	weight func(u int) int
 }
 
 // linearFlags copies the shared one-vs-all flags set on the command line,
@@ -272,6 +275,7 @@ func newDismecAlgorithm(j *job, c *trainConfig, ds *data.Dataset) (*algorithm, e
 	}
 	trainer := train.NewDismecTrainer(params, replicas, len(j.pool.Workers()))
 	a := newLinearAlgorithm(model.AlgorithmDiSMEC, c.seed, params, params.Preprocess(), ds, trainer.Units(), trainer.Work)
+	a.weight = func(u int) int { return len(trainer.Block(u)) }
 	a.done = func(j *job) {
 		st := trainer.Stats()
 		// Every rank reports its own labels (rank 0 alone logs unless -v).
@@ -293,6 +297,7 @@ func newPPDSparseAlgorithm(j *job, c *trainConfig, ds *data.Dataset) (*algorithm
 	}
 	trainer := train.NewPPDSparseTrainer(params, replicas, len(j.pool.Workers()))
 	a := newLinearAlgorithm(model.AlgorithmPPDSparse, c.seed, params, params.Preprocess(), ds, trainer.Units(), trainer.Work)
+	a.weight = func(u int) int { return len(trainer.Block(u)) }
 	a.done = func(j *job) {
 		st := trainer.Stats()
 		mean := 0.0
@@ -376,8 +381,15 @@ func trainModel(j *job, c *trainConfig) error {
 		Checkpoint: c.checkpoint, Fingerprint: a.fingerprint,
 		OnIdle: func() { busy = time.Since(trainStart) },
 	}
+	if a.weight != nil {
+		plan.Weight = a.weight
+	}
 	if j.rank == 0 {
-		plan.Progress = newProgress(j.log, a.kind+"s", a.units, c.progressBar)
+		what, total := a.kind+"s", a.units
+		if a.weight != nil {
+			what, total = a.axis, ds.L()
+		}
+		plan.Progress = newProgress(j.log, what, total, c.progressBar)
 	}
 	var own []train.Result
 	var runErr error

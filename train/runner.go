@@ -55,6 +55,9 @@ type Plan struct {
 	Log *slog.Logger
 	// Progress, if not nil, is told on rank 0 of every unit done by any rank.
 	Progress Progress
+	// Weight, if set, is what unit u counts for in progress reports (the
+	// labels of a label block); each unit counts 1 otherwise.
+	Weight func(u int) int
 	// Checkpoint, if not empty, is a directory where each finished unit is
 	// saved atomically and from which a rerun of the same Fingerprint loads
 	// finished units instead of recomputing them.
@@ -143,7 +146,11 @@ func (p Plan) Run(ctx context.Context, work WorkFunc) ([]Result, error) {
 		p.Log.Info("resuming from checkpoint", "dir", p.Checkpoint, p.Kind+"s", resumed)
 	}
 
-	tracker := p.startTracker(resumed)
+	resumedWeight := 0
+	for _, r := range results {
+		resumedWeight += p.weight(r.Unit)
+	}
+	tracker := p.startTracker(resumedWeight)
 	var mu sync.Mutex
 	var interrupted atomic.Bool
 	runErr := p.Pool.Run(func(w numa.Worker) error {
@@ -166,7 +173,7 @@ func (p Plan) Run(ctx context.Context, work WorkFunc) ([]Result, error) {
 			mu.Lock()
 			results = append(results, Result{Unit: u, Data: data})
 			mu.Unlock()
-			if err := tracker.unitDone(); err != nil {
+			if err := tracker.unitDone(p.weight(u)); err != nil {
 				return err
 			}
 		}
@@ -439,16 +446,37 @@ func (d *remoteDealer) close() (bool, error) {
 	return true, d.comm.Send([]byte{requestStop}, 0, tagRequest)
 }
 
-// tracker counts finished units of all ranks on rank 0: other ranks send a
-// zero-length message per unit and, when they stop, a 4-byte message with
-// the number of units they loaded from a checkpoint; a goroutine of rank 0
-// receives them. The messages are tiny and appear in the comm report under
-// "send"/"recv".
+// weight returns what unit u counts for in progress reports.
+func (p Plan) weight(u int) int {
+	if p.Weight == nil {
+		return 1
+	}
+	return p.Weight(u)
+}
+
+// totalWeight is the progress reports' total: the weight of every unit.
+func (p Plan) totalWeight() int {
+	if p.Weight == nil {
+		return p.Units
+	}
+	total := 0
+	for u := range p.Units {
+		total += p.Weight(u)
+	}
+	return total
+}
+
+// tracker counts finished units of all ranks on rank 0, by weight: other
+// ranks send a 4-byte message with the weight of each unit they finish and,
+// when they stop, an 8-byte message with the weight of the units they
+// loaded from a checkpoint; a goroutine of rank 0 receives them. The
+// messages are tiny and appear in the comm report under "send"/"recv".
 type tracker struct {
 	p        Plan
+	total    int
 	mu       sync.Mutex
-	done     int // on rank 0: units finished by all ranks
-	resumed  int // on other ranks: units loaded from the checkpoint
+	done     int // on rank 0: weight finished by all ranks
+	resumed  int // on other ranks: weight loaded from the checkpoint
 	received chan error
 }
 
@@ -459,6 +487,7 @@ func (p Plan) startTracker(resumed int) *tracker {
 		t.resumed = resumed
 		return t
 	}
+	t.total = p.totalWeight()
 	t.add(resumed)
 	if p.Comm.Size() > 1 {
 		t.received = make(chan error, 1)
@@ -474,28 +503,29 @@ func (t *tracker) receive() error {
 		if err != nil {
 			return fmt.Errorf("progress: %w", err)
 		}
-		if len(msg) == 0 {
-			t.add(1)
-			continue
-		}
-		if len(msg) != 4 {
+		switch len(msg) {
+		case 4:
+			t.add(int(binary.LittleEndian.Uint32(msg)))
+		case 8:
+			t.add(int(binary.LittleEndian.Uint64(msg)))
+			stopped++
+		default:
 			return fmt.Errorf("progress: malformed message of %d bytes", len(msg))
 		}
-		t.add(int(binary.LittleEndian.Uint32(msg)))
-		stopped++
 	}
 	return nil
 }
 
-func (t *tracker) unitDone() error {
+// unitDone reports a finished unit of the given weight.
+func (t *tracker) unitDone(weight int) error {
 	if t.p.Comm.Rank() == 0 {
-		t.add(1)
+		t.add(weight)
 		return nil
 	}
-	return t.p.Comm.Send(nil, 0, tagProgress)
+	return t.p.Comm.Send(binary.LittleEndian.AppendUint32(nil, uint32(weight)), 0, tagProgress)
 }
 
-// add records n more finished units and reports progress on rank 0.
+// add records n more finished weight and reports progress on rank 0.
 func (t *tracker) add(n int) {
 	if n == 0 {
 		return
@@ -504,12 +534,12 @@ func (t *tracker) add(n int) {
 	defer t.mu.Unlock()
 	t.done += n
 	if t.p.Progress != nil {
-		t.p.Progress.Done(t.done, t.p.Units)
+		t.p.Progress.Done(t.done, t.total)
 	}
 }
 
-// finish tells rank 0 that this rank has stopped (with the number of units it
-// loaded from a checkpoint rather than reported one by one) and, on rank 0,
+// finish tells rank 0 that this rank has stopped (with the weight of the
+// units it loaded from a checkpoint rather than reported one by one) and, on rank 0,
 // waits until every rank has stopped.
 //
 // Ranks that finish early wait here, in a receive from any source, rather
@@ -519,7 +549,7 @@ func (t *tracker) add(n int) {
 func (t *tracker) finish() error {
 	c := t.p.Comm
 	if c.Rank() != 0 {
-		if err := c.Send(binary.LittleEndian.AppendUint32(nil, uint32(t.resumed)), 0, tagProgress); err != nil {
+		if err := c.Send(binary.LittleEndian.AppendUint64(nil, uint64(t.resumed)), 0, tagProgress); err != nil {
 			return err
 		}
 		_, _, err := c.Recv(mpi.AnySource, tagAllDone)
