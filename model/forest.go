@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // Tree is one trained CRAFTML tree stored in flat slices, so that a forest
@@ -86,17 +87,22 @@ func (t *Tree) Reset() {
 // Nodes is the number of nodes of the tree.
 func (t *Tree) Nodes() int { return len(t.NumChildren) }
 
-// SplitIndex finds the classifier entries of one internal node for a
+// SplitIndex finds the classifier weights of one internal node for a
 // projected dimension in constant time: a dense table over the projected
-// feature space, loaded for one node at a time. Loading costs the node's
-// dimensions, and pays off when many instances are routed through the node,
-// as in training and batch prediction. A SplitIndex belongs to one goroutine.
+// feature space, loaded for one node at a time. The node's weights are
+// expanded to one dense row per dimension it uses, with a weight for every
+// child (zero where the child has no entry), which is what BestDot scores.
+// Loading costs the node's dimensions times its children, and pays off when
+// many instances are routed through the node, as in batch prediction. A
+// SplitIndex belongs to one goroutine.
 type SplitIndex struct {
-	// entries holds, per projected dimension, the node-relative offset of
-	// its first entry shifted left by 8, or'ed with its entry count; 0 when
-	// the node does not use the dimension.
-	entries []uint32
-	weights []float32 // the node's weights as float32, converted once per Load
+	// row holds, per projected dimension, 1 + the number of its row in
+	// weights; 0 when the node does not use the dimension.
+	row     []int32
+	weights []float32 // the rows, DotStride(k) weights each
+	k       int
+	rows    []int32   // Best's scratch: the rows of an instance's non-zeros
+	vals    []float32 // and their values
 	tree    *Tree
 	node    int32
 }
@@ -104,23 +110,29 @@ type SplitIndex struct {
 // NewSplitIndex returns an empty index for trees whose projected feature
 // dimension is at most dim.
 func NewSplitIndex(dim int) *SplitIndex {
-	return &SplitIndex{entries: make([]uint32, dim), node: -1}
+	return &SplitIndex{row: make([]int32, dim), node: -1}
 }
 
 // Load points the index at internal node n of t.
 func (ix *SplitIndex) Load(t *Tree, n int32) {
 	ix.Unload()
-	lo, hi := t.SplitStart[n], t.SplitStart[n+1]
-	off := uint32(0)
-	for q := lo; q < hi; q++ {
-		c := uint32(t.SplitCount[q])
-		ix.entries[t.SplitDim[q]] = off<<8 | c
-		off += c
+	k := int(t.NumChildren[n])
+	stride := DotStride(k)
+	lo := t.SplitStart[n]
+	dims := t.SplitDim[lo:t.SplitStart[n+1]]
+	size := len(dims) * stride
+	w := slices.Grow(ix.weights[:0], size)[:size]
+	clear(w)
+	child, weight := t.SplitChild[t.EntryStart[n]:t.EntryStart[n+1]], t.SplitWeight[t.EntryStart[n]:t.EntryStart[n+1]]
+	e := 0
+	for q, d := range dims {
+		ix.row[d] = int32(q + 1)
+		r := w[q*stride : q*stride+k]
+		for end := e + int(t.SplitCount[lo+int64(q)]); e < end; e++ {
+			r[child[e]] = weight[e].Float32()
+		}
 	}
-	ix.weights = ix.weights[:0]
-	for _, w := range t.SplitWeight[t.EntryStart[n]:t.EntryStart[n+1]] {
-		ix.weights = append(ix.weights, w.Float32())
-	}
+	ix.weights, ix.k = w, k
 	ix.tree, ix.node = t, n
 }
 
@@ -132,7 +144,7 @@ func (ix *SplitIndex) Unload() {
 	}
 	t := ix.tree
 	for _, d := range t.SplitDim[t.SplitStart[ix.node]:t.SplitStart[ix.node+1]] {
-		ix.entries[d] = 0
+		ix.row[d] = 0
 	}
 	ix.tree, ix.node = nil, -1
 }
@@ -142,30 +154,89 @@ func (ix *SplitIndex) Unload() {
 // pairs (collisions need not be merged: the product is linear in them). As
 // centroids have unit norm this is the child of highest cosine; ties go to
 // the lowest child. scores is scratch of at least the node's children.
+//
+// The non-zeros of dimensions the node does not use are left out, and the
+// others scored by BestDot, as training scores them: training routes
+// instances exactly as prediction will.
 func (ix *SplitIndex) Best(buckets []int32, signed []float32, scores []float32) int32 {
-	t, n := ix.tree, ix.node
-	k := int(t.NumChildren[n])
-	scores = scores[:k]
-	clear(scores)
-	child, weight := t.SplitChild[t.EntryStart[n]:t.EntryStart[n+1]], ix.weights
+	rows, vals := ix.rows[:0], ix.vals[:0]
+	signed = signed[:len(buckets)]
 	for i, b := range buckets {
-		e := ix.entries[b]
-		if e == 0 {
-			continue
-		}
-		v := signed[i]
-		q, end := int(e>>8), int(e>>8)+int(e&0xff)
-		for ; q < end; q++ {
-			scores[child[q]] += v * weight[q]
+		if r := ix.row[b]; r != 0 {
+			rows = append(rows, r-1)
+			vals = append(vals, signed[i])
 		}
 	}
-	best := 0
+	ix.rows, ix.vals = rows, vals
+	return BestDot(ix.weights, DotStride(ix.k), rows, vals, scores[:ix.k])
+}
+
+// dotLanes is the number of children BestDot scores in one pass over an
+// instance's non-zeros, each in a register: as many as fit the registers of
+// amd64 without spilling.
+const dotLanes = 5
+
+// DotStride returns the row length of a BestDot weight matrix for k
+// children: k rounded up to a multiple of dotLanes.
+func DotStride(k int) int { return (k + dotLanes - 1) / dotLanes * dotLanes }
+
+// BestDot returns the child c < len(scores) of the largest dot product
+// Σ_i val[i]·w[rows[i]*stride+c], ties to the lowest, leaving the products
+// in scores. The rows of w are stride ≥ DotStride(len(scores)) long, the
+// weights of the children beyond len(scores) being zero or ignored.
+//
+// Each product is summed in float32 in order of i, so an instance gets the
+// same scores whether w holds a row for every dimension (zero for those the
+// node does not use: they add nothing) or only for the dimensions used and
+// the instance's other non-zeros are left out. Training routes with the
+// former and prediction (SplitIndex) with the latter. (A score that
+// overflows to NaN, which finite data of any real scale cannot produce,
+// would compare as the largest.)
+func BestDot(w []float32, stride int, rows []int32, val []float32, scores []float32) int32 {
+	k := len(scores)
+	for c := 0; c < k; c += dotLanes {
+		a0, a1, a2, a3, a4 := dot5(w, stride, c, rows, val)
+		if c+dotLanes <= k {
+			p := scores[c : c+dotLanes]
+			p[0], p[1], p[2], p[3], p[4] = a0, a1, a2, a3, a4
+		} else {
+			p := [dotLanes]float32{a0, a1, a2, a3, a4}
+			copy(scores[c:], p[:])
+		}
+	}
+	// The scores are compared as integers, which compiles without a branch
+	// to mispredict.
+	best, top := 0, orderKey(scores[0])
 	for c := 1; c < k; c++ {
-		if scores[c] > scores[best] {
-			best = c
+		if v := orderKey(scores[c]); v > top {
+			best, top = c, v
 		}
 	}
 	return int32(best)
+}
+
+// orderKey maps a float32 to an int32 of the same order: for any f, g that
+// are neither NaN nor -0, f < g exactly when orderKey(f) < orderKey(g). The
+// scores of BestDot are sums of products started at +0, so never -0.
+func orderKey(f float32) int32 {
+	b := int32(math.Float32bits(f))
+	return b ^ (b >> 31 & 0x7fffffff)
+}
+
+// dot5 returns the dot products of (rows, val) with columns c to c+4 of w:
+// the inner loop of both training and prediction, kept in registers.
+func dot5(w []float32, stride, c int, rows []int32, val []float32) (a0, a1, a2, a3, a4 float32) {
+	val = val[:len(rows)]
+	for i, r := range rows {
+		o := int(r)*stride + c
+		v, x := val[i], w[o:o+5]
+		a0 += v * x[0]
+		a1 += v * x[1]
+		a2 += v * x[2]
+		a3 += v * x[3]
+		a4 += v * x[4]
+	}
+	return a0, a1, a2, a3, a4
 }
 
 // Project writes the projected (bucket, signed value) pairs of an instance

@@ -72,11 +72,18 @@ func (f *Forest) newTables(d int) *projectionTables {
 	return tab
 }
 
-// predictBlock is the number of rows routed together through a tree: large
-// enough that loading a node's split index is paid by many rows.
-const predictBlock = 1024
+// minBlock and maxBlock bound the number of rows routed together through a
+// tree: loading a node's split index costs about as much as routing tens of
+// rows, so blocks are as large as the workers' share of the rows, up to
+// maxBlock, which bounds the scratch (maxBlock × trees leaves).
+const minBlock, maxBlock = 1024, 16384
 
-func (f *Forest) newScratch(x *data.CSR) *forestScratch {
+// blockSize returns the rows per block for rows rows shared by workers.
+func blockSize(rows, workers int) int {
+	return min(max((rows+workers-1)/max(workers, 1), minBlock), maxBlock)
+}
+
+func (f *Forest) newScratch(x *data.CSR, predictBlock int) *forestScratch {
 	branch, dim := 1, 1
 	for _, t := range f.Trees {
 		dim = max(dim, int(t.X.Dim))
@@ -245,11 +252,12 @@ func (f *Forest) checkInput(x *data.CSR) error {
 func (f *Forest) forBlocks(x *data.CSR, pool *numa.Pool, block func(s *forestScratch, lo, hi int)) error {
 	var next atomic.Int64
 	tables := f.newTables(x.Cols)
+	predictBlock := blockSize(x.Rows, len(pool.Workers()))
 	return pool.Run(func(numa.Worker) error {
-		s := f.newScratch(x)
+		s := f.newScratch(x, predictBlock)
 		s.tables = tables
 		for {
-			lo := int(next.Add(predictBlock)) - predictBlock
+			lo := int(next.Add(int64(predictBlock))) - predictBlock
 			if lo >= x.Rows {
 				return nil
 			}

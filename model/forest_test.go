@@ -3,6 +3,7 @@ package model
 import (
 	"bytes"
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -77,9 +78,56 @@ func TestSplitIndexBest(t *testing.T) {
 		}
 	}
 	ix.Unload()
-	for d, e := range ix.entries {
+	for d, e := range ix.row {
 		if e != 0 {
 			t.Errorf("Unload left dimension %d set", d)
+		}
+	}
+}
+
+// TestBestDot checks BestDot against a plain sparse sum, for every number
+// of children up to a few strides: the same scores bit for bit, whatever
+// the zero weights, and the same child, ties to the lowest.
+func TestBestDot(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	const dims = 20
+	for k := 1; k <= 3*dotLanes+1; k++ {
+		stride := DotStride(k)
+		w := make([]float32, dims*stride)
+		for i := range w {
+			if i%stride < k && r.IntN(3) > 0 {
+				w[i] = float32(r.IntN(5)) / 4 // small values: ties are common
+			}
+		}
+		for range 50 {
+			n := r.IntN(8)
+			rows, val := make([]int32, n), make([]float32, n)
+			for i := range rows {
+				rows[i], val[i] = int32(r.IntN(dims)), float32(r.IntN(5)-2)
+			}
+			want := make([]float32, k)
+			for i, d := range rows {
+				for c := range want {
+					if x := w[int(d)*stride+c]; x != 0 {
+						want[c] += val[i] * x
+					}
+				}
+			}
+			best := 0
+			for c := range want {
+				if want[c] > want[best] {
+					best = c
+				}
+			}
+			scores := make([]float32, k)
+			if got := BestDot(w, stride, rows, val, scores); got != int32(best) {
+				t.Fatalf("k=%d: BestDot chose %d (scores %v), want %d (%v)", k, got, scores, best, want)
+			}
+			for c := range want {
+				if math.Float32bits(scores[c]) != math.Float32bits(want[c]) {
+					t.Fatalf("k=%d: score %d is %v, want %v", k, c, scores[c], want[c])
+				}
+			}
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 
@@ -67,6 +68,11 @@ func (p ForestParams) Resolve(D, L int) (ForestParams, error) {
 type ForestData struct {
 	X, Y         data.CSR
 	xHash, yHash []uint64 // per-row hashes to detect "all rows equal" quickly
+	// yClass numbers the distinct label rows, from 0 to yClasses-1: rows
+	// have equal labels exactly when they have the same class, and so the
+	// same similarity to any k-means centroid.
+	yClass   []int32
+	yClasses int
 }
 
 // NewForestData copies d (so that the copy is first-touched by the calling,
@@ -75,7 +81,33 @@ func NewForestData(d *data.Dataset, seed maphash.Seed) *ForestData {
 	f := &ForestData{X: cloneCSR(&d.X), Y: cloneCSR(&d.Y)}
 	f.xHash = rowHashes(&f.X, seed)
 	f.yHash = rowHashes(&f.Y, seed)
+	f.yClass, f.yClasses = rowClasses(&f.Y, f.yHash)
 	return f
+}
+
+// rowClasses numbers the distinct rows of m in order of first appearance,
+// given their hashes, and returns each row's number and how many there are.
+func rowClasses(m *data.CSR, hash []uint64) ([]int32, int) {
+	class := make([]int32, m.Rows)
+	first := make(map[uint64][]int32) // by hash, the first row of each class
+	n := int32(0)
+	for i := range m.Rows {
+		idx, val := m.Row(i)
+		c := int32(-1)
+		for _, r := range first[hash[i]] {
+			i0, v0 := m.Row(int(r))
+			if slices.Equal(idx, i0) && slices.Equal(val, v0) {
+				c = class[r]
+				break
+			}
+		}
+		if c < 0 {
+			c, n = n, n+1
+			first[hash[i]] = append(first[hash[i]], int32(i))
+		}
+		class[i] = c
+	}
+	return class, int(n)
 }
 
 func cloneCSR(m *data.CSR) data.CSR {
@@ -174,46 +206,75 @@ type forestScratch struct {
 	child        []int32   // routed child per instance of the node
 	sample       []int32
 	cluster      []int32
+	order        []int32 // the sample grouped by cluster
 	dist         []float64
-	accY, accX   []float32 // k × dimY and k × dimX dense accumulators
+	accY         []float32 // dimY × k: the k-means centroids, bucket-major
+	accX         []float32 // one cluster's classifier accumulator
+	markC        []uint8   // marks (1) for touched, the dimensions accX touched
+	perDim       []int32   // per dimension, entries of the node kept
+	ents         []entry   // the node's entries, in cluster order
+	bits         []uint64  // a bit per dimension, for sortDims
+	touched      []int32   // accX's dimensions, in order of first appearance
+	w            []float32 // dimX × DotStride(k): the node's weights, dimension-major
+	bk           []int32   // one instance's projected non-zeros: buckets
+	sg           []float32 // and signed values
 	denseX       []float32 // one projected vector
 	markX, markY []bool
 	touchX       []int32
 	touchY       []int32
 	labelAcc     []float32 // per label, for leaf means
 	labels       []int32
-	buckets      []int32
-	signed       []float32
 	scores       []float32
 	counts       []int32
 	newID        []int32
+	bounds, pos  []int32 // children's ranges in the node's instances
 	sims         []float32
-	yoff         []int32   // the node sample's projected label vectors:
-	ybk          []int32   // pairs yoff[i]:yoff[i+1] of buckets ybk
-	yvl          []float32 // and values yvl
-	touchC       [][]int32 // per cluster, the dimensions its accumulator touched
-	markC        []bool    // k × dimX marks for touchC
-	index        *model.SplitIndex
+	yoff         []int32     // the node sample's projected label vectors:
+	ybk          []int32     // pairs yoff[i]:yoff[i+1] of buckets ybk
+	yvl          []float32   // and values yvl
 	spare        *model.Tree // last tree encoded, whose slices the next tree reuses
-	mags         []float32
+	// Per label class (ForestData.yClass), the k-means similarity or
+	// cluster computed for it in the pass numbered stamp[class], so that
+	// a pass computes each once for all the instances of the class.
+	stamp  []uint32
+	simOf  []float32
+	bestOf []int32
+	pass   uint32
+	mags   []float32
 }
 
 func newForestScratch(d *ForestData, p ForestParams) *forestScratch {
 	n, k := d.X.Rows, p.Branch
+	m := min(n, p.Sample)
 	return &forestScratch{
 		xb: make([]int32, d.X.Cols), xs: make([]float32, d.X.Cols),
 		yb: make([]int32, d.Y.Cols), ys: make([]float32, d.Y.Cols),
 		xInv: make([]float32, n), yInv: make([]float32, n),
 		ids: make([]int32, n), tmp: make([]int32, n), child: make([]int32, n),
-		sample: make([]int32, 0, min(n, p.Sample)), cluster: make([]int32, min(n, p.Sample)),
-		dist: make([]float64, min(n, p.Sample)),
-		accY: make([]float32, k*p.DimY), accX: make([]float32, k*p.DimX),
+		sample: make([]int32, 0, m), cluster: make([]int32, m), order: make([]int32, m),
+		dist: make([]float64, m),
+		accY: make([]float32, model.DotStride(k)*p.DimY), accX: make([]float32, p.DimX), markC: make([]uint8, p.DimX),
+		touched: make([]int32, p.DimX+1), perDim: make([]int32, p.DimX), bits: make([]uint64, (p.DimX+63)/64),
+		w:  make([]float32, p.DimX*model.DotStride(k)),
+		bk: make([]int32, maxRowNNZ(&d.X)), sg: make([]float32, maxRowNNZ(&d.X)),
 		denseX: make([]float32, p.DimX),
 		markX:  make([]bool, p.DimX), markY: make([]bool, p.DimY),
-		labelAcc: make([]float32, d.Y.Cols), index: model.NewSplitIndex(p.DimX),
-		touchC: make([][]int32, k), markC: make([]bool, k*p.DimX),
-		scores: make([]float32, k), counts: make([]int32, k+1), newID: make([]int32, k), sims: make([]float32, k),
+		labelAcc: make([]float32, d.Y.Cols),
+		scores:   make([]float32, k), counts: make([]int32, k+1), newID: make([]int32, k), sims: make([]float32, k),
+		bounds: make([]int32, k+1), pos: make([]int32, k),
+		stamp: make([]uint32, d.yClasses), simOf: make([]float32, d.yClasses), bestOf: make([]int32, d.yClasses),
 	}
+}
+
+// newPass returns a number for a new k-means pass, never returned before
+// since the stamps were last cleared.
+func (s *forestScratch) newPass() uint32 {
+	s.pass++
+	if s.pass == 0 {
+		clear(s.stamp)
+		s.pass = 1
+	}
+	return s.pass
 }
 
 // treeBuilder grows one tree breadth-first, so that node ids, and with them
@@ -270,6 +331,15 @@ func (b *treeBuilder) build() error {
 	t.EntryStart = append(t.EntryStart, int64(len(t.SplitChild)))
 	t.LeafStart = append(t.LeafStart, int64(len(t.LeafLabel)))
 	return nil
+}
+
+// maxRowNNZ returns the largest number of non-zeros of a row of m.
+func maxRowNNZ(m *data.CSR) int {
+	n := int64(0)
+	for i := range m.Rows {
+		n = max(n, m.Indptr[i+1]-m.Indptr[i])
+	}
+	return int(n)
 }
 
 func fillTable(p model.Projection, buckets []int32, signs []float32) ([]int32, []float32) {
@@ -330,58 +400,53 @@ func (b *treeBuilder) split(sp span) []int32 {
 	if k < 2 {
 		return nil
 	}
-	t := b.tree
-	firstDim, firstEntry := len(t.SplitDim), len(t.SplitChild)
-	b.classifier(sample, k)
+	firstDim, firstEntry := len(b.tree.SplitDim), len(b.tree.SplitChild)
+	kept := b.classifier(sample, k)
 	// Route every instance of the node with the classifier just appended,
-	// exactly as prediction will. The node's end offsets and child count are
-	// provisional until the build loop records them.
-	node := int32(len(t.SplitStart) - 1)
-	t.SplitStart = append(t.SplitStart, int64(len(t.SplitDim)))
-	t.EntryStart = append(t.EntryStart, int64(len(t.SplitChild)))
-	t.NumChildren[node] = int32(k)
-	s.index.Load(t, node)
+	// exactly as prediction will: the kept rows of s.w hold the stored
+	// (bfloat16) weights, every other row is zero.
+	stride := model.DotStride(k)
+	w := s.w[:b.p.DimX*stride]
 	counts := s.counts[:k+1]
 	clear(counts)
-	for i, id := range ids {
-		c := b.route(id)
-		s.child[i] = c
+	route(&b.d.X, ids, s.xb, s.xs, w, stride, s.bk, s.sg, s.scores[:k], s.child)
+	for _, c := range s.child[:len(ids)] {
 		counts[c+1]++
 	}
-	s.index.Unload()
-	t.NumChildren[node] = 0
-	t.SplitStart = t.SplitStart[:len(t.SplitStart)-1]
-	t.EntryStart = t.EntryStart[:len(t.EntryStart)-1]
+	for _, d := range kept {
+		clear(w[int(d)*stride : int(d)*stride+k])
+	}
 	// Drop children that received no instance: no test instance can be
 	// better served by them than by a child with training data.
-	kept := int32(0)
+	live := int32(0)
 	newID := s.newID[:k]
 	for c := range k {
 		if counts[c+1] > 0 {
-			newID[c] = kept
-			kept++
+			newID[c] = live
+			live++
 		} else {
 			newID[c] = -1
 		}
 	}
-	if kept < 2 {
+	if live < 2 {
 		b.truncateSplit(firstDim, firstEntry)
 		return nil
 	}
-	if int(kept) < k {
+	if int(live) < k {
 		b.dropChildren(firstDim, firstEntry, newID)
 	}
 	// Counting sort of the node's instances by child, stable in id order.
-	bounds := make([]int32, kept+1)
+	bounds := s.bounds[:live+1]
+	clear(bounds)
 	for c := range k {
 		if newID[c] >= 0 {
 			bounds[newID[c]+1] = counts[c+1]
 		}
 	}
-	for c := range kept {
+	for c := range live {
 		bounds[c+1] += bounds[c]
 	}
-	pos := slices.Clone(bounds[:kept])
+	pos := append(s.pos[:0], bounds[:live]...)
 	tmp := s.tmp[:len(ids)]
 	for i, id := range ids {
 		c := newID[s.child[i]]
@@ -424,17 +489,20 @@ func (b *treeBuilder) truncateSplit(dims, entries int) {
 	t.SplitChild, t.SplitWeight = t.SplitChild[:entries], t.SplitWeight[:entries]
 }
 
-// route returns the child of the node loaded in s.index for training
-// instance id.
-func (b *treeBuilder) route(id int32) int32 {
-	s := b.s
-	idx, val := b.d.X.Row(int(id))
-	s.buckets, s.signed = s.buckets[:0], s.signed[:0]
-	for q, j := range idx {
-		s.buckets = append(s.buckets, s.xb[j])
-		s.signed = append(s.signed, s.xs[j]*val[q])
+// route sets child[i] to the child of highest score for instance ids[i],
+// projected with the tables xb, xs into the scratch bk, sg, for the node
+// weights w (see model.BestDot).
+func route(x *data.CSR, ids []int32, xb []int32, xs []float32, w []float32, stride int, bk []int32, sg []float32, scores []float32, child []int32) {
+	child = child[:len(ids)]
+	for i, id := range ids {
+		idx, val := x.Row(int(id))
+		bk, sg := bk[:len(idx)], sg[:len(idx)]
+		val = val[:len(idx)]
+		for q, j := range idx {
+			bk[q], sg[q] = xb[j], xs[j]*val[q]
+		}
+		child[i] = model.BestDot(w, stride, bk, sg, scores)
 	}
-	return s.index.Best(s.buckets, s.signed, s.scores)
 }
 
 // allEqual reports whether rows ids of m are all identical, using the row
@@ -477,11 +545,13 @@ func (b *treeBuilder) drawSample(ids []int32) []int32 {
 //
 // The sample's label vectors are projected once into (bucket, value) pairs,
 // and the centroids are stored bucket-major (row b holds the Branch
-// centroids' entries for bucket b), so that the similarities of one
-// instance to every centroid are one contiguous multiply-add per label.
+// centroids' entries for bucket b, padded to model.DotStride), so that the
+// similarities of one instance to every centroid are one contiguous
+// multiply-add per label, as model.BestDot computes them.
 func (b *treeBuilder) kmeans(sample []int32) int {
 	s, p := b.s, b.p
 	K := p.Branch
+	stride := model.DotStride(K)
 	// Project the sample's label vectors, and collect the buckets they
 	// touch: the only centroid rows that can be non-zero.
 	off, bk, vl := s.yoff[:0], s.ybk[:0], s.yvl[:0]
@@ -504,31 +574,42 @@ func (b *treeBuilder) kmeans(sample []int32) int {
 		s.markY[q] = false
 	}
 	s.yoff, s.ybk, s.yvl, s.touchY = off, bk, vl, touched
-	C := s.accY // dimY × K, zero outside this call
+	C := s.accY // dimY × stride, zero outside this call
 	defer func() {
 		for _, q := range touched {
-			clear(C[int(q)*K : int(q)*K+K])
+			clear(C[int(q)*stride : int(q)*stride+stride])
 		}
 	}()
 	add := func(c, i int) { // centroid c += label vector of sample i
 		for q := off[i]; q < off[i+1]; q++ {
-			C[int(bk[q])*K+c] += vl[q]
+			C[int(bk[q])*stride+c] += vl[q]
 		}
 	}
 	sim := func(c, i int) float32 {
 		var dot float32
 		for q := off[i]; q < off[i+1]; q++ {
-			dot += vl[q] * C[int(bk[q])*K+c]
+			dot += vl[q] * C[int(bk[q])*stride+c]
 		}
 		return dot
+	}
+
+	// simIn returns sim(c, i), computed once per label class in a pass.
+	class, stamp, simOf := b.d.yClass, s.stamp, s.simOf
+	simIn := func(c, i int, pass uint32) float32 {
+		cl := class[sample[i]]
+		if stamp[cl] != pass {
+			stamp[cl], simOf[cl] = pass, sim(c, i)
+		}
+		return simOf[cl]
 	}
 
 	// k-means++ seeding with distance 1 - cosine.
 	dist := s.dist[:len(sample)]
 	add(0, b.rng.IntN(len(sample)))
 	k := 1
+	pass := s.newPass()
 	for i := range sample {
-		dist[i] = max(0, 1-float64(sim(0, i)))
+		dist[i] = max(0, 1-float64(simIn(0, i, pass)))
 	}
 	for k < K && k < len(sample) {
 		var total float64
@@ -548,8 +629,9 @@ func (b *treeBuilder) kmeans(sample []int32) int {
 			r -= d
 		}
 		add(k, pick)
+		pass := s.newPass()
 		for i := range sample {
-			dist[i] = min(dist[i], max(0, 1-float64(sim(k, i))))
+			dist[i] = min(dist[i], max(0, 1-float64(simIn(k, i, pass))))
 		}
 		k++
 	}
@@ -560,21 +642,14 @@ func (b *treeBuilder) kmeans(sample []int32) int {
 	sims := s.sims[:k]
 	counts := s.counts[:k]
 	for iter := range p.KMeansIters {
-		for i := range sample {
-			clear(sims)
-			for q := off[i]; q < off[i+1]; q++ {
-				v, row := vl[q], C[int(bk[q])*K:][:k]
-				for c := range sims {
-					sims[c] += v * row[c]
-				}
+		pass, bestOf := s.newPass(), s.bestOf
+		for i, id := range sample {
+			cl := class[id]
+			if stamp[cl] != pass {
+				stamp[cl] = pass
+				bestOf[cl] = model.BestDot(C, stride, bk[off[i]:off[i+1]], vl[off[i]:off[i+1]], sims)
 			}
-			best := 0
-			for c := 1; c < k; c++ {
-				if sims[c] > sims[best] {
-					best = c
-				}
-			}
-			cluster[i] = int32(best)
+			cluster[i] = bestOf[cl]
 		}
 		if iter == p.KMeansIters-1 {
 			break
@@ -586,7 +661,7 @@ func (b *treeBuilder) kmeans(sample []int32) int {
 			counts[c]++
 		}
 		for _, q := range touched {
-			row := C[int(q)*K:][:k]
+			row := C[int(q)*stride:][:k]
 			for c := range row {
 				if counts[c] > 0 {
 					row[c] = 0
@@ -602,13 +677,13 @@ func (b *treeBuilder) kmeans(sample []int32) int {
 			}
 			var ss float64
 			for _, q := range touched {
-				v := C[int(q)*K+c]
+				v := C[int(q)*stride+c]
 				ss += float64(v) * float64(v)
 			}
 			if ss > 0 {
 				inv := float32(1 / math.Sqrt(ss))
 				for _, q := range touched {
-					C[int(q)*K+c] *= inv
+					C[int(q)*stride+c] *= inv
 				}
 			}
 		}
@@ -633,108 +708,187 @@ func normalize(v []float32, touched []int32) {
 // classifier appends to the tree the node's classifier: per cluster, the
 // normalised sum of its members' projected normalised feature vectors,
 // reduced to its CentroidKeep largest-magnitude entries, stored
-// feature-major (see model.Tree). Each cluster's accumulator is visited only
-// where its own members have features, never over the union of all.
-func (b *treeBuilder) classifier(sample []int32, k int) {
-	s, p, t := b.s, b.p, b.tree
-	dimX := p.DimX
-	touched := s.touchC[:k]
-	for c := range touched {
-		touched[c] = touched[c][:0]
+// feature-major (see model.Tree). It returns the dimensions of the stored
+// entries, whose rows of s.w (dimension-major, model.DotStride(k) weights
+// per row) then hold the stored weights for routing; every other row of s.w
+// is zero, and the caller clears these.
+//
+// Each cluster is accumulated on its own, its members in sample order, so
+// that its accumulator stays in cache and is visited only where its own
+// members have features, never over the union of all. The entries kept
+// are then sorted by dimension, stably, so by child within a dimension.
+func (b *treeBuilder) classifier(sample []int32, k int) []int32 {
+	s, dimX := b.s, b.p.DimX
+	// Group the sample by cluster, stably.
+	cluster := s.cluster[:len(sample)]
+	ends := s.counts[:k+1]
+	clear(ends)
+	for _, c := range cluster {
+		ends[c+1]++
 	}
-	for i, id := range sample {
-		c := int(s.cluster[i])
-		acc, mark := s.accX[c*dimX:(c+1)*dimX], s.markC[c*dimX:(c+1)*dimX]
-		idx, val := b.d.X.Row(int(id))
-		inv := s.xInv[id]
-		for q, j := range idx {
-			d := s.xb[j]
-			if !mark[d] {
-				mark[d] = true
-				touched[c] = append(touched[c], d)
-			}
-			acc[d] += s.xs[j] * val[q] * inv
-		}
-	}
-	// Normalise each centroid, zero its entries below the kept magnitude
-	// threshold, and collect the dimensions some centroid keeps.
-	kept := s.touchX[:0]
 	for c := range k {
-		acc, mark := s.accX[c*dimX:(c+1)*dimX], s.markC[c*dimX:(c+1)*dimX]
-		normalize(acc, touched[c])
-		thresh := float32(0)
-		ties := len(touched[c]) // entries equal to thresh that may still be kept
-		if len(touched[c]) > p.CentroidKeep {
-			mags := s.mags[:0]
-			for _, d := range touched[c] {
-				mags = append(mags, abs32(acc[d]))
-			}
-			slices.Sort(mags)
-			thresh = mags[len(mags)-p.CentroidKeep]
-			above := len(mags) - p.CentroidKeep
-			for above < len(mags) && mags[above] == thresh {
-				above++
-			}
-			ties = p.CentroidKeep - (len(mags) - above)
-			s.mags = mags
-		}
-		// Ties at the threshold are kept in order of first appearance in
-		// the sample, which is deterministic.
-		for _, d := range touched[c] {
-			mark[d] = false
-			v := acc[d]
-			m := abs32(v)
-			if v == 0 || m < thresh || (m == thresh && ties == 0) {
-				acc[d] = 0
-				continue
-			}
-			if m == thresh {
-				ties--
-			}
-			if !s.markX[d] {
-				s.markX[d] = true
-				kept = append(kept, d)
-			}
-		}
+		ends[c+1] += ends[c]
 	}
-	sortTouched(kept, s.markX)
-	for _, d := range kept {
-		count := uint8(0)
-		for c := range k {
-			v := model.ToBFloat16(s.accX[c*dimX+int(d)])
-			s.accX[c*dimX+int(d)] = 0
-			if v.Float32() != 0 {
-				t.SplitChild = append(t.SplitChild, uint8(c))
-				t.SplitWeight = append(t.SplitWeight, v)
-				count++
-			}
-		}
-		if count > 0 {
-			t.SplitDim = append(t.SplitDim, d)
-			t.SplitCount = append(t.SplitCount, count)
-		}
+	order := s.order[:len(sample)]
+	for i, c := range cluster {
+		order[ends[c]] = sample[i]
+		ends[c]++
 	}
-	s.touchX = kept
+	acc, mark := s.accX[:dimX], s.markC[:dimX]
+	ents, kept := s.ents[:0], s.touchX[:0]
+	start := 0
+	for c := range k {
+		members := order[start:ends[c]]
+		start = int(ends[c])
+		n := accumulate(&b.d.X, members, s.xb, s.xs, s.xInv, acc, mark, s.touched[:dimX+1])
+		touched := s.touched[:n]
+		normalize(acc, touched)
+		thresh, ties := b.threshold(acc, touched)
+		ents, kept = keep(acc, mark, touched, thresh, ties, uint8(c), ents, kept, s.perDim)
+	}
+	kept = sortDims(kept, s.bits)
+	s.ents, s.touchX = ents, kept
+	b.appendEntries(kept, k)
+	return kept
 }
 
-// sortTouched sorts the dimensions in touched and clears their marks: by
-// sorting when they are few, by scanning the marks when they are many
-// (cheaper than a comparison sort once more than a few percent are set).
-func sortTouched(touched []int32, mark []bool) {
-	if len(touched) < len(mark)/32 {
-		for _, d := range touched {
-			mark[d] = false
+// accumulate adds the projected normalised feature vectors of the members
+// into acc, and writes to touched, in order of first appearance, the
+// dimensions it adds to, returning their number. mark flags (1) the
+// dimensions listed; touched needs room for one more than the dimension.
+func accumulate(x *data.CSR, members []int32, xb []int32, xs, xInv []float32, acc []float32, mark []uint8, touched []int32) int {
+	n := 0
+	for _, id := range members {
+		idx, val := x.Row(int(id))
+		val = val[:len(idx)]
+		inv := xInv[id]
+		for q, j := range idx {
+			d := xb[j]
+			// touched[n] is always written and kept by counting it when
+			// the dimension is new: no branch to mispredict.
+			touched[n] = d
+			n += int(mark[d] ^ 1)
+			mark[d] = 1
+			acc[d] += xs[j] * val[q] * inv
 		}
-		slices.Sort(touched)
-		return
 	}
-	touched = touched[:0]
-	for d, m := range mark {
-		if m {
-			touched = append(touched, int32(d))
-			mark[d] = false
+	return n
+}
+
+// threshold returns the magnitude of the CentroidKeep-th largest entry of
+// the centroid acc over its touched dimensions (0 when it has no more
+// entries than that), and how many entries of exactly that magnitude are
+// kept.
+func (b *treeBuilder) threshold(acc []float32, touched []int32) (thresh float32, ties int) {
+	keep := b.p.CentroidKeep
+	if len(touched) <= keep {
+		return 0, len(touched)
+	}
+	mags := b.s.mags[:0]
+	for _, d := range touched {
+		mags = append(mags, abs32(acc[d]))
+	}
+	b.s.mags = mags
+	slices.Sort(mags)
+	thresh = mags[len(mags)-keep]
+	above := len(mags) - keep
+	for above < len(mags) && mags[above] == thresh {
+		above++
+	}
+	return thresh, keep - (len(mags) - above)
+}
+
+// keep appends to ents child's entries of the centroid acc above thresh
+// (and the first ties at it, in order of first appearance, which is
+// deterministic) that do not round to a bfloat16 zero, and to kept the
+// dimensions it is the first to use, counting each dimension's entries in
+// perDim. It zeroes acc and mark.
+func keep(acc []float32, mark []uint8, touched []int32, thresh float32, ties int, child uint8, ents []entry, kept, perDim []int32) ([]entry, []int32) {
+	for _, d := range touched {
+		v := acc[d]
+		acc[d], mark[d] = 0, 0
+		m := abs32(v)
+		if v == 0 || m < thresh || (m == thresh && ties == 0) {
+			continue
+		}
+		if m == thresh {
+			ties--
+		}
+		if model.ToBFloat16(v).Float32() == 0 {
+			continue // too small to store
+		}
+		ents = append(ents, entry{dim: d, child: child, weight: v})
+		if perDim[d] == 0 {
+			kept = append(kept, d)
+		}
+		perDim[d]++
+	}
+	return ents, kept
+}
+
+// appendEntries appends the node's entries s.ents, rounded to bfloat16, to
+// the tree feature-major: kept lists their dimensions sorted (and maybe
+// dimensions without entries), s.perDim has their counts. It writes the
+// stored weights to s.w for routing and zeroes s.perDim.
+func (b *treeBuilder) appendEntries(kept []int32, k int) {
+	s, t := b.s, b.tree
+	perDim, ents := s.perDim, s.ents
+	// Counting sort of the entries by dimension, into the tree: perDim
+	// becomes each dimension's next position after base.
+	base, n := len(t.SplitChild), int32(0)
+	for _, d := range kept {
+		if c := perDim[d]; c > 0 {
+			t.SplitDim = append(t.SplitDim, d)
+			t.SplitCount = append(t.SplitCount, uint8(c))
+			perDim[d], n = n, n+c
 		}
 	}
+	child := slices.Grow(t.SplitChild, len(ents))[:base+len(ents)]
+	weight := slices.Grow(t.SplitWeight, len(ents))[:base+len(ents)]
+	stride := model.DotStride(k)
+	w := s.w[:b.p.DimX*stride]
+	for _, e := range ents {
+		q := base + int(perDim[e.dim])
+		perDim[e.dim]++
+		v := model.ToBFloat16(e.weight)
+		child[q], weight[q] = e.child, v
+		w[int(e.dim)*stride+int(e.child)] = v.Float32()
+	}
+	t.SplitChild, t.SplitWeight = child, weight
+	for _, d := range kept {
+		perDim[d] = 0
+	}
+}
+
+// entry is one weight of a node's classifier: child's weight for the
+// projected dimension dim.
+type entry struct {
+	dim    int32
+	child  uint8
+	weight float32
+}
+
+// sortDims sorts the distinct dimensions dims, using set, a zeroed bit set
+// over the dimensions, and leaving it zeroed: by a comparison sort when they
+// are few, by setting their bits and reading them back in order when they
+// are many.
+func sortDims(dims []int32, set []uint64) []int32 {
+	if len(dims) < len(set)/4 {
+		slices.Sort(dims)
+		return dims
+	}
+	for _, d := range dims {
+		set[d>>6] |= 1 << (d & 63)
+	}
+	dims = dims[:0]
+	for i, word := range set {
+		for word != 0 {
+			dims = append(dims, int32(i<<6+bits.TrailingZeros64(word)))
+			word &= word - 1
+		}
+		set[i] = 0
+	}
+	return dims
 }
 
 func abs32(v float32) float32 { return float32(math.Abs(float64(v))) }

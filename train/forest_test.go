@@ -127,3 +127,46 @@ func TestForestDeterministic(t *testing.T) {
 		t.Error("seeds 3 and 4 gave the same tree 0")
 	}
 }
+
+// TestForestRoutesAsPrediction checks that training routes instances as
+// prediction does: every training instance, routed through a trained tree
+// by model.SplitIndex, reaches nodes whose Size counts exactly it.
+func TestForestRoutesAsPrediction(t *testing.T) {
+	tr, _ := loadBibtex(t)
+	p := DefaultForestParams()
+	p.Trees = 1
+	p.Seed = 11
+	p, err := p.Resolve(tr.D(), tr.L())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, blob := range trainTrees(t, tr, p, newTestPool(t, 1, 1)) {
+		tree := new(model.Tree)
+		if err := tree.UnmarshalBinary(blob); err != nil {
+			t.Fatal(err)
+		}
+		reached := make([]int32, tree.Nodes())
+		ix := model.NewSplitIndex(int(tree.X.Dim))
+		scores := make([]float32, p.Branch)
+		buckets, signed := make([]int32, tr.D()), make([]float32, tr.D())
+		for i := range tr.X.Rows {
+			idx, val := tr.X.Row(i)
+			b, s := tree.Project(idx, val, buckets, signed)
+			n := int32(0)
+			for {
+				reached[n]++
+				if tree.NumChildren[n] == 0 {
+					break
+				}
+				ix.Load(tree, n)
+				n = tree.FirstChild[n] + ix.Best(b, s, scores)
+			}
+		}
+		ix.Unload()
+		for n, size := range tree.Size {
+			if reached[n] != size {
+				t.Fatalf("node %d: %d training instances routed there, Size says %d", n, reached[n], size)
+			}
+		}
+	}
+}
