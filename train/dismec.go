@@ -3,6 +3,7 @@ package train
 import (
 	"fmt"
 	"math"
+	"sync"
 
 	"xmc/model"
 	"xmc/numa"
@@ -120,6 +121,10 @@ type DismecTrainer struct {
 	Data    *numa.Replicas[*LinearData]
 	blocks  [][]int32
 	scratch []*dismecScratch // per worker, allocated by the worker itself
+	// The rows of each domain's data in the solver's order, built by the
+	// domain's first worker to need them.
+	rows     []*sortedRows
+	rowsOnce []sync.Once
 }
 
 // NewDismecTrainer prepares a trainer for params (resolved) over the data
@@ -128,7 +133,8 @@ type DismecTrainer struct {
 func NewDismecTrainer(p DismecParams, data *numa.Replicas[*LinearData], workers int) *DismecTrainer {
 	d := data.Get(0)
 	return &DismecTrainer{Params: p, Data: data, blocks: LabelBlocks(d.LabelCounts(), p.LabelsPerUnit),
-		scratch: make([]*dismecScratch, workers)}
+		scratch: make([]*dismecScratch, workers),
+		rows:    make([]*sortedRows, data.Len()), rowsOnce: make([]sync.Once, data.Len())}
 }
 
 // Units returns the number of work units, label blocks.
@@ -173,7 +179,8 @@ func (t *DismecTrainer) Work(w numa.Worker, unit int) ([]byte, error) {
 	}
 	s := t.scratch[w.ID]
 	if s == nil {
-		s = t.newScratch(d)
+		t.rowsOnce[w.Domain].Do(func() { t.rows[w.Domain] = newSortedRows(&d.X, biasColumn(d)) })
+		s = t.newScratch(d, t.rows[w.Domain])
 		t.scratch[w.ID] = s
 	}
 	s.block.Reset()
@@ -186,14 +193,19 @@ func (t *DismecTrainer) Work(w numa.Worker, unit int) ([]byte, error) {
 	return s.block.MarshalBinary()
 }
 
-// newScratch allocates a worker's memory for training on d.
-func (t *DismecTrainer) newScratch(d *LinearData) *dismecScratch {
-	bias := -1
+// biasColumn returns the column of d's bias feature, or -1 if it has none.
+func biasColumn(d *LinearData) int {
 	if d.Prep.Bias {
-		bias = d.D
+		return d.D
 	}
+	return -1
+}
+
+// newScratch allocates a worker's memory for training on d, whose rows in
+// the solver's order are rows.
+func (t *DismecTrainer) newScratch(d *LinearData, rows *sortedRows) *dismecScratch {
 	return &dismecScratch{
-		solver: newSqHinge(&d.X, t.Params.Cost, bias),
+		solver: newSqHinge(rows, t.Params.Cost, biasColumn(d)),
 		w:      make([]float64, d.X.Cols),
 		posSum: make([]float64, d.X.Cols),
 	}

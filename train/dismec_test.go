@@ -230,13 +230,112 @@ func TestNewLinearData(t *testing.T) {
 	}
 }
 
+// TestSortedRowsKernels checks the row kernels against plain sparse
+// products on rows of every kind they tell apart: binary rows (all entries
+// equal once normalised), real-valued rows, a row with no features and rows
+// of one entry, with and without a bias column, and with a bias column the
+// rows do not all end with (which must be kept in the rows).
+func TestSortedRowsKernels(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const cols = 12
+	rows := make([][]float32, 60)
+	for i := range rows {
+		rows[i] = make([]float32, cols)
+		n := rng.IntN(cols + 1)
+		for _, j := range rng.Perm(cols)[:n] {
+			switch i % 3 {
+			case 0:
+				rows[i][j] = float32(rng.NormFloat64())
+			default:
+				rows[i][j] = 1
+			}
+		}
+	}
+	rows[1] = make([]float32, cols) // empty
+	rows[2] = make([]float32, cols)
+	rows[2][5] = 1
+	labels := make([][]int32, len(rows))
+	for _, prep := range []model.Preprocess{{}, {Normalize: true}, {Bias: true}, {Normalize: true, Bias: true}} {
+		d, err := NewLinearData(tinyDataset(rows, labels, 1), prep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check := func(name string, x *sortedRows, wantBias int) {
+			t.Helper()
+			if x.bias != wantBias {
+				t.Errorf("%+v %s: bias column %d, want %d", prep, name, x.bias, wantBias)
+			}
+			for k, i := range x.perm {
+				if x.rank[i] != int32(k) {
+					t.Fatalf("%+v %s: rank is not the inverse of perm", prep, name)
+				}
+				if k > 0 && x.ptr[k]-x.ptr[k-1] > x.ptr[k+1]-x.ptr[k] {
+					t.Errorf("%+v %s: rows not by increasing length", prep, name)
+				}
+			}
+			v := make([]float64, d.X.Cols)
+			for j := range v {
+				v[j] = rng.NormFloat64()
+			}
+			// Plain products in data order.
+			xv := make([]float64, d.X.Rows)
+			for i := range xv {
+				idx, val := d.X.Row(i)
+				for k, j := range idx {
+					xv[i] += float64(val[k]) * v[j]
+				}
+			}
+			got := make([]float64, d.X.Rows)
+			dotRows(x, x.all, v, got)
+			for k, i := range x.perm {
+				if math.Abs(got[k]-xv[i]) > 1e-12 {
+					t.Errorf("%+v %s: x_%d·v = %v, want %v", prep, name, i, got[k], xv[i])
+				}
+			}
+			// Every other row, in the solver's order.
+			var sub []int32
+			for k := 0; k < x.rows(); k += 2 {
+				sub = append(sub, int32(k))
+			}
+			const c = 1.5
+			wantHv, wantG, wantM := make([]float64, d.X.Cols), make([]float64, d.X.Cols), make([]float64, d.X.Cols)
+			coef := make([]float64, len(sub))
+			for r, k := range sub {
+				coef[r] = rng.NormFloat64()
+				idx, val := d.X.Row(int(x.perm[k]))
+				for n, j := range idx {
+					wantHv[j] += c * xv[x.perm[k]] * float64(val[n])
+					wantG[j] += coef[r] * float64(val[n])
+					wantM[j] += c * float64(val[n]) * float64(val[n])
+				}
+			}
+			hv, subXV := make([]float64, d.X.Cols), make([]float64, len(sub))
+			hessRows(x, sub, c, v, hv, subXV)
+			g, m := make([]float64, d.X.Cols), make([]float64, d.X.Cols)
+			gradRows(x, sub, coef, c, g, m)
+			for r, k := range sub {
+				if math.Abs(subXV[r]-xv[x.perm[k]]) > 1e-12 {
+					t.Errorf("%+v %s: hessRows x_%d·v = %v, want %v", prep, name, x.perm[k], subXV[r], xv[x.perm[k]])
+				}
+			}
+			for j := range hv {
+				if math.Abs(hv[j]-wantHv[j]) > 1e-12 || math.Abs(g[j]-wantG[j]) > 1e-12 || math.Abs(m[j]-wantM[j]) > 1e-12 {
+					t.Errorf("%+v %s: column %d: H·v %v g %v m %v, want %v %v %v", prep, name, j, hv[j], g[j], m[j], wantHv[j], wantG[j], wantM[j])
+				}
+			}
+		}
+		check("", newSortedRows(&d.X, biasColumn(d)), biasColumn(d))
+		if prep.Bias {
+			// A row that does not end with the bias: the bias column stays in the rows.
+			x := newSortedRows(&d.X, 0)
+			check("bias 0", x, -1)
+		}
+	}
+}
+
 // newSolverFor returns a solver for label l of d, with its labels set.
 func newSolverFor(d *LinearData, l int32, cost float64) *sqHinge {
-	bias := -1
-	if d.Prep.Bias {
-		bias = d.D
-	}
-	h := newSqHinge(&d.X, cost, bias)
+	h := newSqHinge(newSortedRows(&d.X, biasColumn(d)), cost, biasColumn(d))
 	h.setLabel(d.Positives(l))
 	return h
 }
@@ -364,7 +463,7 @@ func TestSqHingeHandSolved(t *testing.T) {
 			p := DefaultDismecParams()
 			p.Cost, p.Init, p.Eps, p.Prune = tc.cost, init, 1e-6, 0
 			tr := &DismecTrainer{Params: p}
-			s := tr.newScratch(d)
+			s := tr.newScratch(d, newSortedRows(&d.X, biasColumn(d)))
 			if err := tr.trainLabel(d, s, 0); err != nil {
 				t.Fatal(err)
 			}
