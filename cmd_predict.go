@@ -66,7 +66,8 @@ func (j *job) predict(mode string, part, whole scorer, test *data.Dataset, k int
 
 // evaluate predicts the test set with the trained model of total units and,
 // on rank 0, prints and records the metrics. whole holds every encoded unit
-// on rank 0 when the model was gathered.
+// on rank 0 when the model was gathered. When the ranks predict with their
+// own parts, it takes the encoded units out of own (leaving Data nil).
 func (j *job) evaluate(c *trainConfig, a *algorithm, ds, test *data.Dataset, own []train.Result, whole [][]byte, total int) error {
 	var scores [][]model.Scored
 	err := j.phase("predict", func() error {
@@ -84,9 +85,11 @@ func (j *job) evaluate(c *trainConfig, a *algorithm, ds, test *data.Dataset, own
 				}
 			}
 		} else {
+			// The encoded units move into units, which the scorer
+			// drops as it decodes them: no rank holds its part twice.
 			units := make([][]byte, a.units)
-			for _, r := range own {
-				units[r.Unit] = r.Data
+			for i, r := range own {
+				units[r.Unit], own[i].Data = r.Data, nil
 			}
 			if part, err = a.scorer(units); err != nil {
 				return err
@@ -119,7 +122,9 @@ func (j *job) evaluate(c *trainConfig, a *algorithm, ds, test *data.Dataset, own
 }
 
 // decodeTrees adds the trees encoded in blobs (nil entries skipped) to f and
-// counts them in f.TotalTrees.
+// counts them in f.TotalTrees. It sets each blob to nil once decoded, so that
+// a caller holding no other reference to it lets its memory be reused for
+// the trees that follow.
 func decodeTrees(f *model.Forest, blobs [][]byte) error {
 	for i, b := range blobs {
 		if b == nil {
@@ -130,6 +135,7 @@ func decodeTrees(f *model.Forest, blobs [][]byte) error {
 			return fmt.Errorf("tree %d: %w", i, err)
 		}
 		f.Trees = append(f.Trees, t)
+		blobs[i] = nil
 	}
 	f.TotalTrees = len(f.Trees)
 	return nil

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 )
 
 // version is xmc's version, recorded in summaries; release builds set it
@@ -39,6 +40,16 @@ func commands() []command {
 }
 
 func main() {
+	// xmc's large allocations (data matrices, encoded trees and label
+	// blocks, decoded models) hold no pointers, so a garbage collection
+	// costs little however large they are, while Go's default target lets
+	// the heap grow to twice the live data before collecting. A quarter
+	// keeps peak memory close to what the job holds (Delicious forest, 2
+	// ranks: 143-167 MiB rather than 169-197 MiB per rank, at the same
+	// speed). GOGC in the environment still decides.
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(25)
+	}
 	os.Exit(run(os.Args[1:], os.Stderr))
 }
 
