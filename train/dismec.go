@@ -36,34 +36,25 @@ const (
 // L2-regularised squared-hinge linear classifiers trained label by label
 // in the primal by a truncated Newton method (Babbar & Schölkopf 2017).
 type DismecParams struct {
-	// Cost is C, the weight of the loss against the regulariser ½‖w‖².
-	Cost float64 `json:"cost"`
+	// OneVsAllParams: C weighs the loss against the regulariser ½‖w‖²;
+	// Prune is DiSMEC's Δ, 0.01.
+	OneVsAllParams
 	// Init is the weight initialisation: zero, bias or msi.
 	Init string `json:"init"`
-	// Prune drops trained weights of magnitude below it: the stored model
-	// is sparse (DiSMEC's Δ, 0.01).
-	Prune float64 `json:"prune"`
 	// Eps is the relative gradient tolerance: a label's Newton iterations
 	// stop when ‖∇f(w)‖ ≤ Eps·max(1, min(|P|, |N|))/n·‖∇f(0)‖, with P and N
 	// its positives and negatives among n rows (LIBLINEAR's scaling).
 	Eps float64 `json:"eps"`
 	// MaxNewtonIters bounds the Newton iterations per label.
 	MaxNewtonIters int `json:"max_newton_iters"`
-	// LabelsPerUnit is the number of labels per work unit.
-	LabelsPerUnit int `json:"labels_per_unit"`
-	// Normalize scales every row to unit L2 norm before training (and
-	// prediction), and Bias appends a constant feature 1 whose weight,
-	// the label's bias, is not regularised.
-	Normalize bool `json:"normalize"`
-	Bias      bool `json:"bias"`
 }
 
 // DefaultDismecParams returns the defaults of DiSMEC and DiSMEC++: C = 1,
 // MSI initialisation, pruning at 0.01, eps 0.01, rows normalised and a bias
 // feature.
 func DefaultDismecParams() DismecParams {
-	return DismecParams{Cost: 1, Init: InitMSI, Prune: 0.01, Eps: 0.01, MaxNewtonIters: 1000,
-		LabelsPerUnit: 16, Normalize: true, Bias: true}
+	return DismecParams{OneVsAllParams: OneVsAllParams{Cost: 1, Prune: 0.01, LabelsPerUnit: 16, Normalize: true, Bias: true},
+		Init: InitMSI, Eps: 0.01, MaxNewtonIters: 1000}
 }
 
 // Resolve fills the defaults of zero-valued MaxNewtonIters and
@@ -81,25 +72,14 @@ func (p DismecParams) Resolve() (DismecParams, error) {
 // Validate reports the first parameter out of its range.
 func (p DismecParams) Validate() error {
 	switch {
-	case !(p.Cost > 0) || math.IsInf(p.Cost, 0):
-		return fmt.Errorf("--cost must be a positive number, got %v", p.Cost)
 	case p.Init != InitZero && p.Init != InitBias && p.Init != InitMSI:
 		return fmt.Errorf("--init %q: want %s, %s or %s", p.Init, InitZero, InitBias, InitMSI)
-	case !(p.Prune >= 0) || math.IsInf(p.Prune, 0):
-		return fmt.Errorf("--prune must be 0 or more, got %v", p.Prune)
 	case !(p.Eps > 0) || p.Eps >= 1:
 		return fmt.Errorf("--eps must lie in (0, 1), got %v", p.Eps)
 	case p.MaxNewtonIters < 1:
 		return fmt.Errorf("--max-newton-iters must be at least 1, got %d", p.MaxNewtonIters)
-	case p.LabelsPerUnit < 1:
-		return fmt.Errorf("--labels-per-unit must be at least 1, got %d", p.LabelsPerUnit)
 	}
-	return nil
-}
-
-// Preprocess returns the row preprocessing the parameters ask for.
-func (p DismecParams) Preprocess() model.Preprocess {
-	return model.Preprocess{Normalize: p.Normalize, Bias: p.Bias}
+	return p.OneVsAllParams.validate()
 }
 
 // DismecStats sum up the optimisation of the labels trained so far.

@@ -1,9 +1,7 @@
 package train
 
 import (
-	"syscall"
 	"testing"
-	"time"
 
 	"xmc/data"
 	"xmc/model"
@@ -20,14 +18,7 @@ func BenchmarkDismecBibtex(b *testing.B) {
 // BenchmarkDismecDelicious is BenchmarkDismecBibtex on the bundled
 // Delicious split (983 labels, 12920 rows).
 func BenchmarkDismecDelicious(b *testing.B) {
-	tr, err := data.ReadFile("../testdata/delicious/train.txt", data.ReadOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	te, err := data.ReadFile("../testdata/delicious/test.txt", data.ReadOptions{D: tr.D(), L: tr.L()})
-	if err != nil {
-		b.Fatal(err)
-	}
+	tr, te := loadDelicious(b)
 	benchDismec(b, tr, te)
 }
 
@@ -44,14 +35,14 @@ func benchDismec(b *testing.B, tr, te *data.Dataset) {
 			p.Init = init
 			var st DismecStats
 			var units [][]byte
-			cpu0 := cpuTime(b)
+			cpu0 := processCPU()
 			for b.Loop() {
 				var trainer *DismecTrainer
 				units, trainer = trainDismec(b, tr, p, pool)
 				s := trainer.Stats()
 				st.Labels, st.Newton, st.CG = st.Labels+s.Labels, st.Newton+s.Newton, st.CG+s.CG
 			}
-			b.ReportMetric((cpuTime(b)-cpu0).Seconds()/float64(b.N), "cpu-s/op")
+			b.ReportMetric((processCPU()-cpu0).Seconds()/float64(b.N), "cpu-s/op")
 			b.ReportMetric(float64(st.Newton)/float64(st.Labels), "newton/label")
 			b.ReportMetric(float64(st.CG)/float64(st.Labels), "cg/label")
 			scores, err := linearModel(b, tr, p, units).Predict(&te.X, 5, pool)
@@ -67,13 +58,4 @@ func benchDismec(b *testing.B, tr, te *data.Dataset) {
 			}
 		})
 	}
-}
-
-// cpuTime returns the user and system CPU time of the process so far.
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -24,26 +24,7 @@ func trainDismec(t testing.TB, ds *data.Dataset, p DismecParams, pool *numa.Pool
 		t.Fatal(err)
 	}
 	tr := NewDismecTrainer(p, rep, len(pool.Workers()))
-	out := make([][]byte, tr.Units())
-	next := make(chan int, tr.Units())
-	for u := range tr.Units() {
-		next <- u
-	}
-	close(next)
-	err = pool.Run(func(w numa.Worker) error {
-		for u := range next {
-			b, err := tr.Work(w, u)
-			if err != nil {
-				return err
-			}
-			out[u] = b
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out, tr
+	return workAll(t, pool, tr.Units(), tr.Work), tr
 }
 
 // linearModel decodes encoded units into a model.

@@ -13,11 +13,24 @@ import (
 // loadBibtex reads the bundled Bibtex split.
 func loadBibtex(t testing.TB) (tr, te *data.Dataset) {
 	t.Helper()
-	tr, err := data.ReadFile("../testdata/bibtex/train.txt", data.ReadOptions{})
+	return loadSplit(t, "bibtex")
+}
+
+// loadDelicious reads the bundled Delicious split (983 labels, 12920
+// training rows).
+func loadDelicious(t testing.TB) (tr, te *data.Dataset) {
+	t.Helper()
+	return loadSplit(t, "delicious")
+}
+
+// loadSplit reads the training and test files of the bundled data set name.
+func loadSplit(t testing.TB, name string) (tr, te *data.Dataset) {
+	t.Helper()
+	tr, err := data.ReadFile("../testdata/"+name+"/train.txt", data.ReadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	te, err = data.ReadFile("../testdata/bibtex/test.txt", data.ReadOptions{D: tr.D(), L: tr.L()})
+	te, err = data.ReadFile("../testdata/"+name+"/test.txt", data.ReadOptions{D: tr.D(), L: tr.L()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,11 +3,48 @@ package train
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 
 	"xmc/data"
 	"xmc/model"
 )
+
+// OneVsAllParams are the parameters every one-vs-all trainer has: its
+// parameter struct embeds them, so that the flags, checks and preprocessing
+// they govern are written once.
+type OneVsAllParams struct {
+	// Cost is C, the weight of each row's loss against the regulariser.
+	Cost float64 `json:"cost"`
+	// Prune drops trained weights of magnitude below it: the stored model
+	// is sparse.
+	Prune float64 `json:"prune"`
+	// LabelsPerUnit is the number of labels per work unit.
+	LabelsPerUnit int `json:"labels_per_unit"`
+	// Normalize scales every row to unit L2 norm before training (and
+	// prediction), and Bias appends a constant feature 1 whose weight,
+	// the label's bias, is not regularised.
+	Normalize bool `json:"normalize"`
+	Bias      bool `json:"bias"`
+}
+
+// validate reports the first parameter out of its range.
+func (p OneVsAllParams) validate() error {
+	switch {
+	case !(p.Cost > 0) || math.IsInf(p.Cost, 0):
+		return fmt.Errorf("--cost must be a positive number, got %v", p.Cost)
+	case !(p.Prune >= 0) || math.IsInf(p.Prune, 0):
+		return fmt.Errorf("--prune must be 0 or more, got %v", p.Prune)
+	case p.LabelsPerUnit < 1:
+		return fmt.Errorf("--labels-per-unit must be at least 1, got %d", p.LabelsPerUnit)
+	}
+	return nil
+}
+
+// Preprocess returns the row preprocessing the parameters ask for.
+func (p OneVsAllParams) Preprocess() model.Preprocess {
+	return model.Preprocess{Normalize: p.Normalize, Bias: p.Bias}
+}
 
 // LinearData is the read-only training data of the one-vs-all linear
 // trainers: one copy per NUMA domain, built by NewLinearData on a pinned

@@ -29,15 +29,12 @@ const (
 // with its positives and the few negatives near its margin, not with the
 // number of rows.
 type PPDSparseParams struct {
+	OneVsAllParams
 	// Loss is sqhinge (squared hinge) or hinge.
 	Loss string `json:"loss"`
-	// Cost is C, the weight of each row's loss.
-	Cost float64 `json:"cost"`
 	// Lambda is λ, the weight of the L1 term, which makes w sparse while
 	// training (the bias weight is exempt).
 	Lambda float64 `json:"lambda"`
-	// Prune drops trained weights of magnitude below it.
-	Prune float64 `json:"prune"`
 	// Tol is the optimality tolerance: a label is done when no dual
 	// variable's projected gradient exceeds Tol in magnitude, among the
 	// active rows and among all others.
@@ -60,11 +57,6 @@ type PPDSparseParams struct {
 	// the scan of a column stops at the first such entry (the two-level
 	// search of the paper's §5.3). 0 scans whole columns.
 	SearchCutoff float64 `json:"search_cutoff"`
-	// LabelsPerUnit is the number of labels per work unit.
-	LabelsPerUnit int `json:"labels_per_unit"`
-	// Normalize and Bias are the row preprocessing, as in DismecParams.
-	Normalize bool `json:"normalize"`
-	Bias      bool `json:"bias"`
 	// Seed seeds the random choices of every label (initial negatives,
 	// coordinate order, sparsification) through the label's id, so that
 	// the model does not depend on which worker trains which label.
@@ -80,9 +72,8 @@ type PPDSparseParams struct {
 // rows stayed a point of P@1 below it on Bibtex over a grid of C and λ (see
 // TestPPDSparseBibtexAccuracy).
 func DefaultPPDSparseParams() PPDSparseParams {
-	return PPDSparseParams{Loss: LossSquaredHinge, Cost: 0.01, Lambda: 0.01, Prune: 0.01, Tol: 0.1,
-		MaxIters: 100, InnerPasses: 20, Sparsify: 1, SearchCutoff: 0, LabelsPerUnit: 8,
-		Normalize: false, Bias: true, Seed: 1}
+	return PPDSparseParams{OneVsAllParams: OneVsAllParams{Cost: 0.01, Prune: 0.01, LabelsPerUnit: 8, Normalize: false, Bias: true},
+		Loss: LossSquaredHinge, Lambda: 0.01, Tol: 0.1, MaxIters: 100, InnerPasses: 20, Sparsify: 1, SearchCutoff: 0, Seed: 1}
 }
 
 // Validate reports the first parameter out of its range.
@@ -90,12 +81,8 @@ func (p PPDSparseParams) Validate() error {
 	switch {
 	case p.Loss != LossSquaredHinge && p.Loss != LossHinge:
 		return fmt.Errorf("--loss %q: want %s or %s", p.Loss, LossSquaredHinge, LossHinge)
-	case !(p.Cost > 0) || math.IsInf(p.Cost, 0):
-		return fmt.Errorf("--cost must be a positive number, got %v", p.Cost)
 	case !(p.Lambda >= 0) || math.IsInf(p.Lambda, 0):
 		return fmt.Errorf("--lambda must be 0 or more, got %v", p.Lambda)
-	case !(p.Prune >= 0) || math.IsInf(p.Prune, 0):
-		return fmt.Errorf("--prune must be 0 or more, got %v", p.Prune)
 	case !(p.Tol > 0) || math.IsInf(p.Tol, 0):
 		return fmt.Errorf("--tol must be a positive number, got %v", p.Tol)
 	case p.MaxIters < 1:
@@ -106,15 +93,8 @@ func (p PPDSparseParams) Validate() error {
 		return fmt.Errorf("--sparsify must be 1 (exact search) or more, got %v", p.Sparsify)
 	case !(p.SearchCutoff >= 0) || math.IsInf(p.SearchCutoff, 0):
 		return fmt.Errorf("--search-cutoff must be 0 or more, got %v", p.SearchCutoff)
-	case p.LabelsPerUnit < 1:
-		return fmt.Errorf("--labels-per-unit must be at least 1, got %d", p.LabelsPerUnit)
 	}
-	return nil
-}
-
-// Preprocess returns the row preprocessing the parameters ask for.
-func (p PPDSparseParams) Preprocess() model.Preprocess {
-	return model.Preprocess{Normalize: p.Normalize, Bias: p.Bias}
+	return p.OneVsAllParams.validate()
 }
 
 // PPDSparseData is the read-only training data of PPDSparse, one copy per

@@ -20,14 +20,7 @@ func BenchmarkPPDSparseBibtex(b *testing.B) {
 // BenchmarkPPDSparseDelicious is BenchmarkPPDSparseBibtex on Delicious
 // (983 labels, 12920 rows); the authors' program took 19.7–21.8 s.
 func BenchmarkPPDSparseDelicious(b *testing.B) {
-	tr, err := data.ReadFile("../testdata/delicious/train.txt", data.ReadOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	te, err := data.ReadFile("../testdata/delicious/test.txt", data.ReadOptions{D: tr.D(), L: tr.L()})
-	if err != nil {
-		b.Fatal(err)
-	}
+	tr, te := loadDelicious(b)
 	benchPPDSparse(b, tr, te)
 }
 
@@ -36,13 +29,13 @@ func benchPPDSparse(b *testing.B, tr, te *data.Dataset) {
 	p := DefaultPPDSparseParams()
 	var st PPDSparseStats
 	var units [][]byte
-	cpu0 := cpuTime(b)
+	cpu0 := processCPU()
 	for b.Loop() {
 		var trainer *PPDSparseTrainer
 		units, trainer = trainPPDSparse(b, tr, p, pool)
 		st = trainer.Stats()
 	}
-	b.ReportMetric((cpuTime(b)-cpu0).Seconds()/float64(b.N), "cpu-s/op")
+	b.ReportMetric((processCPU()-cpu0).Seconds()/float64(b.N), "cpu-s/op")
 	labels := float64(st.Labels)
 	b.ReportMetric(float64(st.Updates)/labels, "updates/label")
 	b.ReportMetric(float64(st.Scanned)/labels, "scanned/label")

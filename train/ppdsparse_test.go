@@ -23,26 +23,7 @@ func trainPPDSparse(t testing.TB, ds *data.Dataset, p PPDSparseParams, pool *num
 		t.Fatal(err)
 	}
 	tr := NewPPDSparseTrainer(p, rep, len(pool.Workers()))
-	out := make([][]byte, tr.Units())
-	next := make(chan int, tr.Units())
-	for u := range tr.Units() {
-		next <- u
-	}
-	close(next)
-	err = pool.Run(func(w numa.Worker) error {
-		for u := range next {
-			b, err := tr.Work(w, u)
-			if err != nil {
-				return err
-			}
-			out[u] = b
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out, tr
+	return workAll(t, pool, tr.Units(), tr.Work), tr
 }
 
 // evalPPDSparse scores te with the model of units and returns P@1, P@3, P@5.
