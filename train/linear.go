@@ -46,6 +46,18 @@ func (p OneVsAllParams) Preprocess() model.Preprocess {
 	return model.Preprocess{Normalize: p.Normalize, Bias: p.Bias}
 }
 
+// checkUnit reports whether unit is one of blocks and d was preprocessed as
+// the parameters ask: the checks of a one-vs-all WorkFunc before training.
+func (p OneVsAllParams) checkUnit(d *LinearData, blocks [][]int32, unit int) error {
+	if unit < 0 || unit >= len(blocks) {
+		return fmt.Errorf("unit %d outside [0, %d)", unit, len(blocks))
+	}
+	if d.Prep != p.Preprocess() {
+		return fmt.Errorf("training data preprocessed as %+v but the parameters ask for %+v", d.Prep, p.Preprocess())
+	}
+	return nil
+}
+
 // LinearData is the read-only training data of the one-vs-all linear
 // trainers: one copy per NUMA domain, built by NewLinearData on a pinned
 // worker of the domain (see numa.NewReplicas).

@@ -247,12 +247,9 @@ func (t *PPDSparseTrainer) Stats() PPDSparseStats {
 // Work is the WorkFunc of PPDSparse: it trains the labels of unit and
 // encodes their pruned weights as a model.LinearBlock.
 func (t *PPDSparseTrainer) Work(w numa.Worker, unit int) ([]byte, error) {
-	if unit < 0 || unit >= len(t.blocks) {
-		return nil, fmt.Errorf("unit %d outside [0, %d)", unit, len(t.blocks))
-	}
 	d := t.Data.Get(w.Domain)
-	if d.Prep != t.Params.Preprocess() {
-		return nil, fmt.Errorf("training data preprocessed as %+v but the parameters ask for %+v", d.Prep, t.Params.Preprocess())
+	if err := t.Params.checkUnit(d.LinearData, t.blocks, unit); err != nil {
+		return nil, err
 	}
 	s := t.scratch[w.ID]
 	if s == nil {
