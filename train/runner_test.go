@@ -35,16 +35,9 @@ func runUnits(t *testing.T, ctx context.Context, schedule string, units, ranks, 
 	t.Helper()
 	prog := &countingProgress{}
 	var gathered [][]byte
+	pools := rankPools(t, ranks, threads)
 	err := mpi.Launch(ranks, func(c mpi.Comm) error {
-		topo, err := numa.Detect()
-		if err != nil {
-			return err
-		}
-		pool, err := numa.NewPool(topo, threads, nil)
-		if err != nil {
-			return err
-		}
-		defer pool.Close()
+		pool := pools[c.Rank()]
 		p := Plan{Units: units, Kind: "unit", Comm: c, Schedule: schedule, Pool: pool, Log: slog.New(slog.DiscardHandler),
 			Checkpoint: checkpoint, Fingerprint: "test"}
 		if c.Rank() == 0 {
@@ -91,6 +84,17 @@ func workAll(t testing.TB, pool *numa.Pool, units int, work WorkFunc) [][]byte {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// rankPools returns a pool of threads workers for each of ranks in-process
+// ranks, closed when t ends.
+func rankPools(t testing.TB, ranks, threads int) []*numa.Pool {
+	t.Helper()
+	pools := make([]*numa.Pool, ranks)
+	for r := range pools {
+		pools[r] = newTestPool(t, threads, 1)
+	}
+	return pools
 }
 
 // schedules are the runner's schedules, which every runner test covers.
@@ -146,16 +150,9 @@ func TestRunnerErrorNamesUnit(t *testing.T) {
 func TestRunnerDynamicBalances(t *testing.T) {
 	var mu sync.Mutex
 	perRank := map[int]int{}
+	pools := rankPools(t, 2, 1)
 	err := mpi.Launch(2, func(c mpi.Comm) error {
-		topo, err := numa.Detect()
-		if err != nil {
-			return err
-		}
-		pool, err := numa.NewPool(topo, 1, nil)
-		if err != nil {
-			return err
-		}
-		defer pool.Close()
+		pool := pools[c.Rank()]
 		p := Plan{Units: 20, Kind: "unit", Comm: c, Schedule: ScheduleDynamic, Pool: pool, Log: slog.New(slog.DiscardHandler)}
 		own, err := p.Run(context.Background(), func(w numa.Worker, u int) ([]byte, error) {
 			if c.Rank() == 0 {
@@ -238,24 +235,17 @@ func testCheckpointResume(t *testing.T, schedule string) {
 // unit is work, not a dead node.
 func TestRunnerSlowRankIsNotAStall(t *testing.T) {
 	for _, schedule := range schedules {
-		if err := slowRank(schedule); err != nil {
+		if err := slowRank(t, schedule); err != nil {
 			t.Errorf("%s: %v", schedule, err)
 		}
 	}
 }
 
-func slowRank(schedule string) error {
+func slowRank(t *testing.T, schedule string) error {
+	pools := rankPools(t, 2, 1)
 	return mpi.Launch(2, func(raw mpi.Comm) error {
 		c := mpi.NewCounted(raw, 300*time.Millisecond)
-		topo, err := numa.Detect()
-		if err != nil {
-			return err
-		}
-		pool, err := numa.NewPool(topo, 1, nil)
-		if err != nil {
-			return err
-		}
-		defer pool.Close()
+		pool := pools[c.Rank()]
 		p := Plan{Units: 2, Kind: "unit", Comm: c, Schedule: schedule, Pool: pool, Log: slog.New(slog.DiscardHandler)}
 		if _, err := p.Run(context.Background(), func(w numa.Worker, u int) ([]byte, error) {
 			if u == 0 { // unit 0 takes three watchdog periods
@@ -285,22 +275,15 @@ func TestRunnerProgressWeights(t *testing.T) {
 			}
 		}
 		prog := &countingProgress{}
+		pools := rankPools(t, 3, 2)
 		err := mpi.Launch(3, func(c mpi.Comm) error {
-			topo, err := numa.Detect()
-			if err != nil {
-				return err
-			}
-			pool, err := numa.NewPool(topo, 2, nil)
-			if err != nil {
-				return err
-			}
-			defer pool.Close()
+			pool := pools[c.Rank()]
 			p := Plan{Units: 10, Kind: "unit", Comm: c, Schedule: schedule, Pool: pool, Log: slog.New(slog.DiscardHandler),
 				Checkpoint: dir, Fingerprint: "test", Weight: func(u int) int { return u + 1 }}
 			if c.Rank() == 0 {
 				p.Progress = prog
 			}
-			_, err = p.Run(context.Background(), func(w numa.Worker, u int) ([]byte, error) { return unitBytes(u), nil })
+			_, err := p.Run(context.Background(), func(w numa.Worker, u int) ([]byte, error) { return unitBytes(u), nil })
 			return err
 		})
 		if err != nil {
