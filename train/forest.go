@@ -199,11 +199,12 @@ func (f *ForestTrainer) TrainTree(w numa.Worker, t int) (*model.Tree, error) {
 // forestScratch is one worker's reusable memory: nothing is allocated per
 // node in the hot path beyond the tree's own growth.
 type forestScratch struct {
-	xb, yb       []int32   // projection tables: bucket per feature / label
-	xs, ys       []float32 // signs per feature / label
-	xInv, yInv   []float32 // 1 / norm of each projected instance
-	ids, tmp     []int32   // instance ids, partitioned in place per node
-	child        []int32   // routed child per instance of the node
+	xb, yb       []int32       // projection tables: bucket per feature / label
+	xs, ys       []float32     // signs per feature / label
+	px, py       projectedRows // the data's X and Y under the tree's projections
+	xInv, yInv   []float32     // 1 / norm of each projected instance
+	ids, tmp     []int32       // instance ids, partitioned in place per node
+	child        []int32       // routed child per instance of the node
 	sample       []int32
 	cluster      []int32
 	order        []int32 // the sample grouped by cluster
@@ -216,8 +217,6 @@ type forestScratch struct {
 	bits         []uint64  // a bit per dimension, for sortDims
 	touched      []int32   // accX's dimensions, in order of first appearance
 	w            []float32 // dimX × DotStride(k): the node's weights, dimension-major
-	bk           []int32   // one instance's projected non-zeros: buckets
-	sg           []float32 // and signed values
 	denseX       []float32 // one projected vector
 	markX, markY []bool
 	touchX       []int32
@@ -256,7 +255,7 @@ func newForestScratch(d *ForestData, p ForestParams) *forestScratch {
 		accY: make([]float32, model.DotStride(k)*p.DimY), accX: make([]float32, p.DimX), markC: make([]uint8, p.DimX),
 		touched: make([]int32, p.DimX+1), perDim: make([]int32, p.DimX), bits: make([]uint64, (p.DimX+63)/64),
 		w:  make([]float32, p.DimX*model.DotStride(k)),
-		bk: make([]int32, maxRowNNZ(&d.X)), sg: make([]float32, maxRowNNZ(&d.X)),
+		px: newProjectedRows(&d.X), py: newProjectedRows(&d.Y),
 		denseX: make([]float32, p.DimX),
 		markX:  make([]bool, p.DimX), markY: make([]bool, p.DimY),
 		labelAcc: make([]float32, d.Y.Cols),
@@ -298,8 +297,10 @@ func (b *treeBuilder) build() error {
 	s, t := b.s, b.tree
 	s.xb, s.xs = fillTable(t.X, s.xb, s.xs)
 	s.yb, s.ys = fillTable(t.Y, s.yb, s.ys)
-	b.inverseNorms(&b.d.X, s.xb, s.xs, s.xInv, s.denseX, s.markX)
-	b.inverseNorms(&b.d.Y, s.yb, s.ys, s.yInv, s.accY[:b.p.DimY], s.markY)
+	s.px.project(&b.d.X, s.xb, s.xs)
+	s.py.project(&b.d.Y, s.yb, s.ys)
+	b.inverseNorms(&s.px, s.xInv, s.denseX, s.markX)
+	b.inverseNorms(&s.py, s.yInv, s.accY[:b.p.DimY], s.markY)
 	n := int32(b.d.X.Rows)
 	if n == 0 {
 		return errors.New("no training instances")
@@ -333,15 +334,6 @@ func (b *treeBuilder) build() error {
 	return nil
 }
 
-// maxRowNNZ returns the largest number of non-zeros of a row of m.
-func maxRowNNZ(m *data.CSR) int {
-	n := int64(0)
-	for i := range m.Rows {
-		n = max(n, m.Indptr[i+1]-m.Indptr[i])
-	}
-	return int(n)
-}
-
 func fillTable(p model.Projection, buckets []int32, signs []float32) ([]int32, []float32) {
 	for j := range buckets {
 		buckets[j], signs[j] = p.Map(int32(j))
@@ -356,21 +348,56 @@ func (b *treeBuilder) newNode(size int32) {
 	t.Size = append(t.Size, size)
 }
 
-// inverseNorms sets inv[i] to 1/‖P m_i‖ for the projection given by tables
-// (0 for a row whose projection vanishes). dense and mark are zeroed scratch
-// of the projected dimension and are left zeroed.
-func (b *treeBuilder) inverseNorms(m *data.CSR, bucket []int32, sign []float32, inv []float32, dense []float32, mark []bool) {
+// projectedRows are the rows of a data matrix under one tree's
+// projection, entry by entry: the entry of column j and value v becomes
+// one of the bucket of j and value sign(j)·v, in the same place, so the
+// data's row pointers serve. A tree projects its data once, rather than
+// every node looking up the tables again for each of its instances.
+type projectedRows struct {
+	indptr []int64
+	bucket []int32
+	value  []float32
+}
+
+// newProjectedRows allocates projected rows for the shape of m.
+func newProjectedRows(m *data.CSR) projectedRows {
+	return projectedRows{indptr: m.Indptr, bucket: make([]int32, len(m.Indices)), value: make([]float32, len(m.Values))}
+}
+
+// project sets p to the rows of m under the projection given by tables.
+func (p *projectedRows) project(m *data.CSR, buckets []int32, signs []float32) {
+	val := m.Values[:len(m.Indices)]
+	bucket, value := p.bucket[:len(m.Indices)], p.value[:len(m.Indices)]
+	for q, j := range m.Indices {
+		bucket[q], value[q] = buckets[j], signs[j]*val[q]
+	}
+}
+
+// row returns the projected entries of row i: buckets (with repeats when
+// columns collide) and values.
+func (p *projectedRows) row(i int) ([]int32, []float32) {
+	lo, hi := p.indptr[i], p.indptr[i+1]
+	return p.bucket[lo:hi], p.value[lo:hi]
+}
+
+// rows returns the number of rows.
+func (p *projectedRows) rows() int { return len(p.indptr) - 1 }
+
+// inverseNorms sets inv[i] to 1/‖P m_i‖ for the projected rows p (0 for a
+// row whose projection vanishes). dense and mark are zeroed scratch of the
+// projected dimension and are left zeroed.
+func (b *treeBuilder) inverseNorms(p *projectedRows, inv []float32, dense []float32, mark []bool) {
 	touched := b.s.touchX[:0]
-	for i := range m.Rows {
-		idx, val := m.Row(i)
+	for i := range p.rows() {
+		bucket, value := p.row(i)
+		value = value[:len(bucket)]
 		touched = touched[:0]
-		for k, j := range idx {
-			q := bucket[j]
+		for k, q := range bucket {
 			if !mark[q] {
 				mark[q] = true
 				touched = append(touched, q)
 			}
-			dense[q] += sign[j] * val[k]
+			dense[q] += value[k]
 		}
 		var ss float64
 		for _, q := range touched {
@@ -409,7 +436,7 @@ func (b *treeBuilder) split(sp span) []int32 {
 	w := s.w[:b.p.DimX*stride]
 	counts := s.counts[:k+1]
 	clear(counts)
-	route(&b.d.X, ids, s.xb, s.xs, w, stride, s.bk, s.sg, s.scores[:k], s.child)
+	route(&s.px, ids, w, stride, s.scores[:k], s.child)
 	for _, c := range s.child[:len(ids)] {
 		counts[c+1]++
 	}
@@ -490,17 +517,12 @@ func (b *treeBuilder) truncateSplit(dims, entries int) {
 }
 
 // route sets child[i] to the child of highest score for instance ids[i],
-// projected with the tables xb, xs into the scratch bk, sg, for the node
-// weights w (see model.BestDot).
-func route(x *data.CSR, ids []int32, xb []int32, xs []float32, w []float32, stride int, bk []int32, sg []float32, scores []float32, child []int32) {
+// whose projected features are in x, for the node weights w (see
+// model.BestDot).
+func route(x *projectedRows, ids []int32, w []float32, stride int, scores []float32, child []int32) {
 	child = child[:len(ids)]
 	for i, id := range ids {
-		idx, val := x.Row(int(id))
-		bk, sg := bk[:len(idx)], sg[:len(idx)]
-		val = val[:len(idx)]
-		for q, j := range idx {
-			bk[q], sg[q] = xb[j], xs[j]*val[q]
-		}
+		bk, sg := x.row(int(id))
 		child[i] = model.BestDot(w, stride, bk, sg, scores)
 	}
 }
@@ -558,11 +580,11 @@ func (b *treeBuilder) kmeans(sample []int32) int {
 	touched := s.touchY[:0]
 	for _, id := range sample {
 		off = append(off, int32(len(bk)))
-		idx, _ := b.d.Y.Row(int(id))
-		for _, l := range idx {
-			q := s.yb[l]
+		buckets, values := s.py.row(int(id))
+		values = values[:len(buckets)]
+		for k, q := range buckets {
 			bk = append(bk, q)
-			vl = append(vl, s.ys[l]*s.yInv[id])
+			vl = append(vl, values[k]*s.yInv[id])
 			if !s.markY[q] {
 				s.markY[q] = true
 				touched = append(touched, q)
@@ -740,7 +762,7 @@ func (b *treeBuilder) classifier(sample []int32, k int) []int32 {
 	for c := range k {
 		members := order[start:ends[c]]
 		start = int(ends[c])
-		n := accumulate(&b.d.X, members, s.xb, s.xs, s.xInv, acc, mark, s.touched[:dimX+1])
+		n := accumulate(&s.px, members, s.xInv, acc, mark, s.touched[:dimX+1])
 		touched := s.touched[:n]
 		normalize(acc, touched)
 		thresh, ties := b.threshold(acc, touched)
@@ -756,20 +778,19 @@ func (b *treeBuilder) classifier(sample []int32, k int) []int32 {
 // into acc, and writes to touched, in order of first appearance, the
 // dimensions it adds to, returning their number. mark flags (1) the
 // dimensions listed; touched needs room for one more than the dimension.
-func accumulate(x *data.CSR, members []int32, xb []int32, xs, xInv []float32, acc []float32, mark []uint8, touched []int32) int {
+func accumulate(x *projectedRows, members []int32, xInv []float32, acc []float32, mark []uint8, touched []int32) int {
 	n := 0
 	for _, id := range members {
-		idx, val := x.Row(int(id))
-		val = val[:len(idx)]
+		bucket, value := x.row(int(id))
+		value = value[:len(bucket)]
 		inv := xInv[id]
-		for q, j := range idx {
-			d := xb[j]
+		for q, d := range bucket {
 			// touched[n] is always written and kept by counting it when
 			// the dimension is new: no branch to mispredict.
 			touched[n] = d
 			n += int(mark[d] ^ 1)
 			mark[d] = 1
-			acc[d] += xs[j] * val[q] * inv
+			acc[d] += value[q] * inv
 		}
 	}
 	return n
