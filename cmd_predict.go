@@ -74,7 +74,11 @@ func (j *job) evaluate(c *trainConfig, a *algorithm, ds, test *data.Dataset, own
 		var part, all scorer
 		var err error
 		if c.predictOn == "root" {
-			if whole == nil { // sharded or not written: gather the units now
+			// Unless the model was sharded or not written, its units
+			// were gathered to rank 0 to write it; otherwise every rank
+			// takes part in gathering them now. (Only rank 0 holds
+			// whole: the other ranks cannot decide by it.)
+			if c.shard || c.modelOut == "" {
 				if whole, err = train.Gather(j.comm, a.units, own, 0); err != nil {
 					return err
 				}

@@ -97,6 +97,24 @@ func TestMPIModelMatchesInProcess(t *testing.T) {
 	}
 }
 
+// TestMPITrainTestModes is TestTrainTestModes under mpirun -np 2, against
+// the in-process scores.
+func TestMPITrainTestModes(t *testing.T) {
+	dir := t.TempDir()
+	want := filepath.Join(dir, "want.txt")
+	mustXMC(t, append(trainTestArgs(dir, trainTestModes[0], want), "--ranks", "2")...)
+	a, _ := os.ReadFile(want)
+	for i, mode := range trainTestModes {
+		scores := filepath.Join(dir, fmt.Sprintf("scores%d.txt", i))
+		if out, code := mpirun(t, 2, trainTestArgs(dir, mode, scores)...); code != 0 {
+			t.Fatalf("mpirun train --test %v: exit %d\n%s", mode, code, out)
+		}
+		if b, _ := os.ReadFile(scores); !bytes.Equal(a, b) {
+			t.Errorf("mpirun train --test %v: scores differ from in-process ones", mode)
+		}
+	}
+}
+
 func TestMPIInfoListsRanks(t *testing.T) {
 	out, code := mpirun(t, 4, "info")
 	if code != 0 {

@@ -240,6 +240,48 @@ func TestShardedModel(t *testing.T) {
 	}
 }
 
+// trainTestModes are the ways train --test can predict: by the ranks' own
+// parts or by rank 0 alone, with the model gathered into one file, sharded,
+// or not written.
+var trainTestModes = [][]string{
+	{"--predict-on", "ranks"}, {"--predict-on", "root"},
+	{"--predict-on", "ranks", "--shard", "--model-out"}, {"--predict-on", "root", "--shard", "--model-out"},
+	{"--predict-on", "ranks", "--model-out"}, {"--predict-on", "root", "--model-out"},
+}
+
+// trainTestArgs returns the arguments of train --test in mode (see
+// trainTestModes), writing scores to scores and any model under dir.
+func trainTestArgs(dir string, mode []string, scores string) []string {
+	args := []string{"train", "--trees", "4", "--seed", "5", "--data", bibtexTrain, "--test", bibtexTest,
+		"--checkpoint", "none", "--scores-out", scores}
+	args = append(args, mode...)
+	if mode[len(mode)-1] == "--model-out" {
+		args = append(args, filepath.Join(dir, strings.Join(mode, "")+".model"))
+	}
+	return args
+}
+
+// TestTrainTestModes checks that train --test scores the test set the same,
+// byte for byte, whichever way it predicts, on 2 ranks: every rank must
+// agree on the collectives each way takes.
+func TestTrainTestModes(t *testing.T) {
+	dir := t.TempDir()
+	var want []byte
+	for i, mode := range trainTestModes {
+		scores := filepath.Join(dir, fmt.Sprintf("scores%d.txt", i))
+		mustXMC(t, append(trainTestArgs(dir, mode, scores), "--ranks", "2")...)
+		got, err := os.ReadFile(scores)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			want = got
+		} else if !bytes.Equal(got, want) {
+			t.Errorf("train --test %v: scores differ from %v", mode, trainTestModes[0])
+		}
+	}
+}
+
 // TestBadInput checks that bad data and damaged models give a clear error
 // naming the problem, a non-zero exit, and no output file.
 func TestBadInput(t *testing.T) {
