@@ -697,19 +697,21 @@ func gatherBatched(c mpi.Comm, units int, own []Result, root, batch int) ([][]by
 	if err := c.AllreduceInt64(rounds, mpi.Max); err != nil {
 		return nil, err
 	}
+	// Root records the first malformed result, its own or another rank's,
+	// and goes on taking part in every round, so that no rank is left
+	// waiting in a Gatherv.
+	var bad error
 	var all [][]byte
 	if c.Rank() == root {
 		all = make([][]byte, units)
 		for _, r := range own {
-			if r.Unit >= units {
-				return nil, fmt.Errorf("gather: unit %d out of range", r.Unit)
+			if r.Unit < 0 || r.Unit >= units {
+				bad = fmt.Errorf("gather: unit %d out of range", r.Unit)
+				break
 			}
 			all[r.Unit] = r.Data
 		}
 	}
-	// Root records the first malformed result and goes on taking part in
-	// every round, so that no rank is left waiting in a Gatherv.
-	var bad error
 	var buf []byte
 	for b := range int(rounds[0]) {
 		buf = buf[:0]

@@ -356,3 +356,26 @@ func TestGatherBatches(t *testing.T) {
 		}
 	}
 }
+
+// TestGatherBadUnitOnRoot gives root a result for a unit out of range: root
+// reports it, and the other ranks still finish every round of the gather
+// rather than waiting for a root that left.
+func TestGatherBadUnitOnRoot(t *testing.T) {
+	errs := make([]error, 3)
+	mpi.Launch(3, func(c mpi.Comm) error {
+		own := []Result{{Unit: c.Rank(), Data: []byte("ok")}}
+		if c.Rank() == 0 {
+			own = append(own, Result{Unit: 99, Data: []byte("bad")})
+		}
+		_, errs[c.Rank()] = gatherBatched(c, 5, own, 0, 1)
+		return nil
+	})
+	if errs[0] == nil || !strings.Contains(errs[0].Error(), "unit 99 out of range") {
+		t.Errorf("root: %v, want unit 99 out of range", errs[0])
+	}
+	for r, err := range errs[1:] {
+		if err != nil {
+			t.Errorf("rank %d: %v, want a complete gather", r+1, err)
+		}
+	}
+}
