@@ -403,13 +403,11 @@ func trainModel(j *job, c *trainConfig) error {
 	if a.done != nil {
 		a.done(j)
 	}
-	if runErr == nil {
-		if err := j.recordBalance(schedule, busy, len(own)); err != nil {
-			return err
-		}
-	}
-	// Every rank must learn whether any rank was interrupted, to agree on
-	// the outcome after the collectives below.
+	// Every rank must learn whether any rank was interrupted before any
+	// other collective: ranks are stopped at slightly different moments (a
+	// time limit runs from each process's start, a signal reaches each
+	// task on its own), and a rank whose units were all taken reports no
+	// interruption, so the ranks' own outcomes may differ.
 	flag := []int64{0}
 	if runErr != nil {
 		flag[0] = 1
@@ -419,6 +417,9 @@ func trainModel(j *job, c *trainConfig) error {
 		return err
 	}
 	interrupted := flag[0] == 1
+	if err := j.recordBalance(schedule, busy, len(own)); err != nil {
+		return err
+	}
 
 	j.summary.Algorithm = a.name
 	j.summary.Params = a.header.Params
@@ -426,6 +427,10 @@ func trainModel(j *job, c *trainConfig) error {
 	done, whole, err := j.saveModel(c, a, own)
 	if err != nil {
 		return err
+	}
+	if interrupted && done == a.units {
+		// Stopped after the last unit was taken: the model is whole.
+		interrupted = false
 	}
 	if c.checkpoint != "" && !interrupted && c.modelOut != "" {
 		if err := j.comm.Barrier(); err != nil {
@@ -445,8 +450,12 @@ func trainModel(j *job, c *trainConfig) error {
 		}
 	}
 	if interrupted {
-		return fmt.Errorf("%w: stopped after %d of %d %ss (%v); the model holds the finished ones and a rerun of the same command resumes from %s",
-			errInterrupted, done, a.units, a.kind, context.Cause(j.ctx), c.checkpoint)
+		rerun := "a rerun of the same command resumes from " + c.checkpoint
+		if c.checkpoint == "" {
+			rerun = "no checkpoint was kept (--checkpoint none), so a rerun starts over"
+		}
+		return fmt.Errorf("%w: stopped after %d of %d %ss (%v); the model holds the finished ones and %s",
+			errInterrupted, done, a.units, a.kind, context.Cause(j.ctx), rerun)
 	}
 	return nil
 }

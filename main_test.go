@@ -351,6 +351,30 @@ func TestInterruptAndResume(t *testing.T) {
 	}
 }
 
+// TestTimeLimitAgreement stops trainings at many moments, on several
+// in-process ranks: each must end either complete or interrupted, never
+// with ranks in different collectives (which in-process ranks report as a
+// mismatch and MPI ranks would wait on).
+func TestTimeLimitAgreement(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		args   []string
+		limits []int // milliseconds
+	}{
+		{[]string{"--trees", "3", "--ranks", "2"}, []int{100, 120, 140, 160, 200, 250}},
+		{[]string{"--algo", "dismec", "--ranks", "3"}, []int{450, 550, 600, 650, 750}},
+	} {
+		for _, ms := range c.limits {
+			args := append([]string{"train", "--threads", "1", "--data", bibtexTrain, "--checkpoint", "none",
+				"--model-out", filepath.Join(dir, "m.model"), "--time-limit", fmt.Sprintf("%dms", ms)}, c.args...)
+			out, code := xmc(t, args...)
+			if strings.Contains(out, "mismatched") || code != 0 && !strings.Contains(out, "interrupted: stopped after") {
+				t.Errorf("%v --time-limit %dms: exit %d, neither complete nor interrupted:\n%s", c.args, ms, code, out)
+			}
+		}
+	}
+}
+
 func TestInfoAndHelp(t *testing.T) {
 	out := mustXMC(t, "info", "--ranks", "4")
 	for r := range 4 {
