@@ -310,8 +310,10 @@ func (j Job) Script() (string, error) {
 	switch launcher {
 	case Srun:
 		// Since Slurm 22.05 srun no longer inherits --cpus-per-task from
-		// sbatch; without it every task would get one CPU.
-		cmd = append(cmd, "srun", "--mpi=pmix", `--cpus-per-task="$SLURM_CPUS_PER_TASK"`)
+		// sbatch; without it every task would get one CPU. A task that
+		// exits with an error without reaching MPI_Abort (a crash) ends
+		// the step rather than leaving the others waiting on it.
+		cmd = append(cmd, "srun", "--mpi=pmix", "--kill-on-bad-exit=1", `--cpus-per-task="$SLURM_CPUS_PER_TASK"`)
 	case Mpirun:
 		// Binding would confine each rank to a core or a socket; xmc pins
 		// its own threads within the CPUs of its task. Short out-of-band

@@ -51,7 +51,7 @@ set -eu
 module load openmpi/4.1.4
 module load 'go 1.26'
 export OMP_NUM_THREADS="$SLURM_CPUS_PER_TASK" GOMAXPROCS="$SLURM_CPUS_PER_TASK"
-exec srun --mpi=pmix --cpus-per-task="$SLURM_CPUS_PER_TASK" /home/me/bin/xmc train --algo forest --data 'my data/train.txt' --trees 100 --model-out 'it'\''s.model'
+exec srun --mpi=pmix --kill-on-bad-exit=1 --cpus-per-task="$SLURM_CPUS_PER_TASK" /home/me/bin/xmc train --algo forest --data 'my data/train.txt' --trees 100 --model-out 'it'\''s.model'
 `
 	got, err := j.Script()
 	if err != nil {
@@ -89,7 +89,7 @@ func TestScriptOptions(t *testing.T) {
 			edit: func(j *Job) {},
 			want: []string{
 				"#SBATCH --nodes=2", "#SBATCH --ntasks-per-node=1", "#SBATCH --cpus-per-task=8",
-				`exec srun --mpi=pmix --cpus-per-task="$SLURM_CPUS_PER_TASK" /opt/xmc/bin/xmc train --data train.txt`,
+				`exec srun --mpi=pmix --kill-on-bad-exit=1 --cpus-per-task="$SLURM_CPUS_PER_TASK" /opt/xmc/bin/xmc train --data train.txt`,
 			},
 			notWant: []string{"--job-name", "--mem", "--time", "--partition", "--account", "--output", "--signal", "SIGUSR1", "module"},
 		},
@@ -136,7 +136,7 @@ func TestScriptOptions(t *testing.T) {
 		{
 			name: "executable path quoted",
 			edit: func(j *Job) { j.Exe = "/home/my user/xmc" },
-			want: []string{`exec srun --mpi=pmix --cpus-per-task="$SLURM_CPUS_PER_TASK" '/home/my user/xmc' train --data train.txt`},
+			want: []string{`exec srun --mpi=pmix --kill-on-bad-exit=1 --cpus-per-task="$SLURM_CPUS_PER_TASK" '/home/my user/xmc' train --data train.txt`},
 		},
 	}
 	for _, tt := range tests {
