@@ -56,8 +56,8 @@ func newTestPool(t testing.TB, threads, domains int) *numa.Pool {
 	return p
 }
 
-// trainTrees trains trees 0..n-1 directly with the trainer, one worker per
-// tree in turn, and returns their encodings.
+// trainTrees trains trees 0..n-1 directly with the trainer on the pool's
+// workers and returns their encodings.
 func trainTrees(t testing.TB, ds *data.Dataset, p ForestParams, pool *numa.Pool) [][]byte {
 	t.Helper()
 	rep, err := numa.NewReplicas(pool, func(int) (*ForestData, error) { return NewForestData(ds, maphash.MakeSeed()), nil })
@@ -65,21 +65,7 @@ func trainTrees(t testing.TB, ds *data.Dataset, p ForestParams, pool *numa.Pool)
 		t.Fatal(err)
 	}
 	tr := NewForestTrainer(p, rep, len(pool.Workers()))
-	out := make([][]byte, p.Trees)
-	err = pool.Run(func(w numa.Worker) error {
-		for u := w.ID; u < p.Trees; u += len(pool.Workers()) {
-			b, err := tr.Work(w, u)
-			if err != nil {
-				return err
-			}
-			out[u] = b
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return workAll(t, pool, p.Trees, tr.Work)
 }
 
 func TestForestBibtexAccuracy(t *testing.T) {
