@@ -426,20 +426,7 @@ func dotRows(x *sortedRows, rows []int32, v, out []float64) {
 		lo, hi := ptr[i], ptr[i+1]
 		idx := ind[lo:hi]
 		if s := scale[i]; s == s {
-			// Written out: in this loop, which keeps few values
-			// live, a call per row costs more than it saves.
-			var t0, t1, t2, t3 float64
-			for len(idx) >= 4 {
-				t0 += v[idx[0]]
-				t1 += v[idx[1]]
-				t2 += v[idx[2]]
-				t3 += v[idx[3]]
-				idx = idx[4:]
-			}
-			for _, j := range idx {
-				t0 += v[j]
-			}
-			out[i] = ((t0+t1)+(t2+t3))*s + vb
+			out[i] = sumAt(v, idx)*s + vb
 		} else {
 			vals := val[lo:hi]
 			vals = vals[:len(idx)]
@@ -500,27 +487,33 @@ func gradRows(x *sortedRows, rows []int32, coef []float64, c float64, g, m []flo
 	x.addBias(m, c*float64(len(rows)))
 }
 
+// sumAt returns the sum of v over idx, in four partial sums that break the
+// chain of dependent additions. It is small enough to be inlined into the
+// row loops that call it.
+func sumAt(v []float64, idx []int32) float64 {
+	var t0, t1, t2, t3 float64
+	for len(idx) >= 4 {
+		t0 += v[idx[0]]
+		t1 += v[idx[1]]
+		t2 += v[idx[2]]
+		t3 += v[idx[3]]
+		idx = idx[4:]
+	}
+	for _, j := range idx {
+		t0 += v[j]
+	}
+	return (t0 + t1) + (t2 + t3)
+}
+
 // hessRow adds c·s·t to out[j] for every j in idx and returns t, the dot
 // product of v with the row of entries s at idx and 1 in the bias column,
 // whose entry of v is vb.
 //
 //go:noinline
 func hessRow(v, out []float64, idx []int32, s, vb, c float64) float64 {
-	var t0, t1, t2, t3 float64
-	b := idx
-	for len(b) >= 4 {
-		t0 += v[b[0]]
-		t1 += v[b[1]]
-		t2 += v[b[2]]
-		t3 += v[b[3]]
-		b = b[4:]
-	}
-	for _, j := range b {
-		t0 += v[j]
-	}
-	t := ((t0+t1)+(t2+t3))*s + vb
+	t := sumAt(v, idx)*s + vb
 	a := c * t * s
-	b = idx
+	b := idx
 	for len(b) >= 4 {
 		out[b[0]] += a
 		out[b[1]] += a
