@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"syscall"
@@ -31,6 +32,7 @@ type jobOptions struct {
 	summary     string
 	verbose     bool
 	timeLimit   time.Duration
+	cpuProfile  string
 }
 
 func (o *jobOptions) register(fs *flag.FlagSet) {
@@ -42,6 +44,25 @@ func (o *jobOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.summary, "summary", "", "write the run's JSON summary to `FILE`")
 	fs.BoolVar(&o.verbose, "v", false, "log from every rank, not only rank 0")
 	fs.DurationVar(&o.timeLimit, "time-limit", 0, "stop cleanly after this long, keeping finished work (0: none)")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile (go tool pprof) to `FILE` (under MPI: FILE.rank-R, one per rank)")
+}
+
+// startCPUProfile starts Go's CPU profiler writing to path, for
+// --cpuprofile, and returns the function that stops it and closes the file.
+// One profile covers the whole process, so in-process ranks share one.
+func startCPUProfile(path string) (stop func() error, err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile %s: %w", path, err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
 }
 
 // job is one rank's view of a running command: its communicator, its pinned
@@ -94,6 +115,14 @@ func runJob(command string, opts jobOptions, body func(j *job) error) error {
 		if err != nil {
 			return err
 		}
+		if opts.cpuProfile != "" {
+			stopProfile, err := startCPUProfile(fmt.Sprintf("%s.rank-%d", opts.cpuProfile, c.Rank()))
+			if err != nil {
+				c.Abort(1, err.Error())
+				return err
+			}
+			defer stopProfile()
+		}
 		err = runRank(ctx, command, opts, c, mpi.Backend, mpiRanksSharingCPUs(), start, body)
 		if err != nil {
 			err = fmt.Errorf("rank %d: %w", c.Rank(), err)
@@ -111,6 +140,13 @@ func runJob(command string, opts jobOptions, body func(j *job) error) error {
 	}
 	if opts.ranks < 1 {
 		return fmt.Errorf("--ranks must be at least 1, got %d", opts.ranks)
+	}
+	if opts.cpuProfile != "" {
+		stopProfile, err := startCPUProfile(opts.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stopProfile()
 	}
 	return mpi.Launch(opts.ranks, func(c mpi.Comm) error {
 		return runRank(ctx, command, opts, c, "in-process", opts.ranks, start, body)

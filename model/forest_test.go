@@ -165,8 +165,11 @@ func TestTreeRoundTripAndCorruption(t *testing.T) {
 }
 
 func FuzzTreeUnmarshal(f *testing.F) {
-	b, _ := smallTree().MarshalBinary()
-	f.Add(b)
+	for _, tr := range []*Tree{smallTree(), wideTree()} {
+		b, _ := tr.MarshalBinary()
+		f.Add(b)
+		f.Add(encodeV2(tr))
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var tr Tree
 		if tr.UnmarshalBinary(b) != nil {

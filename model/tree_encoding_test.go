@@ -1,0 +1,156 @@
+package model
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"math"
+	"reflect"
+	"testing"
+)
+
+// encodeV2 writes t in the previous TRE2 layout, which model files written
+// before TRE3 hold: magic, projections, counts, then every slice plain.
+func encodeV2(t *Tree) []byte {
+	le := binary.LittleEndian
+	b := le.AppendUint32(nil, treeMagicV2)
+	for _, p := range []Projection{t.X, t.Y} {
+		b = le.AppendUint32(b, uint32(p.Dim))
+		b = le.AppendUint32(b, p.BucketSeed)
+		b = le.AppendUint32(b, p.SignSeed)
+	}
+	for _, v := range []int{t.Nodes(), len(t.SplitDim), len(t.SplitChild), len(t.LeafLabel)} {
+		b = le.AppendUint64(b, uint64(v))
+	}
+	for _, s := range [][]int32{t.FirstChild, t.NumChildren, t.Size} {
+		for _, v := range s {
+			b = le.AppendUint32(b, uint32(v))
+		}
+	}
+	for _, s := range [][]int64{t.SplitStart, t.EntryStart, t.LeafStart} {
+		for _, v := range s {
+			b = le.AppendUint64(b, uint64(v))
+		}
+	}
+	for _, v := range t.SplitDim {
+		b = le.AppendUint32(b, uint32(v))
+	}
+	b = append(b, t.SplitCount...)
+	b = append(b, t.SplitChild...)
+	for _, v := range t.SplitWeight {
+		b = le.AppendUint16(b, uint16(v))
+	}
+	for _, v := range t.LeafLabel {
+		b = le.AppendUint32(b, uint32(v))
+	}
+	for _, v := range t.LeafValue {
+		b = le.AppendUint32(b, math.Float32bits(v))
+	}
+	return b
+}
+
+// wideTree is a root with 12 children (two mask bytes), the last a leaf
+// and the others leaves too, with dimensions far apart (multi-byte gaps).
+func wideTree() *Tree {
+	const k = 12
+	t := &Tree{
+		X: Projection{Dim: 100000, BucketSeed: 5, SignSeed: 6}, Y: Projection{Dim: 300, BucketSeed: 7, SignSeed: 8},
+		FirstChild: make([]int32, k+1), NumChildren: make([]int32, k+1), Size: make([]int32, k+1),
+		SplitStart: []int64{0, 3}, EntryStart: []int64{0, 0},
+		SplitDim: []int32{0, 200, 99999}, SplitCount: []uint8{2, 1, k},
+		SplitChild: []uint8{0, 11, 5},
+	}
+	t.FirstChild[0], t.NumChildren[0], t.Size[0] = 1, k, 1000
+	for c := range uint8(k) {
+		t.SplitChild = append(t.SplitChild, c)
+	}
+	for i := range len(t.SplitChild) {
+		t.SplitWeight = append(t.SplitWeight, ToBFloat16(float32(i)-7.5))
+	}
+	t.EntryStart[1] = int64(len(t.SplitChild))
+	for n := 1; n <= k; n++ {
+		t.Size[n] = int32(n)
+		t.SplitStart = append(t.SplitStart, 3)
+		t.EntryStart = append(t.EntryStart, t.EntryStart[1])
+		t.LeafLabel = append(t.LeafLabel, int32(n), int32(n+150))
+		t.LeafValue = append(t.LeafValue, 1/float32(n), 0.5)
+	}
+	t.LeafStart = []int64{0, 0}
+	for n := 1; n <= k; n++ {
+		t.LeafStart = append(t.LeafStart, int64(2*n))
+	}
+	return t
+}
+
+func TestTreeEncodingRoundTrip(t *testing.T) {
+	for name, tr := range map[string]*Tree{"small": smallTree(), "wide": wideTree()} {
+		b, err := tr.MarshalBinary()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for layout, enc := range map[string][]byte{"TRE3": b, "TRE2": encodeV2(tr)} {
+			var got Tree
+			if err := got.UnmarshalBinary(enc); err != nil {
+				t.Fatalf("%s %s: %v", name, layout, err)
+			}
+			if !reflect.DeepEqual(&got, tr) {
+				t.Errorf("%s %s: decoded tree differs:\n got %+v\nwant %+v", name, layout, &got, tr)
+			}
+			if again, _ := got.MarshalBinary(); !bytes.Equal(again, b) {
+				t.Errorf("%s %s: re-encoding differs", name, layout)
+			}
+		}
+		if v2 := len(encodeV2(tr)); len(b) >= v2 {
+			t.Errorf("%s: TRE3 takes %d bytes, TRE2 %d", name, len(b), v2)
+		}
+	}
+}
+
+// TestTreeEncodingRejects checks that the encoder refuses trees whose
+// invariants the layout relies on are broken, and the decoder damaged input
+// it could otherwise accept.
+func TestTreeEncodingRejects(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		break_ func(*Tree)
+	}{
+		{"children out of order", func(t *Tree) { t.SplitChild[1], t.SplitChild[2] = t.SplitChild[2], t.SplitChild[1] }},
+		{"child beyond the node's", func(t *Tree) { t.SplitChild[3] = 2 }},
+		{"dimensions out of order", func(t *Tree) { t.SplitDim[0], t.SplitDim[1] = 3, 1 }},
+		{"leaf labels out of order", func(t *Tree) { t.LeafLabel[0], t.LeafLabel[1] = 2, 0 }},
+		{"counts short of the entries", func(t *Tree) { t.SplitCount[2] = 0 }},
+		{"offsets missing", func(t *Tree) { t.LeafStart = t.LeafStart[:2] }},
+	} {
+		tr := smallTree()
+		c.break_(tr)
+		if _, err := tr.MarshalBinary(); err == nil {
+			t.Errorf("%s: encoded", c.name)
+		}
+	}
+	good, _ := smallTree().MarshalBinary()
+	header := 4 + 6*4 + 4*8 + 1 // magic, projections, counts, mask width
+	// smallTree's split dimensions take the 6 bytes before its 4 weights,
+	// 3 leaf labels and 3 leaf values: (gap, mask) for dimensions 1, 3, 4.
+	dims := len(good) - 3*4 - 3 - 4*2 - 3*2
+	for _, c := range []struct {
+		name string
+		edit func(b []byte)
+	}{
+		{"mask naming child 2 of 2", func(b []byte) { b[dims+1] = 0b100 }},
+		{"empty mask", func(b []byte) { b[dims+1] = 0 }},
+		{"dimension beyond the projection", func(b []byte) { b[dims] = 9 }},
+		{"more entries than counted", func(b []byte) { b[dims+5] = 0b11 }},
+		{"leaf with a child beyond the nodes", func(b []byte) { b[header] = 3 }},
+		{"mask width 0", func(b []byte) { b[header-1] = 0 }},
+		{"a projection of dimension 0", func(b []byte) { clear(b[4:8]) }},
+		{"node count 0", func(b []byte) { clear(b[28:36]) }},
+		{"old magic", func(b []byte) { binary.LittleEndian.PutUint32(b, 0x54524531) }},
+	} {
+		b := bytes.Clone(good)
+		c.edit(b)
+		var x Tree
+		if err := x.UnmarshalBinary(b); !errors.Is(err, errTreeCorrupt) {
+			t.Errorf("%s: decoded with error %v", c.name, err)
+		}
+	}
+}
