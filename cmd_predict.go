@@ -89,8 +89,9 @@ func (j *job) evaluate(c *trainConfig, a *algorithm, ds, test *data.Dataset, own
 				}
 			}
 		} else {
-			// The encoded units move into units, which the scorer
-			// drops as it decodes them: no rank holds its part twice.
+			// The encoded units move into units, from which the
+			// scorer takes them (a forest routes through the
+			// encodings themselves): no rank holds its part twice.
 			units := make([][]byte, a.units)
 			for i, r := range own {
 				units[r.Unit], own[i].Data = r.Data, nil
@@ -125,21 +126,17 @@ func (j *job) evaluate(c *trainConfig, a *algorithm, ds, test *data.Dataset, own
 	})
 }
 
-// decodeTrees adds the trees encoded in blobs (nil entries skipped) to f and
-// counts them in f.TotalTrees. It sets each blob to nil once decoded, so that
-// a caller holding no other reference to it lets its memory be reused for
-// the trees that follow.
-func decodeTrees(f *model.Forest, blobs [][]byte) error {
+// addTrees adds the trees encoded in blobs (nil entries skipped) to f and
+// counts them in f.TotalTrees. The forest keeps the encodings, and routes
+// through them without decoding.
+func addTrees(f *model.Forest, blobs [][]byte) error {
 	for i, b := range blobs {
 		if b == nil {
 			continue
 		}
-		t := new(model.Tree)
-		if err := t.UnmarshalBinary(b); err != nil {
+		if err := f.AddTree(b); err != nil {
 			return fmt.Errorf("tree %d: %w", i, err)
 		}
-		f.Trees = append(f.Trees, t)
-		blobs[i] = nil
 	}
 	f.TotalTrees = len(f.Trees)
 	return nil

@@ -254,7 +254,7 @@ func newForestAlgorithm(j *job, c *trainConfig, ds *data.Dataset) (*algorithm, e
 		},
 		scorer: func(units [][]byte) (scorer, error) {
 			f := &model.Forest{D: D, L: L}
-			if err := decodeTrees(f, units); err != nil {
+			if err := addTrees(f, units); err != nil {
 				return nil, err
 			}
 			return forestScorer{f}, nil

@@ -1,9 +1,6 @@
 package model
 
-import (
-	"math"
-	"slices"
-)
+import "math"
 
 // Tree is one trained CRAFTML tree stored in flat slices, so that a forest
 // of millions of nodes is a few large allocations and encodes without
@@ -83,68 +80,6 @@ func (t *Tree) Reset() {
 
 // Nodes is the number of nodes of the tree.
 func (t *Tree) Nodes() int { return len(t.NumChildren) }
-
-// SplitIndex finds the classifier weights of one internal node for a
-// projected dimension in constant time: a dense table over the projected
-// feature space, loaded for one node at a time. The node's weights are
-// expanded to one dense row per dimension it uses, with a weight for every
-// child (zero where the child has no entry), which is what BestDot scores.
-// Loading costs the node's dimensions times its children, and pays off when
-// many instances are routed through the node, as in batch prediction. A
-// SplitIndex belongs to one goroutine.
-type SplitIndex struct {
-	// row holds, per projected dimension, 1 + the number of its row in
-	// weights; 0 when the node does not use the dimension.
-	row     []int32
-	weights []float32 // the rows, DotStride(k) weights each
-	k       int
-	rows    []int32   // Best's scratch: the rows of an instance's non-zeros
-	vals    []float32 // and their values
-	tree    *Tree
-	node    int32
-}
-
-// NewSplitIndex returns an empty index for trees whose projected feature
-// dimension is at most dim.
-func NewSplitIndex(dim int) *SplitIndex {
-	return &SplitIndex{row: make([]int32, dim), node: -1}
-}
-
-// Load points the index at internal node n of t.
-func (ix *SplitIndex) Load(t *Tree, n int32) {
-	ix.Unload()
-	k := int(t.NumChildren[n])
-	stride := DotStride(k)
-	lo := t.SplitStart[n]
-	dims := t.SplitDim[lo:t.SplitStart[n+1]]
-	size := len(dims) * stride
-	w := slices.Grow(ix.weights[:0], size)[:size]
-	clear(w)
-	child, weight := t.SplitChild[t.EntryStart[n]:t.EntryStart[n+1]], t.SplitWeight[t.EntryStart[n]:t.EntryStart[n+1]]
-	e := 0
-	for q, d := range dims {
-		ix.row[d] = int32(q + 1)
-		r := w[q*stride : q*stride+k]
-		for end := e + int(t.SplitCount[lo+int64(q)]); e < end; e++ {
-			r[child[e]] = weight[e].Float32()
-		}
-	}
-	ix.weights, ix.k = w, k
-	ix.tree, ix.node = t, n
-}
-
-// Unload resets the table, so that loading the next node costs only that
-// node's dimensions.
-func (ix *SplitIndex) Unload() {
-	if ix.tree == nil {
-		return
-	}
-	t := ix.tree
-	for _, d := range t.SplitDim[t.SplitStart[ix.node]:t.SplitStart[ix.node+1]] {
-		ix.row[d] = 0
-	}
-	ix.tree, ix.node = nil, -1
-}
 
 // Best returns the child of the loaded node whose centroid has the largest
 // dot product with the projected instance given as (bucket, signed value)
@@ -234,58 +169,4 @@ func dot5(w []float32, stride, c int, rows []int32, val []float32) (a0, a1, a2, 
 		a4 += v * x[4]
 	}
 	return a0, a1, a2, a3, a4
-}
-
-// Project writes the projected (bucket, signed value) pairs of an instance
-// into buckets and signed, which must have len(idx) room, and returns them.
-func (t *Tree) Project(idx []int32, val []float32, buckets []int32, signed []float32) ([]int32, []float32) {
-	buckets, signed = buckets[:len(idx)], signed[:len(idx)]
-	for i, j := range idx {
-		b, s := t.X.Map(j)
-		buckets[i], signed[i] = b, s*val[i]
-	}
-	return buckets, signed
-}
-
-// Leaf returns the mean label vector stored at leaf n.
-func (t *Tree) Leaf(n int32) (labels []int32, values []float32) {
-	lo, hi := t.LeafStart[n], t.LeafStart[n+1]
-	return t.LeafLabel[lo:hi], t.LeafValue[lo:hi]
-}
-
-// TreeStats summarise a tree's shape for xmc inspect.
-type TreeStats struct {
-	Nodes, Leaves             int
-	MinDepth, MaxDepth        int
-	MeanDepth                 float64
-	MeanLeafSize              float64
-	MaxLeafSize               int
-	SplitEntries, LeafEntries int
-}
-
-// Stats computes the shape of the tree: node and leaf counts, leaf depths,
-// training instances per leaf and stored entries.
-func (t *Tree) Stats() TreeStats {
-	s := TreeStats{Nodes: t.Nodes(), MinDepth: math.MaxInt, SplitEntries: len(t.SplitChild), LeafEntries: len(t.LeafLabel)}
-	depth := make([]int, t.Nodes())
-	var depthSum, sizeSum int
-	for n := range t.Nodes() {
-		if k := t.NumChildren[n]; k > 0 {
-			for c := t.FirstChild[n]; c < t.FirstChild[n]+k; c++ {
-				depth[c] = depth[n] + 1
-			}
-			continue
-		}
-		s.Leaves++
-		s.MinDepth = min(s.MinDepth, depth[n])
-		s.MaxDepth = max(s.MaxDepth, depth[n])
-		depthSum += depth[n]
-		sizeSum += int(t.Size[n])
-		s.MaxLeafSize = max(s.MaxLeafSize, int(t.Size[n]))
-	}
-	if s.Leaves > 0 {
-		s.MeanDepth = float64(depthSum) / float64(s.Leaves)
-		s.MeanLeafSize = float64(sizeSum) / float64(s.Leaves)
-	}
-	return s
 }

@@ -68,14 +68,9 @@ func LoadForest(path string, keep func(tree int) bool) (*Forest, Header, error) 
 			if keep != nil && !keep(t) {
 				continue
 			}
-			tree := new(Tree)
-			if err := tree.UnmarshalBinary(s.Data); err != nil {
+			if err := f.AddTree(s.Data); err != nil {
 				return fmt.Errorf("%s: %s: %w", p, s.Name, err)
 			}
-			if err := tree.CheckLabels(h.L); err != nil {
-				return fmt.Errorf("%s: %s: %w", p, s.Name, err)
-			}
-			f.Trees = append(f.Trees, tree)
 		}
 		return nil
 	})

@@ -17,7 +17,21 @@ import (
 type Forest struct {
 	D, L       int
 	TotalTrees int
-	Trees      []*Tree
+	Trees      []*PackedTree
+}
+
+// AddTree checks the encoded tree b (see Tree.MarshalBinary) and adds it to
+// the forest, which keeps b: it must not change afterwards.
+func (f *Forest) AddTree(b []byte) error {
+	t, err := PackTree(b)
+	if err != nil {
+		return err
+	}
+	if err := t.CheckLabels(f.L); err != nil {
+		return err
+	}
+	f.Trees = append(f.Trees, t)
+	return nil
 }
 
 // Sparse is one row of partial label scores, labels in no particular order.
@@ -87,9 +101,7 @@ func (f *Forest) newScratch(x *data.CSR, predictBlock int) *forestScratch {
 	branch, dim := 1, 1
 	for _, t := range f.Trees {
 		dim = max(dim, int(t.X.Dim))
-		for _, k := range t.NumChildren {
-			branch = max(branch, int(k))
-		}
+		branch = max(branch, t.maxBranch)
 	}
 	maxNNZ := int64(0)
 	for lo := 0; lo < x.Rows; lo += predictBlock {
@@ -121,7 +133,7 @@ func (f *Forest) routeBlock(ti int, x *data.CSR, lo, hi int, s *forestScratch) {
 				s.buckets[off+q], s.signed[off+q] = buckets[j], signs[j]*val[q]
 			}
 		} else {
-			t.Project(idx, val, s.buckets[off:], s.signed[off:])
+			t.X.Project(idx, val, s.buckets[off:], s.signed[off:])
 		}
 		off += len(idx)
 		s.order[r] = int32(r)
@@ -136,7 +148,7 @@ func (f *Forest) routeBlock(ti int, x *data.CSR, lo, hi int, s *forestScratch) {
 		p := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		rows := s.order[p.lo:p.hi]
-		k := t.NumChildren[p.node]
+		k := t.numChildren[p.node]
 		if k == 0 {
 			for _, r := range rows {
 				s.leafOf[int(r)*len(f.Trees)+ti] = p.node
@@ -156,7 +168,7 @@ func (f *Forest) routeBlock(ti int, x *data.CSR, lo, hi int, s *forestScratch) {
 		}
 		for c := range k {
 			if counts[c+1] > counts[c] {
-				stack = append(stack, pending{t.FirstChild[p.node] + c, p.lo + int(counts[c]), p.lo + int(counts[c+1])})
+				stack = append(stack, pending{t.firstChild[p.node] + c, p.lo + int(counts[c]), p.lo + int(counts[c+1])})
 			}
 		}
 		tmp := s.tmp[:len(rows)]

@@ -56,8 +56,22 @@ func smallTree() *Tree {
 	}
 }
 
+// pack encodes and packs tr, failing the test on error.
+func pack(t testing.TB, tr *Tree) *PackedTree {
+	t.Helper()
+	b, err := tr.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := PackTree(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func TestSplitIndexBest(t *testing.T) {
-	tr := smallTree()
+	tr := pack(t, smallTree())
 	ix := NewSplitIndex(5)
 	ix.Load(tr, 0)
 	scores := make([]float32, 2)
@@ -146,21 +160,28 @@ func TestTreeRoundTripAndCorruption(t *testing.T) {
 	if !bytes.Equal(b, b2) {
 		t.Fatal("round trip changed the encoding")
 	}
-	if err := got.CheckLabels(2); err == nil {
+	if err := pack(t, &got).CheckLabels(2); err == nil {
 		t.Error("CheckLabels(2) accepted label 2")
 	}
-	// Every truncation and many single-byte changes are errors, never panics.
+	// Every truncation and many single-byte changes are errors, never
+	// panics, and PackTree accepts exactly what UnmarshalBinary does.
 	for n := range len(b) {
 		var x Tree
 		if err := x.UnmarshalBinary(b[:n]); err == nil {
 			t.Fatalf("truncated to %d bytes: no error", n)
+		}
+		if _, err := PackTree(b[:n]); err == nil {
+			t.Fatalf("truncated to %d bytes: packed", n)
 		}
 	}
 	for i := range b {
 		c := bytes.Clone(b)
 		c[i] ^= 0xff
 		var x Tree
-		_ = x.UnmarshalBinary(c) // must not panic; some flips (weights) are valid trees
+		err := x.UnmarshalBinary(c) // must not panic; some flips (weights) are valid trees
+		if _, perr := PackTree(c); (err == nil) != (perr == nil) {
+			t.Fatalf("byte %d flipped: UnmarshalBinary says %v, PackTree %v", i, err, perr)
+		}
 	}
 }
 
@@ -171,22 +192,24 @@ func FuzzTreeUnmarshal(f *testing.F) {
 		f.Add(encodeV2(tr))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var tr Tree
-		if tr.UnmarshalBinary(b) != nil {
-			return
+		var dec Tree
+		err := dec.UnmarshalBinary(b)
+		tr, perr := PackTree(b)
+		if (err == nil) != (perr == nil) {
+			t.Fatalf("UnmarshalBinary says %v, PackTree %v", err, perr)
 		}
-		if tr.X.Dim > 1<<16 {
-			return // valid, but its routing table would make the fuzzer slow
+		if err != nil || tr.X.Dim > 1<<16 {
+			return // a large dimension is valid, but its routing table would make the fuzzer slow
 		}
-		// A tree that decodes must route any instance without panicking.
+		// A tree that packs must route any instance without panicking.
 		ix := NewSplitIndex(int(tr.X.Dim))
 		scores := make([]float32, MaxBranch)
 		for n := range int32(tr.Nodes()) {
-			if tr.NumChildren[n] == 0 {
+			if tr.numChildren[n] == 0 {
 				tr.Leaf(n)
 				continue
 			}
-			ix.Load(&tr, n)
+			ix.Load(tr, n)
 			ix.Best([]int32{0, tr.X.Dim - 1}, []float32{1, -1}, scores)
 			ix.Unload()
 		}

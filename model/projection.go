@@ -35,6 +35,17 @@ func (p Projection) Table(n int) (buckets []int32, signs []float32) {
 	return buckets, signs
 }
 
+// Project writes the projected (bucket, signed value) pairs of an instance
+// into buckets and signed, which must have len(idx) room, and returns them.
+func (p Projection) Project(idx []int32, val []float32, buckets []int32, signed []float32) ([]int32, []float32) {
+	buckets, signed = buckets[:len(idx)], signed[:len(idx)]
+	for i, j := range idx {
+		b, s := p.Map(j)
+		buckets[i], signed[i] = b, s*val[i]
+	}
+	return buckets, signed
+}
+
 // Murmur3 is MurmurHash3 x86_32 of the 4-byte little-endian encoding of key.
 // It is written out here because the standard library has no Murmur3 and the
 // algorithm is a dozen lines; it matches the reference implementation (tested

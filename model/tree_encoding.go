@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/bits"
 )
 
 // The encoded tree. Trees travel between ranks and fill model files, so
@@ -138,12 +137,17 @@ func (t *Tree) MarshalBinary() ([]byte, error) {
 // UnmarshalBinary decodes a tree written by MarshalBinary (TRE3, or the
 // previous TRE2) and checks that every offset and id is in range, so that a
 // damaged file is an error rather than a panic at prediction time. Leaf
-// labels are checked against the model's L by CheckLabels.
+// labels are checked against the model's L by PackedTree.CheckLabels.
 func (t *Tree) UnmarshalBinary(b []byte) error {
 	r := reader{b: b}
 	switch r.u32() {
 	case treeMagic:
-		return t.decode(&r)
+		p, err := packV3(b)
+		if err != nil {
+			return err
+		}
+		p.unpack(t)
+		return nil
 	case treeMagicV2:
 		if err := t.decodeV2(&r); err != nil {
 			return err
@@ -151,108 +155,6 @@ func (t *Tree) UnmarshalBinary(b []byte) error {
 		return t.validate()
 	}
 	return fmt.Errorf("%w: bad magic", errTreeCorrupt)
-}
-
-// decode reads the TRE3 layout after its magic.
-func (t *Tree) decode(r *reader) error {
-	*t = Tree{}
-	if err := t.decodeProjections(r); err != nil {
-		return err
-	}
-	total := len(r.b)
-	n, nDim, nEntry, nLeaf := r.u64(), r.u64(), r.u64(), r.u64()
-	m := int(r.u8())
-	// Every node takes 5 bytes, a dimension 1 + m, an entry 2 and a leaf
-	// entry 5 at least: counts the input cannot hold are errors before
-	// anything is allocated for them.
-	if r.err != nil || n == 0 || m == 0 || m > maxMaskBytes ||
-		n > uint64(total)/5 || nDim > uint64(total)/uint64(1+m) || nEntry > uint64(total)/2 || nLeaf > uint64(total)/5 {
-		return fmt.Errorf("%w: bad counts", errTreeCorrupt)
-	}
-	nodes := int(n)
-	t.FirstChild, t.NumChildren, t.Size = make([]int32, nodes), make([]int32, nodes), make([]int32, nodes)
-	t.SplitStart, t.EntryStart, t.LeafStart = make([]int64, nodes+1), make([]int64, nodes+1), make([]int64, nodes+1)
-	for i := range nodes {
-		k := int32(r.u8())
-		first, size, dims, leaf := r.uvarint(), r.uvarint(), r.uvarint(), r.uvarint()
-		if r.err != nil {
-			return fmt.Errorf("%w: node %d: %v", errTreeCorrupt, i, r.err)
-		}
-		switch {
-		case int(k) > 8*m:
-			return fmt.Errorf("%w: node %d has %d children, more than its masks hold", errTreeCorrupt, i, k)
-		case k > 0 && (first <= uint64(i) || first > n-uint64(k)):
-			return fmt.Errorf("%w: node %d children out of range", errTreeCorrupt, i)
-		case k == 0 && dims > 0:
-			return fmt.Errorf("%w: leaf %d has split dimensions", errTreeCorrupt, i)
-		case size > math.MaxInt32 || dims > nDim-uint64(t.SplitStart[i]) || leaf > nLeaf-uint64(t.LeafStart[i]):
-			return fmt.Errorf("%w: node %d counts exceed the totals", errTreeCorrupt, i)
-		}
-		t.NumChildren[i], t.FirstChild[i], t.Size[i] = k, int32(first), int32(size)
-		t.SplitStart[i+1] = t.SplitStart[i] + int64(dims)
-		t.LeafStart[i+1] = t.LeafStart[i] + int64(leaf)
-	}
-	if t.SplitStart[nodes] != int64(nDim) || t.LeafStart[nodes] != int64(nLeaf) {
-		return fmt.Errorf("%w: node counts do not add up to the totals", errTreeCorrupt)
-	}
-	t.SplitDim, t.SplitCount = make([]int32, nDim), make([]uint8, nDim)
-	t.SplitChild = make([]uint8, 0, nEntry)
-	for i := range nodes {
-		k := int(t.NumChildren[i])
-		d := int64(-1)
-		for q := t.SplitStart[i]; q < t.SplitStart[i+1]; q++ {
-			d += int64(r.uvarint()) + 1
-			mask := r.take(m)
-			if r.err != nil {
-				return fmt.Errorf("%w: node %d: %v", errTreeCorrupt, i, r.err)
-			}
-			if d >= int64(t.X.Dim) {
-				return fmt.Errorf("%w: node %d split dimension %d outside [0, %d)", errTreeCorrupt, i, d, t.X.Dim)
-			}
-			before := len(t.SplitChild)
-			for j, v := range mask {
-				for v != 0 {
-					c := 8*j + bits.TrailingZeros8(v)
-					if c >= k {
-						return fmt.Errorf("%w: node %d entry names child %d of %d", errTreeCorrupt, i, c, k)
-					}
-					if uint64(len(t.SplitChild)) == nEntry {
-						return fmt.Errorf("%w: more split entries than counted", errTreeCorrupt)
-					}
-					t.SplitChild = append(t.SplitChild, uint8(c))
-					v &= v - 1
-				}
-			}
-			if len(t.SplitChild) == before {
-				return fmt.Errorf("%w: node %d dimension %d has no entry", errTreeCorrupt, i, d)
-			}
-			t.SplitDim[q], t.SplitCount[q] = int32(d), uint8(len(t.SplitChild)-before)
-		}
-		t.EntryStart[i+1] = int64(len(t.SplitChild))
-	}
-	if uint64(len(t.SplitChild)) != nEntry {
-		return fmt.Errorf("%w: %d split entries, counted %d", errTreeCorrupt, len(t.SplitChild), nEntry)
-	}
-	t.SplitWeight = r.bf16s(int(nEntry))
-	t.LeafLabel = make([]int32, nLeaf)
-	for i := range nodes {
-		l := int64(-1)
-		for q := t.LeafStart[i]; q < t.LeafStart[i+1]; q++ {
-			l += int64(r.uvarint()) + 1
-			if l > math.MaxInt32 {
-				return fmt.Errorf("%w: leaf %d label out of range", errTreeCorrupt, i)
-			}
-			t.LeafLabel[q] = int32(l)
-		}
-	}
-	t.LeafValue = r.f32s(int(nLeaf))
-	if r.err != nil {
-		return fmt.Errorf("%w: %v", errTreeCorrupt, r.err)
-	}
-	if len(r.b) != 0 {
-		return fmt.Errorf("%w: %d trailing bytes", errTreeCorrupt, len(r.b))
-	}
-	return nil
 }
 
 func (t *Tree) decodeProjections(r *reader) error {
@@ -339,16 +241,6 @@ func (t *Tree) validate() error {
 		}
 		if e != t.EntryStart[i+1] {
 			return fmt.Errorf("%w: node %d entry counts do not match its entries", errTreeCorrupt, i)
-		}
-	}
-	return nil
-}
-
-// CheckLabels reports an error if a leaf names a label outside [0, L).
-func (t *Tree) CheckLabels(L int) error {
-	for _, l := range t.LeafLabel {
-		if l < 0 || int(l) >= L {
-			return fmt.Errorf("%w: leaf label %d outside [0, %d)", errTreeCorrupt, l, L)
 		}
 	}
 	return nil

@@ -43,11 +43,9 @@ func BenchmarkForestPredictBibtex(b *testing.B) {
 	pool := newTestPool(b, 1, 1)
 	f := &model.Forest{D: tr.D(), L: tr.L(), TotalTrees: p.Trees}
 	for _, blob := range trainTrees(b, tr, p, pool) {
-		t := new(model.Tree)
-		if err := t.UnmarshalBinary(blob); err != nil {
+		if err := f.AddTree(blob); err != nil {
 			b.Fatal(err)
 		}
-		f.Trees = append(f.Trees, t)
 	}
 	b.ResetTimer()
 	cpu := processCPU()

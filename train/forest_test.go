@@ -81,11 +81,9 @@ func TestForestBibtexAccuracy(t *testing.T) {
 	blobs := trainTrees(t, tr, p, pool)
 	f := &model.Forest{D: tr.D(), L: tr.L(), TotalTrees: p.Trees}
 	for _, b := range blobs {
-		tree := new(model.Tree)
-		if err := tree.UnmarshalBinary(b); err != nil {
+		if err := f.AddTree(b); err != nil {
 			t.Fatal(err)
 		}
-		f.Trees = append(f.Trees, tree)
 	}
 	scores, err := f.Predict(&te.X, 5, pool)
 	if err != nil {
@@ -144,20 +142,24 @@ func TestForestRoutesAsPrediction(t *testing.T) {
 		if err := tree.UnmarshalBinary(blob); err != nil {
 			t.Fatal(err)
 		}
+		packed, err := model.PackTree(blob)
+		if err != nil {
+			t.Fatal(err)
+		}
 		reached := make([]int32, tree.Nodes())
 		ix := model.NewSplitIndex(int(tree.X.Dim))
 		scores := make([]float32, p.Branch)
 		buckets, signed := make([]int32, tr.D()), make([]float32, tr.D())
 		for i := range tr.X.Rows {
 			idx, val := tr.X.Row(i)
-			b, s := tree.Project(idx, val, buckets, signed)
+			b, s := tree.X.Project(idx, val, buckets, signed)
 			n := int32(0)
 			for {
 				reached[n]++
 				if tree.NumChildren[n] == 0 {
 					break
 				}
-				ix.Load(tree, n)
+				ix.Load(packed, n)
 				n = tree.FirstChild[n] + ix.Best(b, s, scores)
 			}
 		}
