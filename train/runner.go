@@ -151,6 +151,7 @@ func (p Plan) Run(ctx context.Context, work WorkFunc) ([]Result, error) {
 		resumedWeight += p.weight(r.Unit)
 	}
 	tracker := p.startTracker(resumedWeight)
+	saves := startSaver(ck)
 	var mu sync.Mutex
 	var interrupted atomic.Bool
 	runErr := p.Pool.Run(func(w numa.Worker) error {
@@ -158,6 +159,9 @@ func (p Plan) Run(ctx context.Context, work WorkFunc) ([]Result, error) {
 			if ctx.Err() != nil {
 				interrupted.Store(true)
 				return nil
+			}
+			if err := saves.failed(); err != nil {
+				return err
 			}
 			u, ok, err := d.next()
 			if err != nil || !ok {
@@ -167,9 +171,7 @@ func (p Plan) Run(ctx context.Context, work WorkFunc) ([]Result, error) {
 			if err != nil {
 				return fmt.Errorf("%s %d: %w", p.Kind, u, err)
 			}
-			if err := ck.save(u, data); err != nil {
-				return err
-			}
+			saves.add(u, data)
 			mu.Lock()
 			results = append(results, Result{Unit: u, Data: data})
 			mu.Unlock()
@@ -178,6 +180,11 @@ func (p Plan) Run(ctx context.Context, work WorkFunc) ([]Result, error) {
 			}
 		}
 	})
+	// Every finished unit is in the checkpoint before Run returns, also
+	// when it was interrupted.
+	if err := saves.close(); runErr == nil {
+		runErr = err
+	}
 	if runErr != nil {
 		return nil, runErr
 	}
@@ -648,6 +655,61 @@ func (c *checkpoint) list(units int) ([]int, error) {
 	}
 	slices.Sort(found)
 	return found, nil
+}
+
+// saver writes finished units to the checkpoint in the background, so that
+// a worker goes on to its next unit while the last one is written and
+// fsynced: saving a Bibtex tree costs about 9 ms, a third of training it.
+// With a nil checkpoint it saves nothing.
+type saver struct {
+	ck    *checkpoint
+	queue chan Result
+	done  chan struct{}
+	mu    sync.Mutex
+	err   error // the first failed save
+}
+
+// saverQueue bounds the units waiting to be saved: workers that outrun the
+// disk wait for it rather than pile up unsaved work.
+const saverQueue = 16
+
+func startSaver(ck *checkpoint) *saver {
+	s := &saver{ck: ck, queue: make(chan Result, saverQueue), done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		for r := range s.queue {
+			if s.failed() != nil {
+				continue // a failed save ends the run: only drain the queue
+			}
+			if err := s.ck.save(r.Unit, r.Data); err != nil {
+				s.mu.Lock()
+				s.err = err
+				s.mu.Unlock()
+			}
+		}
+	}()
+	return s
+}
+
+// add queues unit u's result for saving.
+func (s *saver) add(u int, data []byte) {
+	if s.ck != nil {
+		s.queue <- Result{Unit: u, Data: data}
+	}
+}
+
+// failed returns the error of the first save that failed, if any.
+func (s *saver) failed() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// close waits for the queued units to be saved and returns the first error.
+func (s *saver) close() error {
+	close(s.queue)
+	<-s.done
+	return s.failed()
 }
 
 func (c *checkpoint) save(u int, data []byte) error {

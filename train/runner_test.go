@@ -230,6 +230,28 @@ func testCheckpointResume(t *testing.T, schedule string) {
 	}
 }
 
+// TestRunnerCheckpointSaveFails checks that a unit the background saver
+// cannot write ends the run with its error, on every schedule.
+func TestRunnerCheckpointSaveFails(t *testing.T) {
+	for _, schedule := range schedules {
+		t.Run(schedule, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "ckpt")
+			var once sync.Once
+			_, _, err := runUnits(t, context.Background(), schedule, 20, 2, 1, dir, func(w numa.Worker, u int) ([]byte, error) {
+				// The directory becomes a file: no unit can be saved.
+				once.Do(func() {
+					os.RemoveAll(dir)
+					os.WriteFile(dir, nil, 0o644)
+				})
+				return unitBytes(u), nil
+			})
+			if err == nil || !strings.Contains(err.Error(), "checkpoint") {
+				t.Fatalf("run with unwritable checkpoint: %v", err)
+			}
+		})
+	}
+}
+
 // TestRunnerSlowRankIsNotAStall checks that ranks which finish early wait
 // for the slowest one without tripping the communication watchdog: a long
 // unit is work, not a dead node.
