@@ -111,7 +111,7 @@ func TestTreeEncodingRoundTrip(t *testing.T) {
 // it could otherwise accept.
 func TestTreeEncodingRejects(t *testing.T) {
 	for _, c := range []struct {
-		name  string
+		name   string
 		break_ func(*Tree)
 	}{
 		{"children out of order", func(t *Tree) { t.SplitChild[1], t.SplitChild[2] = t.SplitChild[2], t.SplitChild[1] }},
