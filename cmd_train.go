@@ -12,6 +12,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"xmc/bench"
@@ -423,7 +424,7 @@ func trainModel(j *job, c *trainConfig) error {
 	j.summary.Algorithm = a.name
 	j.summary.Params = a.header.Params
 	j.summary.Data = map[string]any{"train": c.dataPath, "N": ds.N(), "D": ds.D(), "L": ds.L()}
-	done, whole, written, err := j.saveModel(c, a, own)
+	done, whole, err := j.saveModel(c, a, own)
 	if err != nil {
 		return err
 	}
@@ -431,24 +432,22 @@ func trainModel(j *job, c *trainConfig) error {
 		// Stopped after the last unit was taken: the model is whole.
 		interrupted = false
 	}
-	// Rank 0 writes the model while the ranks predict: the write is mostly
-	// the disk's time, and prediction does not change the units.
-	var evalErr error
-	if test != nil && done > 0 {
-		evalErr = j.evaluate(c, a, ds, test, own, whole, done)
-	}
-	whole = nil
-	if err := written(); err != nil {
-		return err
-	}
-	if evalErr != nil {
-		return evalErr
-	}
 	if c.checkpoint != "" && !interrupted && c.modelOut != "" {
 		if err := j.comm.Barrier(); err != nil {
 			return err
 		}
 		os.RemoveAll(c.checkpoint)
+	}
+	if c.predictOn != "root" {
+		// The ranks predict with their own parts: return the gathered
+		// copy's memory before prediction allocates its own.
+		whole = nil
+		runtime.GC()
+	}
+	if test != nil && done > 0 {
+		if err := j.evaluate(c, a, ds, test, own, whole, done); err != nil {
+			return err
+		}
 	}
 	if interrupted {
 		rerun := "a rerun of the same command resumes from " + c.checkpoint
@@ -491,26 +490,23 @@ func (j *job) recordBalance(schedule string, busy time.Duration, units int) erro
 
 // saveModel gathers the units on rank 0 and writes the model, or writes one
 // shard per rank and a manifest. It returns the number of units in the
-// model (on every rank), on rank 0 when they were gathered the encoded
-// units indexed by unit id, and a function that waits for the model to be
-// written and returns the write's error: rank 0 writes the gathered model in
-// the background.
-func (j *job) saveModel(c *trainConfig, a *algorithm, own []train.Result) (int, [][]byte, func() error, error) {
-	none := func() error { return nil }
+// model (on every rank) and, on rank 0 when they were gathered, the encoded
+// units indexed by unit id.
+func (j *job) saveModel(c *trainConfig, a *algorithm, own []train.Result) (int, [][]byte, error) {
 	count := []int64{int64(len(own))}
 	if err := j.comm.AllreduceInt64(count, mpi.Sum); err != nil {
-		return 0, nil, none, err
+		return 0, nil, err
 	}
 	total := int(count[0])
 	if c.modelOut == "" {
-		return total, nil, none, nil
+		return total, nil, nil
 	}
 	if total == 0 {
 		j.log.Warn("no " + a.kind + " finished: no model written")
-		return 0, nil, none, nil
+		return 0, nil, nil
 	}
 	if c.shard {
-		return total, nil, none, j.writeShards(c, a, own, total)
+		return total, nil, j.writeShards(c, a, own, total)
 	}
 	var units [][]byte
 	err := j.phase("gather", func() error {
@@ -519,24 +515,17 @@ func (j *job) saveModel(c *trainConfig, a *algorithm, own []train.Result) (int, 
 		return err
 	})
 	if err != nil || j.rank != 0 {
-		return total, nil, none, err
+		return total, nil, err
 	}
-	result := make(chan error, 1)
-	go func() {
-		var n int64
-		err := j.phase("write", func() error {
-			var err error
-			n, err = a.write(c.modelOut, a.header, units)
-			return err
-		})
-		if err == nil {
-			// Read once the returned function has received the result.
-			j.summary.ModelBytes = n
-			j.log.Info("model written", "path", c.modelOut, a.kind+"s", total, "bytes", n)
-		}
-		result <- err
-	}()
-	return total, units, func() error { return <-result }, nil
+	err = j.phase("write", func() error {
+		n, err := a.write(c.modelOut, a.header, units)
+		j.summary.ModelBytes = n
+		return err
+	})
+	if err == nil {
+		j.log.Info("model written", "path", c.modelOut, a.kind+"s", total, "bytes", j.summary.ModelBytes)
+	}
+	return total, units, err
 }
 
 // writeShards writes this rank's units to <model-out>.rank-R-of-P and, on

@@ -317,13 +317,13 @@ func TestBadInput(t *testing.T) {
 		t.Error("a score file was left after a failed prediction")
 	}
 
-	// The model is written while the ranks predict: a write that fails
-	// still fails the run, naming the path, and keeps the checkpoint.
+	// A model that cannot be written fails the run, naming the path, and
+	// keeps the checkpoint for a rerun.
 	unwritable := filepath.Join(dir, "no-such-dir", "m.model")
 	ckpt := filepath.Join(dir, "kept.ckpt")
 	out, code = xmc(t, "train", "--trees", "2", "--ranks", "2", "--data", bibtexTrain, "--test", bibtexTest,
 		"--model-out", unwritable, "--checkpoint", ckpt)
-	if code == 0 || !strings.Contains(out, unwritable) || !strings.Contains(out, "P@1") {
+	if code == 0 || !strings.Contains(out, unwritable) {
 		t.Errorf("unwritable model path: exit %d, output:\n%s", code, out)
 	}
 	if units, _ := filepath.Glob(filepath.Join(ckpt, "unit-*.bin")); len(units) != 2 {

@@ -112,7 +112,7 @@ func TestTreeEncodingRoundTrip(t *testing.T) {
 func TestTreeEncodingRejects(t *testing.T) {
 	for _, c := range []struct {
 		name   string
-		damage func(*Tree)
+		break_ func(*Tree)
 	}{
 		{"children out of order", func(t *Tree) { t.SplitChild[1], t.SplitChild[2] = t.SplitChild[2], t.SplitChild[1] }},
 		{"child beyond the node's", func(t *Tree) { t.SplitChild[3] = 2 }},
@@ -122,7 +122,7 @@ func TestTreeEncodingRejects(t *testing.T) {
 		{"offsets missing", func(t *Tree) { t.LeafStart = t.LeafStart[:2] }},
 	} {
 		tr := smallTree()
-		c.damage(tr)
+		c.break_(tr)
 		if _, err := tr.MarshalBinary(); err == nil {
 			t.Errorf("%s: encoded", c.name)
 		}
