@@ -191,13 +191,7 @@ func (f *Forest) sumBlock(x *data.CSR, lo, hi int, s *forestScratch, emit func(i
 	for r := range hi - lo {
 		s.touched = s.touched[:0]
 		for ti, t := range f.Trees {
-			labels, values := t.Leaf(s.leafOf[r*len(f.Trees)+ti])
-			for q, l := range labels {
-				if s.acc[l] == 0 {
-					s.touched = append(s.touched, l)
-				}
-				s.acc[l] += float64(values[q])
-			}
+			s.touched = t.AddLeaf(s.leafOf[r*len(f.Trees)+ti], s.acc, s.touched)
 		}
 		emit(lo + r)
 	}

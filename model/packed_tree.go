@@ -31,9 +31,12 @@ type PackedTree struct {
 	entries                       int
 	maxBranch                     int
 
+	// Leaves are read from the encoding too: their labels are varints
+	// starting at leafAt[n], their values float32 at values+4*leafStart[n].
 	leafStart []int64 // as in Tree
-	leafLabel []int32
-	leafValue []float32
+	leafAt    []int
+	values    int
+	maxLabel  int32 // -1 when no leaf has a label
 }
 
 // PackTree checks the encoded tree b (either layout UnmarshalBinary reads)
@@ -82,7 +85,7 @@ func packV3(b []byte) (*PackedTree, error) {
 	p.mask, p.entries = m, int(nEntry)
 	p.firstChild, p.numChildren, p.size = make([]int32, nodes), make([]int32, nodes), make([]int32, nodes)
 	p.splitDims, p.splitAt, p.entryAt = make([]int32, nodes), make([]int, nodes), make([]int, nodes)
-	p.leafStart = make([]int64, nodes+1)
+	p.leafStart, p.leafAt = make([]int64, nodes+1), make([]int, nodes)
 	dimsSeen := uint64(0)
 	for i := range nodes {
 		k := int32(r.u8())
@@ -140,18 +143,20 @@ func packV3(b []byte) (*PackedTree, error) {
 	}
 	p.weights = len(b) - len(r.b)
 	r.take(2 * entries)
-	p.leafLabel = make([]int32, nLeaf)
+	p.maxLabel = -1
 	for i := range nodes {
+		p.leafAt[i] = len(b) - len(r.b)
 		l := int64(-1)
 		for q := p.leafStart[i]; q < p.leafStart[i+1]; q++ {
 			l += int64(r.uvarint()) + 1
 			if l > math.MaxInt32 {
 				return nil, fmt.Errorf("%w: leaf %d label out of range", errTreeCorrupt, i)
 			}
-			p.leafLabel[q] = int32(l)
 		}
+		p.maxLabel = max(p.maxLabel, int32(l))
 	}
-	p.leafValue = r.f32s(int(nLeaf))
+	p.values = len(b) - len(r.b)
+	r.take(4 * int(nLeaf))
 	if r.err != nil {
 		return nil, fmt.Errorf("%w: %v", errTreeCorrupt, r.err)
 	}
@@ -167,7 +172,7 @@ func (p *PackedTree) unpack(t *Tree) {
 	*t = Tree{X: p.X, Y: p.y, FirstChild: p.firstChild, NumChildren: p.numChildren, Size: p.size,
 		SplitStart: make([]int64, nodes+1), EntryStart: make([]int64, nodes+1), LeafStart: p.leafStart,
 		SplitChild: make([]uint8, 0, p.entries), SplitWeight: make([]BFloat16, p.entries),
-		LeafLabel: p.leafLabel, LeafValue: p.leafValue}
+		LeafLabel: make([]int32, p.leafStart[nodes]), LeafValue: make([]float32, p.leafStart[nodes])}
 	for i := range nodes {
 		t.SplitStart[i+1] = t.SplitStart[i] + int64(p.splitDims[i])
 	}
@@ -192,6 +197,16 @@ func (p *PackedTree) unpack(t *Tree) {
 	for e := range t.SplitWeight {
 		t.SplitWeight[e] = BFloat16(binary.LittleEndian.Uint16(p.enc[p.weights+2*e:]))
 	}
+	for i := range nodes {
+		at, l := p.leafAt[i], int32(-1)
+		for q := p.leafStart[i]; q < p.leafStart[i+1]; q++ {
+			var gap uint32
+			gap, at = uvarintAt(p.enc, at)
+			l += int32(gap) + 1
+			t.LeafLabel[q] = l
+			t.LeafValue[q] = math.Float32frombits(binary.LittleEndian.Uint32(p.enc[p.values+4*int(q):]))
+		}
+	}
 }
 
 // uvarintAt reads the varint at b[at:] of an encoding already checked, and
@@ -210,19 +225,30 @@ func (p *PackedTree) Nodes() int { return len(p.numChildren) }
 // Encoded returns the tree's encoding.
 func (p *PackedTree) Encoded() []byte { return p.enc }
 
-// Leaf returns the mean label vector stored at leaf n.
-func (p *PackedTree) Leaf(n int32) (labels []int32, values []float32) {
-	lo, hi := p.leafStart[n], p.leafStart[n+1]
-	return p.leafLabel[lo:hi], p.leafValue[lo:hi]
+// AddLeaf adds the mean label vector stored at leaf n to acc, dense over
+// the labels, and appends to touched the labels whose sum was zero before.
+// acc must cover the tree's labels (see CheckLabels).
+func (p *PackedTree) AddLeaf(n int32, acc []float64, touched []int32) []int32 {
+	enc, at, v := p.enc, p.leafAt[n], p.values+4*int(p.leafStart[n])
+	l := int32(-1)
+	for range p.leafStart[n+1] - p.leafStart[n] {
+		var gap uint32
+		gap, at = uvarintAt(enc, at)
+		l += int32(gap) + 1
+		if acc[l] == 0 {
+			touched = append(touched, l)
+		}
+		acc[l] += float64(math.Float32frombits(binary.LittleEndian.Uint32(enc[v:])))
+		v += 4
+	}
+	return touched
 }
 
-// CheckLabels reports an error if a leaf names a label outside [0, L).
+// CheckLabels reports an error if a leaf names a label outside [0, L)
+// (labels are non-negative by construction).
 func (p *PackedTree) CheckLabels(L int) error {
-	// Labels are non-negative by construction.
-	if len(p.leafLabel) > 0 {
-		if l := slices.Max(p.leafLabel); int(l) >= L {
-			return fmt.Errorf("%w: leaf label %d outside [0, %d)", errTreeCorrupt, l, L)
-		}
+	if int(p.maxLabel) >= L {
+		return fmt.Errorf("%w: leaf label %d outside [0, %d)", errTreeCorrupt, p.maxLabel, L)
 	}
 	return nil
 }
@@ -271,10 +297,21 @@ func (ix *SplitIndex) Load(t *PackedTree, n int32) {
 		d += int32(gap) + 1
 		dims[q], ix.row[d] = d, int32(q+1)
 		r := w[q*stride : q*stride+k]
-		for j, v := range enc[at : at+m] {
+		if m <= 2 { // up to 16 children, the usual case: the mask in one word
+			v := uint16(enc[at])
+			if m == 2 {
+				v |= uint16(enc[at+1]) << 8
+			}
 			for ; v != 0; v &= v - 1 {
-				r[8*j+bits.TrailingZeros8(v)] = BFloat16(binary.LittleEndian.Uint16(enc[e:])).Float32()
+				r[bits.TrailingZeros16(v)] = BFloat16(binary.LittleEndian.Uint16(enc[e:])).Float32()
 				e += 2
+			}
+		} else {
+			for j, v := range enc[at : at+m] {
+				for ; v != 0; v &= v - 1 {
+					r[8*j+bits.TrailingZeros8(v)] = BFloat16(binary.LittleEndian.Uint16(enc[e:])).Float32()
+					e += 2
+				}
 			}
 		}
 		at += m
@@ -304,7 +341,7 @@ type TreeStats struct {
 // Stats computes the shape of the tree: node and leaf counts, leaf depths,
 // training instances per leaf and stored entries.
 func (p *PackedTree) Stats() TreeStats {
-	s := TreeStats{Nodes: p.Nodes(), MinDepth: math.MaxInt, SplitEntries: p.entries, LeafEntries: len(p.leafLabel)}
+	s := TreeStats{Nodes: p.Nodes(), MinDepth: math.MaxInt, SplitEntries: p.entries, LeafEntries: int(p.leafStart[p.Nodes()])}
 	depth := make([]int, p.Nodes())
 	var depthSum, sizeSum int
 	for n := range p.Nodes() {
