@@ -75,6 +75,9 @@ func (t *Tree) MarshalBinary() ([]byte, error) {
 	}
 	b = append(b, byte(m))
 	for i := range n {
+		if t.Size[i] < 0 {
+			return nil, fmt.Errorf("encode tree: node %d has a negative size", i)
+		}
 		b = append(b, byte(t.NumChildren[i]))
 		b = binary.AppendUvarint(b, uint64(uint32(t.FirstChild[i])))
 		b = binary.AppendUvarint(b, uint64(uint32(t.Size[i])))
@@ -223,6 +226,9 @@ func (t *Tree) validate() error {
 		if k < 0 || k > MaxBranch || (k > 0 && (t.FirstChild[i] <= i || t.FirstChild[i] > n-k)) {
 			return fmt.Errorf("%w: node %d children out of range", errTreeCorrupt, i)
 		}
+		if t.Size[i] < 0 {
+			return fmt.Errorf("%w: node %d has a negative size", errTreeCorrupt, i)
+		}
 		e := t.EntryStart[i]
 		for q := t.SplitStart[i]; q < t.SplitStart[i+1]; q++ {
 			if d := t.SplitDim[q]; d < 0 || d >= t.X.Dim || (q > t.SplitStart[i] && d <= t.SplitDim[q-1]) {
@@ -241,6 +247,11 @@ func (t *Tree) validate() error {
 		}
 		if e != t.EntryStart[i+1] {
 			return fmt.Errorf("%w: node %d entry counts do not match its entries", errTreeCorrupt, i)
+		}
+		for q := t.LeafStart[i]; q < t.LeafStart[i+1]; q++ {
+			if l := t.LeafLabel[q]; l < 0 || (q > t.LeafStart[i] && l <= t.LeafLabel[q-1]) {
+				return fmt.Errorf("%w: leaf %d labels unsorted or negative", errTreeCorrupt, i)
+			}
 		}
 	}
 	return nil
