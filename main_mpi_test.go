@@ -130,6 +130,21 @@ func TestMPIInfoListsRanks(t *testing.T) {
 	}
 }
 
+// TestMPICPUProfile checks that under MPI each rank writes its own profile.
+func TestMPICPUProfile(t *testing.T) {
+	prof := filepath.Join(t.TempDir(), "cpu.prof")
+	out, code := mpirun(t, 2, "train", "--trees", "2", "--data", bibtexTrain, "--checkpoint", "none",
+		"--model-out", filepath.Join(t.TempDir(), "m"), "--cpuprofile", prof)
+	if code != 0 {
+		t.Fatalf("exit %d, output:\n%s", code, out)
+	}
+	for r := range 2 {
+		if p := fmt.Sprintf("%s.rank-%d", prof, r); !isProfile(p) {
+			t.Errorf("%s is not a CPU profile", p)
+		}
+	}
+}
+
 // TestMPIFailureEndsJob checks that an error ends the whole job promptly with
 // the failing rank's message and a non-zero exit.
 func TestMPIFailureEndsJob(t *testing.T) {

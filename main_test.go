@@ -411,6 +411,28 @@ func TestInfoAndHelp(t *testing.T) {
 	}
 }
 
+// isProfile reports whether the file at path is a pprof profile: gzipped
+// protocol buffers.
+func isProfile(path string) bool {
+	b, err := os.ReadFile(path)
+	return err == nil && len(b) > 2 && b[0] == 0x1f && b[1] == 0x8b
+}
+
+// TestCPUProfile checks --cpuprofile: one profile for the process, whatever
+// the number of in-process ranks.
+func TestCPUProfile(t *testing.T) {
+	prof := filepath.Join(t.TempDir(), "cpu.prof")
+	mustXMC(t, "train", "--trees", "2", "--ranks", "2", "--data", bibtexTrain, "--checkpoint", "none",
+		"--model-out", filepath.Join(t.TempDir(), "m"), "--cpuprofile", prof)
+	if !isProfile(prof) {
+		t.Errorf("%s is not a CPU profile", prof)
+	}
+	out, code := xmc(t, "info", "--cpuprofile", filepath.Join(t.TempDir(), "no-such-dir", "p"))
+	if code == 0 || !strings.Contains(out, "--cpuprofile") {
+		t.Errorf("unwritable profile: exit %d, output:\n%s", code, out)
+	}
+}
+
 // TestSignalStopsCleanly sends SIGTERM, as Slurm does at the time limit, in
 // the middle of training: xmc must stop taking trees, write what it has,
 // and exit non-zero with a clear message.

@@ -659,7 +659,8 @@ func (c *checkpoint) list(units int) ([]int, error) {
 
 // saver writes finished units to the checkpoint in the background, so that
 // a worker goes on to its next unit while the last one is written and
-// fsynced: saving a Bibtex tree costs about 9 ms, a third of training it.
+// fsynced: saving a Bibtex tree took 8-10 ms, a quarter to a third of
+// training it (25 trees on one thread, with and without a checkpoint).
 // With a nil checkpoint it saves nothing.
 type saver struct {
 	ck    *checkpoint
