@@ -163,6 +163,15 @@ func runRank(ctx context.Context, command string, opts jobOptions, raw mpi.Comm,
 		ctx: ctx, comm: mpi.NewCounted(raw, opts.commTimeout), rank: rank, size: raw.Size(),
 		log: newRankLogger(os.Stderr, rank, level), backend: backend, phases: map[string]float64{},
 	}
+	if backend == mpi.Backend {
+		// Which point-to-point layer carries the messages: the user's,
+		// the one Init picks for a one-node job, or OpenMPI's default.
+		pml := "openmpi default"
+		if v, ok := os.LookupEnv("OMPI_MCA_pml"); ok {
+			pml = v
+		}
+		j.log.Info("mpi", "library", backend, "pml", pml)
+	}
 	if err := j.setupWorkers(opts, sharing); err != nil {
 		return err
 	}

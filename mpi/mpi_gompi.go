@@ -125,8 +125,18 @@ const abortGrace = 10 * time.Second
 // goroutines of a rank (a progress receiver, the watchdog, trainers) call
 // MPI, possibly at the same time: only MPI_THREAD_MULTIPLE allows that.
 //
+// For a job whose ranks all run on this node, Init selects OpenMPI's ob1
+// point-to-point layer unless the user chose one (see OneNodePML).
+//
 // Call Finalize once the job's communication is over.
 func Init() (Comm, error) {
+	if pml, ok := OneNodePML(os.LookupEnv); ok {
+		// OpenMPI reads its parameters from the environment in
+		// MPI_Init; Go's Setenv reaches the C environment in cgo builds.
+		if err := os.Setenv("OMPI_MCA_pml", pml); err != nil {
+			return nil, fmt.Errorf("mpi: init: %w", err)
+		}
+	}
 	var provided C.int
 	switch rc := C.xmc_init(&provided); {
 	case rc == -1:

@@ -112,15 +112,27 @@ func mpirun(t *testing.T, limit time.Duration, args ...string) (int, string, tim
 	return code, out, time.Since(start)
 }
 
+// TestMPIConformance runs the conformance suite on one node, where Init
+// selects the ob1 PML (see OneNodePML) unless the user chose one.
 func TestMPIConformance(t *testing.T) {
 	bin := buildMpicheck(t)
-	for np := 1; np <= 4; np++ {
-		t.Run(fmt.Sprintf("np=%d", np), func(t *testing.T) {
-			code, out, took := mpirun(t, time.Minute, "-np", fmt.Sprint(np), "--oversubscribe", bin, "-mode", "conformance")
-			if code != 0 || !strings.Contains(out, fmt.Sprintf("conformance passed on %d ranks", np)) {
-				t.Fatalf("exit code %d; output:\n%s", code, out)
+	tests := []struct {
+		np      int
+		mca     []string
+		wantPML string
+	}{
+		{1, nil, "ob1"}, {2, nil, "ob1"}, {3, nil, "ob1"}, {4, nil, "ob1"},
+		{2, []string{"--mca", "pml", "^ucx"}, "^ucx"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.TrimSpace(fmt.Sprintf("np=%d %s", tt.np, strings.Join(tt.mca, " "))), func(t *testing.T) {
+			args := append([]string{"-np", fmt.Sprint(tt.np), "--oversubscribe"}, tt.mca...)
+			code, out, took := mpirun(t, time.Minute, append(args, bin, "-mode", "conformance")...)
+			want := fmt.Sprintf("conformance passed on %d ranks (openmpi backend, pml %s)", tt.np, tt.wantPML)
+			if code != 0 || !strings.Contains(out, want) {
+				t.Fatalf("exit code %d, want output %q; output:\n%s", code, want, out)
 			}
-			t.Logf("%d ranks in %v", np, took.Round(time.Millisecond))
+			t.Logf("%d ranks in %v", tt.np, took.Round(time.Millisecond))
 		})
 	}
 }

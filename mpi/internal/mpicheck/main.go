@@ -85,7 +85,11 @@ func conformance(c *mpi.Counted) error {
 		if err := mpi.WriteReport(os.Stdout, all); err != nil {
 			return err
 		}
-		fmt.Printf("conformance passed on %d ranks (%s backend)\n", c.Size(), mpi.Backend)
+		pml, ok := os.LookupEnv("OMPI_MCA_pml")
+		if !ok {
+			pml = "openmpi default"
+		}
+		fmt.Printf("conformance passed on %d ranks (%s backend, pml %s)\n", c.Size(), mpi.Backend, pml)
 	}
 	return nil
 }
