@@ -22,7 +22,7 @@ func WriteAtomic(path string, write func(w *bufio.Writer) error) error {
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	bw := bufio.NewWriterSize(tmp, 1<<20)
+	bw := bufio.NewWriterSize(tmp, 64<<10)
 	err = write(bw)
 	if err == nil {
 		err = bw.Flush()

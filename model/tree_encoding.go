@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // The encoded tree. Trees travel between ranks and fill model files, so
@@ -46,6 +47,24 @@ var errTreeCorrupt = errors.New("corrupt tree")
 // dimension or labels of a leaf not strictly increasing, counts that do not
 // match the entries.
 func (t *Tree) MarshalBinary() ([]byte, error) {
+	return t.AppendBinary(nil)
+}
+
+// MaxEncodedSize bounds the bytes AppendBinary appends for t: with that
+// much spare capacity, appending never copies.
+func (t *Tree) MaxEncodedSize() int {
+	maxK := int32(1)
+	for _, k := range t.NumChildren {
+		maxK = max(maxK, min(k, MaxBranch))
+	}
+	m := int(maxK+7) / 8
+	return 4 + 6*4 + 4*8 + 1 + t.Nodes()*(1+4*binary.MaxVarintLen32) +
+		len(t.SplitDim)*(binary.MaxVarintLen32+m) + len(t.SplitWeight)*2 + len(t.LeafLabel)*(binary.MaxVarintLen32+4)
+}
+
+// AppendBinary appends the tree's MarshalBinary encoding to b, so that a
+// trainer can encode trees into memory of its choosing.
+func (t *Tree) AppendBinary(b []byte) ([]byte, error) {
 	n := t.Nodes()
 	if len(t.SplitStart) != n+1 || len(t.EntryStart) != n+1 || len(t.LeafStart) != n+1 ||
 		len(t.SplitDim) != len(t.SplitCount) || len(t.SplitChild) != len(t.SplitWeight) || len(t.LeafLabel) != len(t.LeafValue) {
@@ -59,10 +78,7 @@ func (t *Tree) MarshalBinary() ([]byte, error) {
 		maxK = max(maxK, k)
 	}
 	m := int(maxK+7) / 8
-	// An upper bound of the size, so that appending never copies.
-	size := 4 + 6*4 + 4*8 + 1 + n*(1+4*binary.MaxVarintLen32) +
-		len(t.SplitDim)*(binary.MaxVarintLen32+m) + len(t.SplitWeight)*2 + len(t.LeafLabel)*(binary.MaxVarintLen32+4)
-	b := make([]byte, 0, size)
+	b = slices.Grow(b, t.MaxEncodedSize())
 	le := binary.LittleEndian
 	b = le.AppendUint32(b, treeMagic)
 	for _, p := range []Projection{t.X, t.Y} {

@@ -103,6 +103,20 @@ func TestTreeEncodingRoundTrip(t *testing.T) {
 		if v2 := len(encodeV2(tr)); len(b) >= v2 {
 			t.Errorf("%s: TRE3 takes %d bytes, TRE2 %d", name, len(b), v2)
 		}
+		// Appending after other bytes, with the bound reserved, encodes
+		// the same bytes in place.
+		prefix := []byte("trees so far")
+		buf := make([]byte, len(prefix), len(prefix)+tr.MaxEncodedSize())
+		copy(buf, prefix)
+		out, err := tr.AppendBinary(buf)
+		switch {
+		case err != nil:
+			t.Fatalf("%s: AppendBinary: %v", name, err)
+		case !bytes.Equal(out[:len(prefix)], prefix) || !bytes.Equal(out[len(prefix):], b):
+			t.Errorf("%s: AppendBinary did not append the encoding to the prefix", name)
+		case &out[0] != &buf[0]:
+			t.Errorf("%s: AppendBinary copied although MaxEncodedSize (%d) bytes were spare", name, tr.MaxEncodedSize())
+		}
 	}
 }
 

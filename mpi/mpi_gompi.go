@@ -104,6 +104,8 @@ import (
 	"unsafe"
 
 	gompi "github.com/sbromberger/gompi"
+
+	"xmc/numa"
 )
 
 // Backend names the MPI implementation linked into this binary.
@@ -363,7 +365,10 @@ func (m *mpiComm) Gatherv(buf []byte, root int) ([][]byte, error) {
 	var all []byte
 	var counts, displs []C.int
 	if m.rank == root {
-		all = make([]byte, total)
+		// Large gathers (encoded trees, tens of MiB) land in huge
+		// pages where the system has them: first touching the buffer
+		// is most of a gather's cost when page faults are dear.
+		all = numa.LargeBytes(int(total))
 		counts, displs = make([]C.int, m.size), make([]C.int, m.size)
 		off := 0
 		for q, n := range lens {

@@ -24,6 +24,9 @@
 // working unpinned and log a single warning; this is a performance problem,
 // never a correctness one.
 //
+// [LargeBytes] allocates large buffers advised to be backed by transparent
+// huge pages, which cuts the cost of first touching them.
+//
 // Thread pinning uses Linux system calls; on other systems Detect reports a
 // single domain and every worker runs unpinned.
 package numa
