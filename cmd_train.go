@@ -77,6 +77,7 @@ type trainConfig struct {
 	modelOut    string
 	shard       bool
 	checkpoint  string
+	ckptEvery   time.Duration
 	predictOn   string
 	schedule    string
 	scoresOut   string
@@ -104,6 +105,7 @@ func runTrain(args []string) error {
 	fs.StringVar(&c.modelOut, "model-out", "", "write the model to `FILE`")
 	fs.BoolVar(&c.shard, "shard", false, "write one model file per rank plus a manifest at --model-out, instead of gathering")
 	fs.StringVar(&c.checkpoint, "checkpoint", "", "directory keeping finished work units for resumption (default: <model-out>.ckpt; \"none\" disables)")
+	fs.DurationVar(&c.ckptEvery, "checkpoint-every", time.Minute, "save finished work units to the checkpoint at most this long after they finish, together (0: each at once); a signal or --time-limit saves them all before exit")
 	fs.StringVar(&c.predictOn, "predict-on", "ranks", "with --test: ranks (each rank scores with its part of the model, merged on rank 0) or root (rank 0 scores with the gathered model)")
 	fs.StringVar(&c.schedule, "schedule", "", "how units are dealt to ranks: static (unit u on rank u mod P) or dynamic (rank 0 hands them out on request); default: static for forest, "+linearSchedule+" for one-vs-all")
 	fs.StringVar(&c.scoresOut, "scores-out", "", "with --test: also write the test scores to `FILE`")
@@ -378,7 +380,7 @@ func trainModel(j *job, c *trainConfig) error {
 	var busy time.Duration
 	plan := train.Plan{
 		Units: a.units, Kind: a.kind, Comm: j.comm, Schedule: schedule, Pool: j.pool, Log: j.log,
-		Checkpoint: c.checkpoint, Fingerprint: a.fingerprint,
+		Checkpoint: c.checkpoint, CheckpointEvery: c.ckptEvery, Fingerprint: a.fingerprint,
 		OnIdle: func() { busy = time.Since(trainStart) },
 	}
 	if a.weight != nil {
@@ -522,10 +524,26 @@ func (j *job) saveModel(c *trainConfig, a *algorithm, own []train.Result) (int, 
 		j.summary.ModelBytes = n
 		return err
 	})
-	if err == nil {
-		j.log.Info("model written", "path", c.modelOut, a.kind+"s", total, "bytes", j.summary.ModelBytes)
+	if err != nil {
+		return total, nil, j.keepUnits(c, a, units, err)
 	}
-	return total, units, err
+	j.log.Info("model written", "path", c.modelOut, a.kind+"s", total, "bytes", j.summary.ModelBytes)
+	return total, units, nil
+}
+
+// keepUnits saves the finished units this rank holds to the checkpoint
+// after writeErr, the failed write of the model or of this rank's shard,
+// so that a rerun loads them rather than recomputing them (the runner
+// saves units only some time after they finish), and returns writeErr.
+func (j *job) keepUnits(c *trainConfig, a *algorithm, units [][]byte, writeErr error) error {
+	if c.checkpoint == "" {
+		return writeErr
+	}
+	if err := train.SaveUnits(c.checkpoint, a.fingerprint, units); err != nil {
+		return fmt.Errorf("%w; saving the finished %ss to the checkpoint failed too: %v", writeErr, a.kind, err)
+	}
+	j.log.Warn("model not written: finished "+a.kind+"s kept for a rerun", "checkpoint", c.checkpoint, a.kind+"s", countHeld(units))
+	return writeErr
 }
 
 // writeShards writes this rank's units to <model-out>.rank-R-of-P and, on
@@ -550,7 +568,7 @@ func (j *job) writeShards(c *trainConfig, a *algorithm, own []train.Result, tota
 	err := j.phase("write", func() error {
 		n, err := a.write(path, sh, units)
 		if err != nil {
-			return err
+			return j.keepUnits(c, a, units, err)
 		}
 		crc, err := model.FileChecksum(path)
 		if err != nil {

@@ -20,6 +20,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"xmc/model"
 	"xmc/mpi"
@@ -62,6 +63,13 @@ type Plan struct {
 	// saved atomically and from which a rerun of the same Fingerprint loads
 	// finished units instead of recomputing them.
 	Checkpoint string
+	// CheckpointEvery is how long a finished unit may wait before it is
+	// saved (0: saved at once). Units waiting together are saved together.
+	// A run stopped by a signal or its time limit saves every finished
+	// unit before Run returns, so only a crash loses finished work, at
+	// most this much; a run that finished every unit does not save the
+	// ones still waiting: its model is written next.
+	CheckpointEvery time.Duration
 	// Fingerprint identifies the run's data and hyper-parameters; a
 	// checkpoint written under another fingerprint is refused.
 	Fingerprint string
@@ -151,7 +159,7 @@ func (p Plan) Run(ctx context.Context, work WorkFunc) ([]Result, error) {
 		resumedWeight += p.weight(r.Unit)
 	}
 	tracker := p.startTracker(resumedWeight)
-	saves := startSaver(ck)
+	saves := startSaver(ck, p.CheckpointEvery)
 	var mu sync.Mutex
 	var interrupted atomic.Bool
 	runErr := p.Pool.Run(func(w numa.Worker) error {
@@ -180,22 +188,22 @@ func (p Plan) Run(ctx context.Context, work WorkFunc) ([]Result, error) {
 			}
 		}
 	})
-	// Every finished unit is in the checkpoint before Run returns, also
-	// when it was interrupted.
-	if err := saves.close(); runErr == nil {
-		runErr = err
-	}
 	if runErr != nil {
+		saves.close(true) // keep the finished units for a rerun
 		return nil, runErr
 	}
 	if p.OnIdle != nil {
 		p.OnIdle()
 	}
 	left, err := d.close()
+	if err == nil {
+		err = tracker.finish()
+	}
 	if err != nil {
+		saves.close(true)
 		return nil, err
 	}
-	if err := tracker.finish(); err != nil {
+	if err := p.saveWaiting(saves, interrupted.Load() && left); err != nil {
 		return nil, err
 	}
 	slices.SortFunc(results, func(a, b Result) int { return cmp.Compare(a.Unit, b.Unit) })
@@ -208,6 +216,25 @@ func (p Plan) Run(ctx context.Context, work WorkFunc) ([]Result, error) {
 			ErrInterrupted, context.Cause(ctx), rank, len(results), p.Kind, where)
 	}
 	return results, nil
+}
+
+// saveWaiting ends the saver. The units still waiting to be saved are
+// saved if any rank stopped with units left (stopped on this rank), so that
+// the rerun resumes from every finished unit; the ranks agree on it, as a
+// rank may finish its own units while another is stopped.
+func (p Plan) saveWaiting(saves *saver, stopped bool) error {
+	if p.Checkpoint == "" {
+		return saves.close(false)
+	}
+	flag := []int64{0}
+	if stopped {
+		flag[0] = 1
+	}
+	if err := p.Comm.AllreduceInt64(flag, mpi.Max); err != nil {
+		saves.close(true)
+		return err
+	}
+	return saves.close(flag[0] == 1)
 }
 
 // dealer hands a rank's workers the units to compute.
@@ -661,26 +688,38 @@ func (c *checkpoint) list(units int) ([]int, error) {
 // a worker goes on to its next unit while the last one is written and
 // fsynced: saving a Bibtex tree took 8-10 ms, a quarter to a third of
 // training it (25 trees on one thread, with and without a checkpoint).
-// With a nil checkpoint it saves nothing.
+// A unit waits up to every before it is saved, with the units finished
+// meanwhile; in a short run none is written (a 2-rank 50-tree Bibtex run
+// trained in 0.65 s without a checkpoint and 0.73 s saving every tree at
+// once, medians of 4). With a nil checkpoint it saves nothing.
 type saver struct {
 	ck    *checkpoint
+	every time.Duration
 	queue chan Result
 	done  chan struct{}
 	mu    sync.Mutex
 	err   error // the first failed save
+	last  bool  // set before queue closes: save the units still waiting
 }
 
-// saverQueue bounds the units waiting to be saved: workers that outrun the
-// disk wait for it rather than pile up unsaved work.
+// saverQueue bounds the units handed to the saver and not yet taken: workers
+// that outrun the disk wait for it rather than pile up unsaved work.
 const saverQueue = 16
 
-func startSaver(ck *checkpoint) *saver {
-	s := &saver{ck: ck, queue: make(chan Result, saverQueue), done: make(chan struct{})}
-	go func() {
-		defer close(s.done)
-		for r := range s.queue {
+func startSaver(ck *checkpoint, every time.Duration) *saver {
+	s := &saver{ck: ck, every: every, queue: make(chan Result, saverQueue), done: make(chan struct{})}
+	go s.run()
+	return s
+}
+
+func (s *saver) run() {
+	defer close(s.done)
+	var waiting []Result
+	var due <-chan time.Time // fires when the oldest waiting unit is due
+	save := func() {
+		for _, r := range waiting {
 			if s.failed() != nil {
-				continue // a failed save ends the run: only drain the queue
+				break // a failed save ends the run
 			}
 			if err := s.ck.save(r.Unit, r.Data); err != nil {
 				s.mu.Lock()
@@ -688,8 +727,28 @@ func startSaver(ck *checkpoint) *saver {
 				s.mu.Unlock()
 			}
 		}
-	}()
-	return s
+		waiting, due = nil, nil
+	}
+	for {
+		select {
+		case r, ok := <-s.queue:
+			if !ok {
+				if s.last {
+					save()
+				}
+				return
+			}
+			waiting = append(waiting, r)
+			switch {
+			case s.every <= 0:
+				save()
+			case due == nil:
+				due = time.After(s.every)
+			}
+		case <-due:
+			save()
+		}
+	}
 }
 
 // add queues unit u's result for saving.
@@ -706,11 +765,32 @@ func (s *saver) failed() error {
 	return s.err
 }
 
-// close waits for the queued units to be saved and returns the first error.
-func (s *saver) close() error {
+// close stops the saver once it has saved the units it was due to save,
+// and the units still waiting too if last, and returns the first error.
+func (s *saver) close(last bool) error {
+	s.last = last
 	close(s.queue)
 	<-s.done
 	return s.failed()
+}
+
+// SaveUnits saves encoded units (index = unit id, nil = not held) to the
+// checkpoint directory dir of the run fingerprint, for a run that finished
+// its units but could not write its model: a rerun then loads them.
+func SaveUnits(dir, fingerprint string, units [][]byte) error {
+	ck, err := openCheckpoint(dir, fingerprint, 0)
+	if err != nil || ck == nil {
+		return err
+	}
+	for u, data := range units {
+		if data == nil {
+			continue
+		}
+		if err := ck.save(u, data); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (c *checkpoint) save(u int, data []byte) error {

@@ -252,6 +252,76 @@ func TestRunnerCheckpointSaveFails(t *testing.T) {
 	}
 }
 
+// TestRunnerCheckpointEvery checks when units that wait to be saved
+// (Plan.CheckpointEvery) reach the checkpoint: when they are due during the
+// run, all of them when the run is stopped, and none that are not yet due
+// when the run finished every unit.
+func TestRunnerCheckpointEvery(t *testing.T) {
+	tests := []struct {
+		name      string
+		every     time.Duration
+		stopAfter int           // cancel the run after this many units (0: never)
+		unitTime  time.Duration // each unit sleeps this long
+		check     func(saved, finished int) bool
+		want      string
+	}{
+		{"finished run, nothing due", time.Hour, 0, 0, func(s, f int) bool { return s == 0 && f == 10 }, "no unit saved"},
+		{"stopped run saves all", time.Hour, 3, 0, func(s, f int) bool { return s == f && f > 0 && f < 10 }, "every finished unit saved"},
+		{"due during the run", 10 * time.Millisecond, 0, 40 * time.Millisecond, func(s, f int) bool { return s > 0 && f == 10 }, "units saved while the run went on"},
+	}
+	for _, tt := range tests {
+		for _, schedule := range schedules {
+			t.Run(tt.name+"/"+schedule, func(t *testing.T) {
+				dir := filepath.Join(t.TempDir(), "ckpt")
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				var mu sync.Mutex
+				computed := 0
+				var gathered [][]byte
+				pools := rankPools(t, 2, 1)
+				err := mpi.Launch(2, func(c mpi.Comm) error {
+					p := Plan{Units: 10, Kind: "unit", Comm: c, Schedule: schedule, Pool: pools[c.Rank()], Log: slog.New(slog.DiscardHandler),
+						Checkpoint: dir, CheckpointEvery: tt.every, Fingerprint: "test"}
+					own, runErr := p.Run(ctx, func(w numa.Worker, u int) ([]byte, error) {
+						time.Sleep(tt.unitTime)
+						mu.Lock()
+						defer mu.Unlock()
+						if computed++; computed == tt.stopAfter {
+							cancel()
+						}
+						return unitBytes(u), nil
+					})
+					if runErr != nil && !errors.Is(runErr, ErrInterrupted) {
+						return runErr
+					}
+					all, err := Gather(c, 10, own, 0)
+					if c.Rank() == 0 {
+						gathered = all
+					}
+					return err
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				saved, _ := filepath.Glob(filepath.Join(dir, "unit-*.bin"))
+				if finished := 10 - countNil(gathered); !tt.check(len(saved), finished) {
+					t.Errorf("%d units saved of %d finished, want %s", len(saved), finished, tt.want)
+				}
+			})
+		}
+	}
+}
+
+func countNil(units [][]byte) int {
+	n := 0
+	for _, u := range units {
+		if u == nil {
+			n++
+		}
+	}
+	return n
+}
+
 // TestRunnerSlowRankIsNotAStall checks that ranks which finish early wait
 // for the slowest one without tripping the communication watchdog: a long
 // unit is work, not a dead node.
