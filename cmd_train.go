@@ -183,9 +183,9 @@ type algorithm struct {
 	work        train.WorkFunc
 	header      model.Header
 	fingerprint string
-	// write saves encoded units (index = unit id, nil = not held) into one
-	// model file or shard and returns its size.
-	write func(path string, h model.Header, units [][]byte) (int64, error)
+	// create writes encoded units (index = unit id, nil = not held) into
+	// one model file or shard, to be committed by the caller.
+	create func(path string, h model.Header, units [][]byte) (*model.Writer, error)
 	// scorer decodes encoded units (nil = not held) into a model part that
 	// predicts.
 	scorer func(units [][]byte) (scorer, error)
@@ -250,9 +250,9 @@ func newForestAlgorithm(j *job, c *trainConfig, ds *data.Dataset) (*algorithm, e
 		schedule:    train.ScheduleStatic,
 		header:      model.Header{Algorithm: model.AlgorithmForest, D: D, L: L, Seed: params.Seed, Params: mustJSON(params)},
 		fingerprint: fingerprint("forest", params, ds),
-		write: func(path string, h model.Header, units [][]byte) (int64, error) {
+		create: func(path string, h model.Header, units [][]byte) (*model.Writer, error) {
 			h.Counts = map[string]int64{"trees": int64(countHeld(units))}
-			return model.WriteForest(path, h, units)
+			return model.CreateForest(path, h, units)
 		},
 		scorer: func(units [][]byte) (scorer, error) {
 			f := &model.Forest{D: D, L: L}
@@ -326,7 +326,7 @@ func newLinearAlgorithm(name string, seed uint64, params any, prep model.Preproc
 		name: name, kind: "label block", axis: "labels", units: units, work: work, schedule: linearSchedule,
 		header:      model.Header{Algorithm: name, D: D, L: L, Seed: seed, Params: mustJSON(params)},
 		fingerprint: fingerprint(name, params, ds),
-		write:       model.WriteLinear,
+		create:      model.CreateLinear,
 		scorer: func(units [][]byte) (scorer, error) {
 			m, err := model.DecodeLinear(D, L, prep, units)
 			return linearScorer{m}, err
@@ -426,7 +426,7 @@ func trainModel(j *job, c *trainConfig) error {
 	j.summary.Algorithm = a.name
 	j.summary.Params = a.header.Params
 	j.summary.Data = map[string]any{"train": c.dataPath, "N": ds.N(), "D": ds.D(), "L": ds.L()}
-	done, whole, err := j.saveModel(c, a, own)
+	done, whole, commit, err := j.saveModel(c, a, own)
 	if err != nil {
 		return err
 	}
@@ -434,22 +434,29 @@ func trainModel(j *job, c *trainConfig) error {
 		// Stopped after the last unit was taken: the model is whole.
 		interrupted = false
 	}
-	if c.checkpoint != "" && !interrupted && c.modelOut != "" {
-		if err := j.comm.Barrier(); err != nil {
-			return err
-		}
-		os.RemoveAll(c.checkpoint)
-	}
 	if c.predictOn != "root" {
 		// The ranks predict with their own parts: return the gathered
 		// copy's memory before prediction allocates its own.
 		whole = nil
 		runtime.GC()
 	}
+	var evalErr error
 	if test != nil && done > 0 {
-		if err := j.evaluate(c, a, ds, test, own, whole, done); err != nil {
+		evalErr = j.evaluate(c, a, ds, test, own, whole, done)
+	}
+	// The model is committed even if evaluation failed: it is whole.
+	if err := commit.wait(j); err != nil {
+		return err
+	}
+	if evalErr != nil {
+		return evalErr
+	}
+	if c.checkpoint != "" && !interrupted && c.modelOut != "" {
+		// Only once the model is committed on rank 0.
+		if err := j.comm.Barrier(); err != nil {
 			return err
 		}
+		os.RemoveAll(c.checkpoint)
 	}
 	if interrupted {
 		rerun := "a rerun of the same command resumes from " + c.checkpoint
@@ -492,23 +499,24 @@ func (j *job) recordBalance(schedule string, busy time.Duration, units int) erro
 
 // saveModel gathers the units on rank 0 and writes the model, or writes one
 // shard per rank and a manifest. It returns the number of units in the
-// model (on every rank) and, on rank 0 when they were gathered, the encoded
-// units indexed by unit id.
-func (j *job) saveModel(c *trainConfig, a *algorithm, own []train.Result) (int, [][]byte, error) {
+// model (on every rank), on rank 0 when they were gathered the encoded units
+// indexed by unit id, and the model file's commit, under way (a no-op where
+// this rank wrote no single model file).
+func (j *job) saveModel(c *trainConfig, a *algorithm, own []train.Result) (int, [][]byte, *pendingCommit, error) {
 	count := []int64{int64(len(own))}
 	if err := j.comm.AllreduceInt64(count, mpi.Sum); err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	total := int(count[0])
 	if c.modelOut == "" {
-		return total, nil, nil
+		return total, nil, nil, nil
 	}
 	if total == 0 {
 		j.log.Warn("no " + a.kind + " finished: no model written")
-		return 0, nil, nil
+		return 0, nil, nil, nil
 	}
 	if c.shard {
-		return total, nil, j.writeShards(c, a, own, total)
+		return total, nil, nil, j.writeShards(c, a, own, total)
 	}
 	var units [][]byte
 	err := j.phase("gather", func() error {
@@ -517,18 +525,48 @@ func (j *job) saveModel(c *trainConfig, a *algorithm, own []train.Result) (int, 
 		return err
 	})
 	if err != nil || j.rank != 0 {
-		return total, nil, err
+		return total, nil, nil, err
 	}
+	var w *model.Writer
 	err = j.phase("write", func() error {
-		n, err := a.write(c.modelOut, a.header, units)
-		j.summary.ModelBytes = n
+		w, err = a.create(c.modelOut, a.header, units)
 		return err
 	})
 	if err != nil {
-		return total, nil, j.keepUnits(c, a, units, err)
+		return total, nil, nil, j.keepUnits(c, a, units, err)
 	}
-	j.log.Info("model written", "path", c.modelOut, a.kind+"s", total, "bytes", j.summary.ModelBytes)
-	return total, units, nil
+	return total, units, startCommit(w, c.modelOut, a.kind+"s", total), nil
+}
+
+// pendingCommit is a model file's Commit running in the background: it
+// mostly waits for the disk (fsync), so rank 0 predicts meanwhile. A nil
+// *pendingCommit has nothing to wait for.
+type pendingCommit struct {
+	w           *model.Writer
+	path, kinds string
+	units       int
+	done        chan error
+}
+
+func startCommit(w *model.Writer, path, kinds string, units int) *pendingCommit {
+	p := &pendingCommit{w: w, path: path, kinds: kinds, units: units, done: make(chan error, 1)}
+	go func() { p.done <- w.Commit() }()
+	return p
+}
+
+// wait returns the commit's error; the time spent waiting counts as
+// writing. On success it logs the model and records its size.
+func (p *pendingCommit) wait(j *job) error {
+	if p == nil {
+		return nil
+	}
+	err := j.phase("write", func() error { return <-p.done })
+	if err != nil {
+		return err
+	}
+	j.summary.ModelBytes = p.w.Bytes()
+	j.log.Info("model written", "path", p.path, p.kinds, p.units, "bytes", j.summary.ModelBytes)
+	return nil
 }
 
 // keepUnits saves the finished units this rank holds to the checkpoint
@@ -566,15 +604,14 @@ func (j *job) writeShards(c *trainConfig, a *algorithm, own []train.Result, tota
 	}
 	var ref []byte
 	err := j.phase("write", func() error {
-		n, err := a.write(path, sh, units)
+		w, err := a.create(path, sh, units)
+		if err == nil {
+			err = w.Commit()
+		}
 		if err != nil {
 			return j.keepUnits(c, a, units, err)
 		}
-		crc, err := model.FileChecksum(path)
-		if err != nil {
-			return err
-		}
-		ref = mustJSON(model.ShardRef{Path: filepath.Base(path), Rank: j.rank, Bytes: n, CRC32C: crc})
+		ref = mustJSON(model.ShardRef{Path: filepath.Base(path), Rank: j.rank, Bytes: w.Bytes(), CRC32C: w.CRC32C()})
 		return nil
 	})
 	if err != nil {

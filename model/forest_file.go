@@ -23,11 +23,26 @@ func parseTreeSection(name string) (int, bool) {
 }
 
 // WriteForest writes encoded trees (index = tree id; nil entries, trees not
-// held, are skipped) into one model file at path, atomically.
+// held, are skipped) into one model file at path, atomically, and returns
+// its size.
 func WriteForest(path string, h Header, trees [][]byte) (int64, error) {
-	w, err := Create(path, h)
+	w, err := CreateForest(path, h, trees)
 	if err != nil {
 		return 0, err
+	}
+	if err := w.Commit(); err != nil {
+		return 0, err
+	}
+	return w.Bytes(), nil
+}
+
+// CreateForest is WriteForest up to the Commit of the returned Writer: the
+// file is written and flushed (the trees may be freed), but not yet durable
+// nor at path.
+func CreateForest(path string, h Header, trees [][]byte) (*Writer, error) {
+	w, err := Create(path, h)
+	if err != nil {
+		return nil, err
 	}
 	for t, b := range trees {
 		if b == nil {
@@ -35,13 +50,13 @@ func WriteForest(path string, h Header, trees [][]byte) (int64, error) {
 		}
 		if err := w.AddSection(treeSection(t), b); err != nil {
 			w.Abort()
-			return 0, err
+			return nil, err
 		}
 	}
-	if err := w.Commit(); err != nil {
-		return 0, err
+	if err := w.Flush(); err != nil {
+		return nil, err
 	}
-	return w.Bytes(), nil
+	return w, nil
 }
 
 // LoadForest reads a forest from a model file or from the manifest of a

@@ -45,34 +45,48 @@ func LinearCounts(units [][]byte) (map[string]int64, error) {
 // atomically, and returns its size. h.Counts is set from the blocks (see
 // [LinearCounts]); h.Params must hold the model's [Preprocess].
 func WriteLinear(path string, h Header, units [][]byte) (int64, error) {
-	if !IsLinear(h.Algorithm) {
-		return 0, fmt.Errorf("write model %s: algorithm %q is not a linear model", path, h.Algorithm)
-	}
-	if _, err := ParsePreprocess(h.Params); err != nil {
-		return 0, fmt.Errorf("write model %s: %w", path, err)
-	}
-	counts, err := LinearCounts(units)
-	if err != nil {
-		return 0, fmt.Errorf("write model %s: %w", path, err)
-	}
-	h.Counts = counts
-	w, err := Create(path, h)
+	w, err := CreateLinear(path, h, units)
 	if err != nil {
 		return 0, err
-	}
-	defer w.Abort()
-	for u, b := range units {
-		if b == nil {
-			continue
-		}
-		if err := w.AddSection(LinearSection(u), b); err != nil {
-			return 0, err
-		}
 	}
 	if err := w.Commit(); err != nil {
 		return 0, err
 	}
 	return w.Bytes(), nil
+}
+
+// CreateLinear is WriteLinear up to the Commit of the returned Writer: the
+// file is written and flushed (the blocks may be freed), but not yet
+// durable nor at path.
+func CreateLinear(path string, h Header, units [][]byte) (*Writer, error) {
+	if !IsLinear(h.Algorithm) {
+		return nil, fmt.Errorf("write model %s: algorithm %q is not a linear model", path, h.Algorithm)
+	}
+	if _, err := ParsePreprocess(h.Params); err != nil {
+		return nil, fmt.Errorf("write model %s: %w", path, err)
+	}
+	counts, err := LinearCounts(units)
+	if err != nil {
+		return nil, fmt.Errorf("write model %s: %w", path, err)
+	}
+	h.Counts = counts
+	w, err := Create(path, h)
+	if err != nil {
+		return nil, err
+	}
+	for u, b := range units {
+		if b == nil {
+			continue
+		}
+		if err := w.AddSection(LinearSection(u), b); err != nil {
+			w.Abort()
+			return nil, err
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return nil, err
+	}
+	return w, nil
 }
 
 // LoadLinear reads a linear model from a model file or from the manifest
