@@ -244,9 +244,9 @@ func (e *containerEncoder) end() error {
 //	for ... { if err := w.AddSection(name, data); err != nil { return err } }
 //	return w.Commit()
 type Writer struct {
-	path string
-	tmp  *os.File
-	buf  *bufio.Writer
+	path    string
+	tmp     *os.File
+	buf     *bufio.Writer
 	enc     *containerEncoder
 	flushed bool // end marker written, nothing buffered
 	done    bool // committed or aborted
