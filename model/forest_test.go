@@ -186,7 +186,7 @@ func TestTreeRoundTripAndCorruption(t *testing.T) {
 }
 
 func FuzzTreeUnmarshal(f *testing.F) {
-	for _, tr := range []*Tree{smallTree(), wideTree()} {
+	for _, tr := range []*Tree{smallTree(), wideTree(12), wideTree(70)} {
 		b, _ := tr.MarshalBinary()
 		f.Add(b)
 		f.Add(encodeV2(tr))

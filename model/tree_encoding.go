@@ -114,11 +114,29 @@ func (t *Tree) AppendBinary(b []byte) ([]byte, error) {
 			}
 			b = binary.AppendUvarint(b, uint64(d-prev-1))
 			prev = d
+			last, k := -1, int(t.NumChildren[i])
+			end := e + int64(t.SplitCount[q])
+			if m <= 8 {
+				// Up to 64 children (the usual case) the mask is one
+				// word: this loop was most of encoding a tree.
+				var word uint64
+				for ; e < end; e++ {
+					c := int(t.SplitChild[e])
+					if c <= last || c >= k {
+						return nil, fmt.Errorf("encode tree: node %d dimension %d names children out of order or range", i, d)
+					}
+					word |= 1 << c
+					last = c
+				}
+				for j := range m {
+					b = append(b, byte(word>>(8*j)))
+				}
+				continue
+			}
 			clear(mask[:m])
-			last := -1
-			for end := e + int64(t.SplitCount[q]); e < end; e++ {
+			for ; e < end; e++ {
 				c := int(t.SplitChild[e])
-				if c <= last || c >= int(t.NumChildren[i]) {
+				if c <= last || c >= k {
 					return nil, fmt.Errorf("encode tree: node %d dimension %d names children out of order or range", i, d)
 				}
 				mask[c>>3] |= 1 << (c & 7)

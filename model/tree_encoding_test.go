@@ -49,18 +49,18 @@ func encodeV2(t *Tree) []byte {
 	return b
 }
 
-// wideTree is a root with 12 children (two mask bytes), the last a leaf
-// and the others leaves too, with dimensions far apart (multi-byte gaps).
-func wideTree() *Tree {
-	const k = 12
+// wideTree is a root with k children (12: two mask bytes; above 64: a mask
+// longer than a word), all leaves, with dimensions far apart (multi-byte
+// gaps).
+func wideTree(k int) *Tree {
 	t := &Tree{
 		X: Projection{Dim: 100000, BucketSeed: 5, SignSeed: 6}, Y: Projection{Dim: 300, BucketSeed: 7, SignSeed: 8},
 		FirstChild: make([]int32, k+1), NumChildren: make([]int32, k+1), Size: make([]int32, k+1),
 		SplitStart: []int64{0, 3}, EntryStart: []int64{0, 0},
-		SplitDim: []int32{0, 200, 99999}, SplitCount: []uint8{2, 1, k},
+		SplitDim: []int32{0, 200, 99999}, SplitCount: []uint8{2, 1, uint8(k)},
 		SplitChild: []uint8{0, 11, 5},
 	}
-	t.FirstChild[0], t.NumChildren[0], t.Size[0] = 1, k, 1000
+	t.FirstChild[0], t.NumChildren[0], t.Size[0] = 1, int32(k), 1000
 	for c := range uint8(k) {
 		t.SplitChild = append(t.SplitChild, c)
 	}
@@ -83,7 +83,7 @@ func wideTree() *Tree {
 }
 
 func TestTreeEncodingRoundTrip(t *testing.T) {
-	for name, tr := range map[string]*Tree{"small": smallTree(), "wide": wideTree()} {
+	for name, tr := range map[string]*Tree{"small": smallTree(), "wide": wideTree(12), "wider than a word": wideTree(70)} {
 		b, err := tr.MarshalBinary()
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
