@@ -346,6 +346,20 @@ func countHeld(units [][]byte) int {
 
 func trainModel(j *job, c *trainConfig) error {
 	var ds, test *data.Dataset
+	// The data and its replicas live for the whole run, so the collector
+	// pauses while they are built (see gcPause) — not for the DXML split
+	// format, whose reader leaves the whole data file as garbage.
+	pause := c.trainSplit == "" && c.testSplit == ""
+	if pause {
+		j.gc.begin()
+	}
+	resumeGC := func() {
+		if pause {
+			j.gc.end()
+			pause = false
+		}
+	}
+	defer resumeGC()
 	err := j.phase("load", func() error {
 		var err error
 		if ds, err = c.data.load(c.dataPath, c.trainSplit, 0, 0); err != nil {
@@ -367,6 +381,7 @@ func trainModel(j *job, c *trainConfig) error {
 	}
 	j.log.Info("training data", "path", c.dataPath, "N", ds.N(), "D", ds.D(), "L", ds.L(), "nnz", ds.X.NNZ(), "load_s", fmt.Sprintf("%.2f", j.phases["load"]))
 	a, err := newAlgorithm(j, c, ds)
+	resumeGC()
 	if err != nil {
 		return err
 	}
