@@ -80,7 +80,7 @@ type job struct {
 	backend string
 	hosts   []string // on rank 0
 
-	gc      *gcPause // shared by the ranks of this process
+	gc *gcPause // shared by the ranks of this process
 
 	mu      sync.Mutex
 	phases  map[string]float64
