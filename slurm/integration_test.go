@@ -201,6 +201,10 @@ func (c *cluster) testTrain(t *testing.T) {
 	if !strings.Contains(string(out), "P@1") {
 		t.Errorf("job output has no metrics table:\n%s", out)
 	}
+	// A one-node job step uses the shared-memory PML (mpi.OneNodePML).
+	if s.Backend != "in-process" && !strings.Contains(string(out), "pml=ob1") {
+		t.Errorf("one-node %s job does not log pml=ob1:\n%s", c.launcher, out)
+	}
 	scripts, _ := filepath.Glob(filepath.Join(dir, "xmc-train-*.sbatch"))
 	if len(scripts) != 1 {
 		t.Errorf("scripts kept beside the output: %q, want one", scripts)
