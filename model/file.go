@@ -337,6 +337,18 @@ func (w *Writer) Commit() error {
 	return nil
 }
 
+// commitCreated commits w, as returned with err by a function that wrote a
+// whole model without committing it, and returns the file's size.
+func commitCreated(w *Writer, err error) (int64, error) {
+	if err != nil {
+		return 0, err
+	}
+	if err := w.Commit(); err != nil {
+		return 0, err
+	}
+	return w.Bytes(), nil
+}
+
 // Abort discards the temporary file. It does nothing after Commit, so it
 // can be deferred.
 func (w *Writer) Abort() {

@@ -26,14 +26,7 @@ func parseTreeSection(name string) (int, bool) {
 // held, are skipped) into one model file at path, atomically, and returns
 // its size.
 func WriteForest(path string, h Header, trees [][]byte) (int64, error) {
-	w, err := CreateForest(path, h, trees)
-	if err != nil {
-		return 0, err
-	}
-	if err := w.Commit(); err != nil {
-		return 0, err
-	}
-	return w.Bytes(), nil
+	return commitCreated(CreateForest(path, h, trees))
 }
 
 // CreateForest is WriteForest up to the Commit of the returned Writer: the

@@ -45,14 +45,7 @@ func LinearCounts(units [][]byte) (map[string]int64, error) {
 // atomically, and returns its size. h.Counts is set from the blocks (see
 // [LinearCounts]); h.Params must hold the model's [Preprocess].
 func WriteLinear(path string, h Header, units [][]byte) (int64, error) {
-	w, err := CreateLinear(path, h, units)
-	if err != nil {
-		return 0, err
-	}
-	if err := w.Commit(); err != nil {
-		return 0, err
-	}
-	return w.Bytes(), nil
+	return commitCreated(CreateLinear(path, h, units))
 }
 
 // CreateLinear is WriteLinear up to the Commit of the returned Writer: the
