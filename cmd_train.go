@@ -345,43 +345,7 @@ func countHeld(units [][]byte) int {
 }
 
 func trainModel(j *job, c *trainConfig) error {
-	var ds, test *data.Dataset
-	// The data and its replicas live for the whole run, so the collector
-	// pauses while they are built (see gcPause) — not for the DXML split
-	// format, whose reader leaves the whole data file as garbage.
-	pause := c.trainSplit == "" && c.testSplit == ""
-	if pause {
-		j.gc.begin()
-	}
-	resumeGC := func() {
-		if pause {
-			j.gc.end()
-			pause = false
-		}
-	}
-	defer resumeGC()
-	err := j.phase("load", func() error {
-		var err error
-		if ds, err = c.data.load(c.dataPath, c.trainSplit, 0, 0); err != nil {
-			return err
-		}
-		switch {
-		case c.testSplit != "":
-			test, err = c.data.load(c.dataPath, c.testSplit, ds.D(), ds.L())
-		case c.testPath != "":
-			test, err = c.data.load(c.testPath, "", ds.D(), ds.L())
-		}
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	if test != nil && (test.D() > ds.D() || test.L() > ds.L()) {
-		return fmt.Errorf("test set has D=%d L=%d but the training set D=%d L=%d", test.D(), test.L(), ds.D(), ds.L())
-	}
-	j.log.Info("training data", "path", c.dataPath, "N", ds.N(), "D", ds.D(), "L", ds.L(), "nnz", ds.X.NNZ(), "load_s", fmt.Sprintf("%.2f", j.phases["load"]))
-	a, err := newAlgorithm(j, c, ds)
-	resumeGC()
+	ds, test, a, err := j.prepare(c)
 	if err != nil {
 		return err
 	}
@@ -482,6 +446,39 @@ func trainModel(j *job, c *trainConfig) error {
 			errInterrupted, done, a.units, a.kind, context.Cause(j.ctx), rerun)
 	}
 	return nil
+}
+
+// prepare loads the training data and the test data, if any, and the
+// algorithm with its data replicas. What it builds lives for the whole run,
+// so the collector pauses meanwhile (see gcPause), except for the DXML split
+// format, whose reader leaves the whole data file as garbage.
+func (j *job) prepare(c *trainConfig) (ds, test *data.Dataset, a *algorithm, err error) {
+	if c.trainSplit == "" && c.testSplit == "" {
+		j.gc.begin()
+		defer j.gc.end()
+	}
+	err = j.phase("load", func() error {
+		var err error
+		if ds, err = c.data.load(c.dataPath, c.trainSplit, 0, 0); err != nil {
+			return err
+		}
+		switch {
+		case c.testSplit != "":
+			test, err = c.data.load(c.dataPath, c.testSplit, ds.D(), ds.L())
+		case c.testPath != "":
+			test, err = c.data.load(c.testPath, "", ds.D(), ds.L())
+		}
+		return err
+	})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if test != nil && (test.D() > ds.D() || test.L() > ds.L()) {
+		return nil, nil, nil, fmt.Errorf("test set has D=%d L=%d but the training set D=%d L=%d", test.D(), test.L(), ds.D(), ds.L())
+	}
+	j.log.Info("training data", "path", c.dataPath, "N", ds.N(), "D", ds.D(), "L", ds.L(), "nnz", ds.X.NNZ(), "load_s", fmt.Sprintf("%.2f", j.phases["load"]))
+	a, err = newAlgorithm(j, c, ds)
+	return ds, test, a, err
 }
 
 // recordBalance gathers every rank's busy time and unit count into the
