@@ -93,9 +93,9 @@ type job struct {
 // heap grows to that data finds almost nothing to free (a parser's chunks
 // stay live until joined into the matrices), yet each one stops the world:
 // a Bibtex load took about 16. Pausing them cut a 2-rank Bibtex run's load
-// from 0.07 to 0.05 s and its mpirun wall time from 1.32 to 1.27 s (8
-// alternating runs, medians) for 2 MiB more peak memory. A memory limit
-// (GOMEMLIMIT) still triggers collections.
+// from 0.07 to 0.04-0.05 s (alternating runs, medians of 6 and of 8), peak
+// memory within 2 MiB. A memory limit (GOMEMLIMIT) still triggers
+// collections.
 type gcPause struct {
 	mu      sync.Mutex
 	pausing int // ranks between begin and end
