@@ -312,6 +312,47 @@ func TestRunnerCheckpointEvery(t *testing.T) {
 	}
 }
 
+// TestRunnerCheckpointStopOnOneRank checks that when one rank is stopped
+// and another finishes all of its units, the finished rank saves its
+// waiting units too: the rerun must resume from every finished unit.
+func TestRunnerCheckpointStopOnOneRank(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ckpt")
+	stopped, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var gathered [][]byte
+	pools := rankPools(t, 2, 1)
+	err := mpi.Launch(2, func(c mpi.Comm) error {
+		ctx := context.Background()
+		if c.Rank() == 1 {
+			ctx = stopped
+		}
+		p := Plan{Units: 10, Kind: "unit", Comm: c, Schedule: ScheduleStatic, Pool: pools[c.Rank()], Log: slog.New(slog.DiscardHandler),
+			Checkpoint: dir, CheckpointEvery: time.Hour, Fingerprint: "test"}
+		own, runErr := p.Run(ctx, func(w numa.Worker, u int) ([]byte, error) {
+			if u == 1 { // rank 1's first unit: rank 1 stops after it
+				cancel()
+			}
+			return unitBytes(u), nil
+		})
+		if runErr != nil && !errors.Is(runErr, ErrInterrupted) {
+			return runErr
+		}
+		all, err := Gather(c, 10, own, 0)
+		if c.Rank() == 0 {
+			gathered = all
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved, _ := filepath.Glob(filepath.Join(dir, "unit-*.bin"))
+	finished := 10 - countNil(gathered)
+	if finished < 6 || finished == 10 || len(saved) != finished {
+		t.Errorf("%d units saved of %d finished (rank 0's 5 and some of rank 1's), want all finished ones saved", len(saved), finished)
+	}
+}
+
 func countNil(units [][]byte) int {
 	n := 0
 	for _, u := range units {
