@@ -12,7 +12,7 @@ export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 MPIRUN   := mpirun --oversubscribe --bind-to none
 FUZZTIME ?= 4s
 
-.PHONY: all build demo test deps vet unit mpitest slurmtest fuzz bench scaling clean
+.PHONY: all build demo test deps vet unit race mpitest slurmtest fuzz bench scaling clean
 
 all: build
 
@@ -69,7 +69,24 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzReadScores$$' -fuzztime $(FUZZTIME) ./model
 	$(GO) test -run '^$$' -fuzz '^FuzzTreeUnmarshal$$' -fuzztime $(FUZZTIME) ./model
 
-test: vet unit mpitest slurmtest fuzz
+# race runs the concurrent runtime (unit runner, worker pools, in-process
+# MPI) and the command line's in-process ranks under the race detector; a
+# race ends the command with exit status 66.
+race: deps
+	$(GO) test -race -count=1 ./mpi ./numa
+	$(GO) test -race -count=1 -run 'Runner|GCPause' ./train .
+	$(GO) build -race -o $(BIN)/xmc-race .
+	@rm -rf $(OUT)/race && mkdir -p $(OUT)/race
+	GORACE="halt_on_error=1 exitcode=66" $(BIN)/xmc-race train --ranks 2 --trees 4 --data testdata/bibtex/train.txt \
+	  --test testdata/bibtex/test.txt --model-out $(OUT)/race/m.model > /dev/null
+	GORACE="halt_on_error=1 exitcode=66" $(BIN)/xmc-race train --ranks 2 --trees 4 --shard --checkpoint-every 0 \
+	  --data testdata/bibtex/train.txt --model-out $(OUT)/race/s.manifest > /dev/null
+	GORACE="halt_on_error=1 exitcode=66" $(BIN)/xmc-race predict --ranks 2 --model $(OUT)/race/s.manifest \
+	  --data testdata/bibtex/test.txt --out $(OUT)/race/scores.txt > /dev/null
+	GORACE="halt_on_error=1 exitcode=66" $(BIN)/xmc-race train --algo dismec --ranks 2 --data testdata/bibtex/train.txt \
+	  --test testdata/bibtex/test.txt > /dev/null
+
+test: vet unit race mpitest slurmtest fuzz
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 10x ./data ./train ./model

@@ -169,7 +169,8 @@ func runTrain(args []string) error {
 		c.checkpoint = ""
 	}
 	c.progressBar = isTerminal(os.Stderr)
-	return runJob("train", jo, func(j *job) error { return trainModel(j, &c) })
+	// Every rank works on its own copy: in-process ranks would share c.
+	return runJob("train", jo, func(j *job) error { rc := c; return trainModel(j, &rc) })
 }
 
 // algorithm adapts one trainer to the train command, which schedules its
