@@ -236,8 +236,10 @@ func newForestAlgorithm(j *job, c *trainConfig, ds *data.Dataset) (*algorithm, e
 		return nil, err
 	}
 	c.forest = params
+	// With several NUMA domains each gets its own copy of the data.
+	copyData := j.pool.Domains() > 1
 	replicas, err := numa.NewReplicas(j.pool, func(int) (*train.ForestData, error) {
-		return train.NewForestData(ds, maphash.MakeSeed()), nil
+		return train.NewForestData(ds, maphash.MakeSeed(), copyData), nil
 	})
 	if err != nil {
 		return nil, err

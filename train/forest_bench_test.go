@@ -17,7 +17,7 @@ func BenchmarkForestTreeBibtex(b *testing.B) {
 	p := DefaultForestParams()
 	p, _ = p.Resolve(tr.D(), tr.L())
 	pool := newTestPool(b, 1, 1)
-	rep, err := numa.NewReplicas(pool, func(int) (*ForestData, error) { return NewForestData(tr, maphash.MakeSeed()), nil })
+	rep, err := numa.NewReplicas(pool, func(int) (*ForestData, error) { return NewForestData(tr, maphash.MakeSeed(), true), nil })
 	if err != nil {
 		b.Fatal(err)
 	}

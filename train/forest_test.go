@@ -60,7 +60,7 @@ func newTestPool(t testing.TB, threads, domains int) *numa.Pool {
 // workers and returns their encodings.
 func trainTrees(t testing.TB, ds *data.Dataset, p ForestParams, pool *numa.Pool) [][]byte {
 	t.Helper()
-	rep, err := numa.NewReplicas(pool, func(int) (*ForestData, error) { return NewForestData(ds, maphash.MakeSeed()), nil })
+	rep, err := numa.NewReplicas(pool, func(int) (*ForestData, error) { return NewForestData(ds, maphash.MakeSeed(), true), nil })
 	if err != nil {
 		t.Fatal(err)
 	}
