@@ -272,40 +272,21 @@ func TestRunnerCheckpointEvery(t *testing.T) {
 	for _, tt := range tests {
 		for _, schedule := range schedules {
 			t.Run(tt.name+"/"+schedule, func(t *testing.T) {
-				dir := filepath.Join(t.TempDir(), "ckpt")
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
 				var mu sync.Mutex
 				computed := 0
-				var gathered [][]byte
-				pools := rankPools(t, 2, 1)
-				err := mpi.Launch(2, func(c mpi.Comm) error {
-					p := Plan{Units: 10, Kind: "unit", Comm: c, Schedule: schedule, Pool: pools[c.Rank()], Log: slog.New(slog.DiscardHandler),
-						Checkpoint: dir, CheckpointEvery: tt.every, Fingerprint: "test"}
-					own, runErr := p.Run(ctx, func(w numa.Worker, u int) ([]byte, error) {
-						time.Sleep(tt.unitTime)
-						mu.Lock()
-						defer mu.Unlock()
-						if computed++; computed == tt.stopAfter {
-							cancel()
-						}
-						return unitBytes(u), nil
-					})
-					if runErr != nil && !errors.Is(runErr, ErrInterrupted) {
-						return runErr
+				saved, finished := runSaving(t, schedule, tt.every, func(int) context.Context { return ctx }, func(w numa.Worker, u int) ([]byte, error) {
+					time.Sleep(tt.unitTime)
+					mu.Lock()
+					defer mu.Unlock()
+					if computed++; computed == tt.stopAfter {
+						cancel()
 					}
-					all, err := Gather(c, 10, own, 0)
-					if c.Rank() == 0 {
-						gathered = all
-					}
-					return err
+					return unitBytes(u), nil
 				})
-				if err != nil {
-					t.Fatal(err)
-				}
-				saved, _ := filepath.Glob(filepath.Join(dir, "unit-*.bin"))
-				if finished := 10 - countNil(gathered); !tt.check(len(saved), finished) {
-					t.Errorf("%d units saved of %d finished, want %s", len(saved), finished, tt.want)
+				if !tt.check(saved, finished) {
+					t.Errorf("%d units saved of %d finished, want %s", saved, finished, tt.want)
 				}
 			})
 		}
@@ -316,24 +297,37 @@ func TestRunnerCheckpointEvery(t *testing.T) {
 // and another finishes all of its units, the finished rank saves its
 // waiting units too: the rerun must resume from every finished unit.
 func TestRunnerCheckpointStopOnOneRank(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "ckpt")
 	stopped, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	ctxOf := func(rank int) context.Context {
+		if rank == 1 {
+			return stopped
+		}
+		return context.Background()
+	}
+	saved, finished := runSaving(t, ScheduleStatic, time.Hour, ctxOf, func(w numa.Worker, u int) ([]byte, error) {
+		if u == 1 { // rank 1's first unit: rank 1 stops after it
+			cancel()
+		}
+		return unitBytes(u), nil
+	})
+	if finished < 6 || finished == 10 || saved != finished {
+		t.Errorf("%d units saved of %d finished (rank 0's 5 and some of rank 1's), want all finished ones saved", saved, finished)
+	}
+}
+
+// runSaving runs 10 units on 2 ranks of one worker each, rank r stopping
+// once ctxOf(r) is done, with a checkpoint saved every every, and returns
+// the units the checkpoint holds and the units finished.
+func runSaving(t *testing.T, schedule string, every time.Duration, ctxOf func(rank int) context.Context, work WorkFunc) (saved, finished int) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "ckpt")
 	var gathered [][]byte
 	pools := rankPools(t, 2, 1)
 	err := mpi.Launch(2, func(c mpi.Comm) error {
-		ctx := context.Background()
-		if c.Rank() == 1 {
-			ctx = stopped
-		}
-		p := Plan{Units: 10, Kind: "unit", Comm: c, Schedule: ScheduleStatic, Pool: pools[c.Rank()], Log: slog.New(slog.DiscardHandler),
-			Checkpoint: dir, CheckpointEvery: time.Hour, Fingerprint: "test"}
-		own, runErr := p.Run(ctx, func(w numa.Worker, u int) ([]byte, error) {
-			if u == 1 { // rank 1's first unit: rank 1 stops after it
-				cancel()
-			}
-			return unitBytes(u), nil
-		})
+		p := Plan{Units: 10, Kind: "unit", Comm: c, Schedule: schedule, Pool: pools[c.Rank()], Log: slog.New(slog.DiscardHandler),
+			Checkpoint: dir, CheckpointEvery: every, Fingerprint: "test"}
+		own, runErr := p.Run(ctxOf(c.Rank()), work)
 		if runErr != nil && !errors.Is(runErr, ErrInterrupted) {
 			return runErr
 		}
@@ -346,11 +340,8 @@ func TestRunnerCheckpointStopOnOneRank(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	saved, _ := filepath.Glob(filepath.Join(dir, "unit-*.bin"))
-	finished := 10 - countNil(gathered)
-	if finished < 6 || finished == 10 || len(saved) != finished {
-		t.Errorf("%d units saved of %d finished (rank 0's 5 and some of rank 1's), want all finished ones saved", len(saved), finished)
-	}
+	files, _ := filepath.Glob(filepath.Join(dir, "unit-*.bin"))
+	return len(files), 10 - countNil(gathered)
 }
 
 func countNil(units [][]byte) int {
