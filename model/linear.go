@@ -163,11 +163,8 @@ func (b *LinearBlock) UnmarshalBinary(data []byte) error {
 	b.Start = r.i64s(int(n) + 1)
 	b.Feature = r.i32s(int(nnz))
 	b.Weight = r.f32s(int(nnz))
-	if r.err != nil {
-		return fmt.Errorf("%w: %v", errLinearCorrupt, r.err)
-	}
-	if len(r.b) != 0 {
-		return fmt.Errorf("%w: %d trailing bytes", errLinearCorrupt, len(r.b))
+	if err := r.end(errLinearCorrupt); err != nil {
+		return err
 	}
 	if b.Start[0] != 0 || b.Start[n] != int64(nnz) {
 		return fmt.Errorf("%w: offsets do not cover the weights", errLinearCorrupt)

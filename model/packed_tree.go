@@ -159,11 +159,8 @@ func packV3(b []byte) (*PackedTree, error) {
 	}
 	p.values = len(b) - len(r.b)
 	r.take(4 * int(nLeaf))
-	if r.err != nil {
-		return nil, fmt.Errorf("%w: %v", errTreeCorrupt, r.err)
-	}
-	if len(r.b) != 0 {
-		return nil, fmt.Errorf("%w: %d trailing bytes", errTreeCorrupt, len(r.b))
+	if err := r.end(errTreeCorrupt); err != nil {
+		return nil, err
 	}
 	return p, nil
 }

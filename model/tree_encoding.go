@@ -230,13 +230,7 @@ func (t *Tree) decodeV2(r *reader) error {
 	t.SplitWeight = r.bf16s(int(nEntry))
 	t.LeafLabel = r.i32s(int(nLeaf))
 	t.LeafValue = r.f32s(int(nLeaf))
-	if r.err != nil {
-		return fmt.Errorf("%w: %v", errTreeCorrupt, r.err)
-	}
-	if len(r.b) != 0 {
-		return fmt.Errorf("%w: %d trailing bytes", errTreeCorrupt, len(r.b))
-	}
-	return nil
+	return r.end(errTreeCorrupt)
 }
 
 // validate checks the structural invariants SplitIndex and Leaf rely on, for
@@ -298,6 +292,18 @@ type reader struct {
 	err error
 }
 
+// end returns nil if every read succeeded and consumed the whole input,
+// else the read error or the trailing bytes, wrapped in corrupt.
+func (r *reader) end(corrupt error) error {
+	if r.err != nil {
+		return fmt.Errorf("%w: %v", corrupt, r.err)
+	}
+	if len(r.b) != 0 {
+		return fmt.Errorf("%w: %d trailing bytes", corrupt, len(r.b))
+	}
+	return nil
+}
+
 func (r *reader) take(n int) []byte {
 	if r.err != nil {
 		return nil
@@ -354,16 +360,22 @@ func (r *reader) uvarint() uint64 {
 	return v
 }
 
-func (r *reader) i32s(n int) []int32 {
-	p := r.take(4 * n)
+// readSlice reads n values of size bytes each, decoded by dec; an empty
+// (not nil) slice when nothing could be read.
+func readSlice[T any](r *reader, n, size int, dec func([]byte) T) []T {
+	p := r.take(size * n)
 	if p == nil {
-		return make([]int32, 0)
+		return make([]T, 0)
 	}
-	s := make([]int32, n)
+	s := make([]T, n)
 	for i := range s {
-		s[i] = int32(binary.LittleEndian.Uint32(p[4*i:]))
+		s[i] = dec(p[size*i:])
 	}
 	return s
+}
+
+func (r *reader) i32s(n int) []int32 {
+	return readSlice(r, n, 4, func(b []byte) int32 { return int32(binary.LittleEndian.Uint32(b)) })
 }
 
 func (r *reader) bytes(n int) []byte {
@@ -372,37 +384,13 @@ func (r *reader) bytes(n int) []byte {
 }
 
 func (r *reader) bf16s(n int) []BFloat16 {
-	p := r.take(2 * n)
-	if p == nil {
-		return make([]BFloat16, 0)
-	}
-	s := make([]BFloat16, n)
-	for i := range s {
-		s[i] = BFloat16(binary.LittleEndian.Uint16(p[2*i:]))
-	}
-	return s
+	return readSlice(r, n, 2, func(b []byte) BFloat16 { return BFloat16(binary.LittleEndian.Uint16(b)) })
 }
 
 func (r *reader) f32s(n int) []float32 {
-	p := r.take(4 * n)
-	if p == nil {
-		return make([]float32, 0)
-	}
-	s := make([]float32, n)
-	for i := range s {
-		s[i] = math.Float32frombits(binary.LittleEndian.Uint32(p[4*i:]))
-	}
-	return s
+	return readSlice(r, n, 4, func(b []byte) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(b)) })
 }
 
 func (r *reader) i64s(n int) []int64 {
-	p := r.take(8 * n)
-	if p == nil {
-		return make([]int64, 0)
-	}
-	s := make([]int64, n)
-	for i := range s {
-		s[i] = int64(binary.LittleEndian.Uint64(p[8*i:]))
-	}
-	return s
+	return readSlice(r, n, 8, func(b []byte) int64 { return int64(binary.LittleEndian.Uint64(b)) })
 }
