@@ -17,8 +17,8 @@ import (
 	"strings"
 	"syscall"
 
+	"xmc/atomicfile"
 	"xmc/bench"
-	"xmc/model"
 )
 
 // benchCommands are the subcommands of xmc bench.
@@ -266,7 +266,7 @@ func writeFiles(dir string, files map[string]func(io.Writer) error) ([]string, e
 	for _, name := range slices.Sorted(maps.Keys(files)) {
 		path := filepath.Join(dir, name)
 		write := files[name]
-		if err := model.WriteAtomic(path, func(w *bufio.Writer) error { return write(w) }); err != nil {
+		if err := atomicfile.Write(path, func(w *bufio.Writer) error { return write(w) }); err != nil {
 			return paths, fmt.Errorf("write %s: %w", path, err)
 		}
 		paths = append(paths, path)

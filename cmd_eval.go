@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 
+	"xmc/atomicfile"
 	"xmc/model"
 )
 
@@ -74,7 +75,7 @@ func runEval(args []string) error {
 	if err != nil {
 		return err
 	}
-	return model.WriteAtomic(jsonOut, func(w *bufio.Writer) error {
+	return atomicfile.Write(jsonOut, func(w *bufio.Writer) error {
 		_, err := w.Write(append(b, '\n'))
 		return err
 	})

@@ -4,8 +4,8 @@ import (
 	"bufio"
 	"errors"
 
+	"xmc/atomicfile"
 	"xmc/data"
-	"xmc/model"
 )
 
 func runGen(args []string) error {
@@ -29,5 +29,5 @@ func runGen(args []string) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	return model.WriteAtomic(out, func(w *bufio.Writer) error { return data.Generate(w, c) })
+	return atomicfile.Write(out, func(w *bufio.Writer) error { return data.Generate(w, c) })
 }

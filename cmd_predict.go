@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 
+	"xmc/atomicfile"
 	"xmc/data"
 	"xmc/model"
 	"xmc/numa"
@@ -144,7 +145,7 @@ func addTrees(f *model.Forest, blobs [][]byte) error {
 
 // writeScoresFile writes rows in the XMC score format, atomically.
 func writeScoresFile(path string, L int, rows [][]model.Scored) error {
-	return model.WriteAtomic(path, func(w *bufio.Writer) error { return model.WriteScores(w, L, rows) })
+	return atomicfile.Write(path, func(w *bufio.Writer) error { return model.WriteScores(w, L, rows) })
 }
 
 // loadScorer loads the model at path, or on each rank the part of it the

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"xmc/atomicfile"
 	"xmc/data"
 	"xmc/model"
 )
@@ -227,7 +228,7 @@ func perfectTop1(t *testing.T, path string) {
 		lo := test.Y.Indptr[i]
 		rows[i] = []model.Scored{{Label: test.Y.Indices[lo], Score: 1}}
 	}
-	err = model.WriteAtomic(path, func(w *bufio.Writer) error { return model.WriteScores(w, test.L(), rows) })
+	err = atomicfile.Write(path, func(w *bufio.Writer) error { return model.WriteScores(w, test.L(), rows) })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"xmc/model"
+	"xmc/atomicfile"
 )
 
 // Plot size: readable in a README at full width and in a paper column.
@@ -254,7 +254,7 @@ func savePlot(p *plot.Plot, base string) ([]string, error) {
 			return paths, fmt.Errorf("plot %s: %w", base, err)
 		}
 		path := base + "." + format
-		err = model.WriteAtomic(path, func(w *bufio.Writer) error {
+		err = atomicfile.Write(path, func(w *bufio.Writer) error {
 			_, err := wt.WriteTo(w)
 			return err
 		})

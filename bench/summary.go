@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"os"
 
-	"xmc/model"
+	"xmc/atomicfile"
 	"xmc/mpi"
 )
 
@@ -81,7 +81,7 @@ func (s *Summary) WriteFile(path string) error {
 		return err
 	}
 	b = append(b, '\n')
-	return model.WriteAtomic(path, func(w *bufio.Writer) error {
+	return atomicfile.Write(path, func(w *bufio.Writer) error {
 		_, err := w.Write(b)
 		return err
 	})

@@ -42,6 +42,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"xmc/atomicfile"
 )
 
 // FormatVersion is the container format version this package writes and the
@@ -245,7 +247,7 @@ func (e *containerEncoder) end() error {
 //	return w.Commit()
 type Writer struct {
 	path    string
-	tmp     *os.File
+	file    *atomicfile.File
 	buf     *bufio.Writer
 	enc     *containerEncoder
 	flushed bool // end marker written, nothing buffered
@@ -255,15 +257,11 @@ type Writer struct {
 // Create starts writing a model with header h to a temporary file in the
 // directory of path.
 func Create(path string, h Header) (*Writer, error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	f, err := atomicfile.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("create model %s: %w", path, err)
 	}
-	w := &Writer{path: path, tmp: tmp, buf: bufio.NewWriterSize(tmp, 1<<20)}
+	w := &Writer{path: path, file: f, buf: bufio.NewWriterSize(f, 1<<20)}
 	w.enc = newContainerEncoder(w.buf)
 	if err := w.enc.header(h); err != nil {
 		w.Abort()
@@ -329,7 +327,7 @@ func (w *Writer) Commit() error {
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	if err := finishTemp(w.tmp, w.path); err != nil {
+	if err := w.file.Commit(); err != nil {
 		w.Abort()
 		return fmt.Errorf("write model %s: %w", w.path, err)
 	}
@@ -356,8 +354,7 @@ func (w *Writer) Abort() {
 		return
 	}
 	w.done = true
-	w.tmp.Close()
-	os.Remove(w.tmp.Name())
+	w.file.Abort()
 }
 
 // Bytes returns the size of the file written so far; after Commit it is the
@@ -368,33 +365,6 @@ func (w *Writer) Bytes() int64 { return w.enc.size }
 // every byte before it, stored in its last four bytes), as recorded in a
 // [ShardRef]; before Commit it returns 0.
 func (w *Writer) CRC32C() uint32 { return w.enc.sum }
-
-// finishTemp makes tmp durable and moves it to path: chmod to the usual
-// 0644 (CreateTemp makes 0600 files), fsync, close, rename, fsync the
-// directory so the rename itself survives a crash.
-func finishTemp(tmp *os.File, path string) error {
-	if err := tmp.Chmod(0o644); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	dir, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	defer dir.Close()
-	if err := dir.Sync(); err != nil {
-		return fmt.Errorf("sync directory: %w", err)
-	}
-	return nil
-}
 
 // WriteFile atomically writes a model with header h and the given sections
 // to path: an existing file at path is replaced only if the whole write
@@ -597,11 +567,7 @@ func WriteManifest(path string, m *Manifest) error {
 		return fmt.Errorf("write manifest %s: %w", path, err)
 	}
 	js = append(js, '\n')
-	err = WriteAtomic(path, func(w *bufio.Writer) error {
-		_, err := w.Write(js)
-		return err
-	})
-	if err != nil {
+	if err := atomicfile.WriteBytes(path, js); err != nil {
 		return fmt.Errorf("write manifest: %w", err)
 	}
 	return nil

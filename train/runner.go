@@ -8,7 +8,6 @@
 package train
 
 import (
-	"bufio"
 	"cmp"
 	"context"
 	"encoding/binary"
@@ -22,7 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"xmc/model"
+	"xmc/atomicfile"
 	"xmc/mpi"
 	"xmc/numa"
 )
@@ -607,15 +606,6 @@ func (t *tracker) finish() error {
 	return nil
 }
 
-// writeFile writes data to path atomically (temporary file, fsync, rename),
-// so a checkpoint never holds a partial unit.
-func writeFile(path string, data []byte) error {
-	return model.WriteAtomic(path, func(w *bufio.Writer) error {
-		_, err := w.Write(data)
-		return err
-	})
-}
-
 // checkpoint saves finished units as files unit-NNNNNNN.bin in a directory
 // stamped with the run's fingerprint. A nil *checkpoint saves nothing.
 type checkpoint struct {
@@ -639,7 +629,7 @@ func openCheckpoint(dir, fingerprint string, rank int) (*checkpoint, error) {
 	case errors.Is(err, os.ErrNotExist):
 		// Every rank stamps the directory: on node-local disks each rank is
 		// the first, on a shared one the atomic writes carry the same bytes.
-		if err := writeFile(path, []byte(fingerprint)); err != nil {
+		if err := atomicfile.WriteBytes(path, []byte(fingerprint)); err != nil {
 			return nil, fmt.Errorf("checkpoint: %w", err)
 		}
 	case err != nil:
@@ -797,7 +787,7 @@ func (c *checkpoint) save(u int, data []byte) error {
 	if c == nil {
 		return nil
 	}
-	if err := writeFile(c.file(u), data); err != nil {
+	if err := atomicfile.WriteBytes(c.file(u), data); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	return nil

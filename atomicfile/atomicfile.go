@@ -1,0 +1,126 @@
+// Package atomicfile writes xmc's output files (models, checkpoints, score
+// files, summaries, plots) so that the destination path holds either its old
+// content or the whole new file, never a part: a crash, a full disk or a
+// failed rank leaves nothing half-written behind.
+//
+// A file is written to a temporary name in the destination's directory
+// (so that the final rename stays on one file system), then synced,
+// renamed over the destination, and the directory synced so that the
+// rename itself survives a crash.
+package atomicfile
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// File is a file being written under a temporary name beside its
+// destination. Nothing appears at the destination until Commit succeeds.
+// The usual pattern is
+//
+//	f, err := atomicfile.Create(path)
+//	if err != nil { return err }
+//	defer f.Abort()
+//	... write to f ...
+//	return f.Commit()
+type File struct {
+	path string
+	tmp  *os.File
+	done bool // committed or aborted
+}
+
+// Create starts writing the file that Commit will move to path.
+func Create(path string) (*File, error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	if err != nil {
+		return nil, err
+	}
+	return &File{path: path, tmp: tmp}, nil
+}
+
+// Path returns the destination path.
+func (f *File) Path() string { return f.path }
+
+// Write writes p to the temporary file.
+func (f *File) Write(p []byte) (int, error) { return f.tmp.Write(p) }
+
+// Commit makes the file durable and moves it to its destination: the usual
+// 0644 permissions (temporary files are created 0600), fsync, close,
+// rename, fsync of the directory. On error the temporary file is removed.
+func (f *File) Commit() error {
+	if f.done {
+		return fmt.Errorf("%s: Commit after Commit or Abort", f.path)
+	}
+	err := f.tmp.Chmod(0o644)
+	if err == nil {
+		err = f.tmp.Sync()
+	}
+	if err == nil {
+		err = f.tmp.Close()
+	}
+	if err == nil {
+		err = os.Rename(f.tmp.Name(), f.path)
+	}
+	if err != nil {
+		f.Abort()
+		return err
+	}
+	f.done = true
+	dir, err := os.Open(filepath.Dir(f.path))
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	if err := dir.Sync(); err != nil {
+		return fmt.Errorf("sync directory: %w", err)
+	}
+	return nil
+}
+
+// Abort removes the temporary file. It does nothing after Commit, so it can
+// be deferred.
+func (f *File) Abort() {
+	if f.done {
+		return
+	}
+	f.done = true
+	f.tmp.Close()
+	os.Remove(f.tmp.Name())
+}
+
+// Write creates path through write, atomically: write fills the file
+// through a buffer, which is then committed as Commit does. On any error an
+// existing file at path is left as it was. Errors name the path.
+func Write(path string, write func(w *bufio.Writer) error) error {
+	f, err := Create(path)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer f.Abort()
+	bw := bufio.NewWriterSize(f, 64<<10)
+	err = write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
+		err = f.Commit()
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// WriteBytes writes b to path atomically.
+func WriteBytes(path string, b []byte) error {
+	return Write(path, func(w *bufio.Writer) error {
+		_, err := w.Write(b)
+		return err
+	})
+}
