@@ -7,6 +7,7 @@ package data
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // CSR is a sparse matrix in compressed sparse row form: the entries of row i
@@ -30,6 +31,14 @@ func (m *CSR) Row(i int) ([]int32, []float32) {
 
 // NNZ is the number of stored entries.
 func (m *CSR) NNZ() int64 { return m.Indptr[m.Rows] }
+
+// Clone returns a copy of m that shares no memory with it, allocated by the
+// calling goroutine: called on a pinned worker, the copy is first touched,
+// and so placed, in that worker's NUMA domain.
+func (m *CSR) Clone() CSR {
+	return CSR{Rows: m.Rows, Cols: m.Cols, Indptr: slices.Clone(m.Indptr),
+		Indices: slices.Clone(m.Indices), Values: slices.Clone(m.Values)}
+}
 
 // Dataset is a multi-label dataset: X holds the features (N × D) and Y the
 // labels (N × L, every stored value 1).

@@ -282,7 +282,7 @@ func (p powerLaw) rank(u float64) int {
 // hash of (Seed, l, j) rather than a stored table, so memory does not grow
 // with L × protoSize.
 func (g *generator) prototype(l int32, j int) genFeature {
-	h := splitmix64(g.cfg.Seed ^ splitmix64(uint64(l)<<32|uint64(j)))
+	h := SplitMix64(g.cfg.Seed ^ SplitMix64(uint64(l)<<32|uint64(j)))
 	u := float64(h>>11) / (1 << 53) // top 53 bits as a uniform in [0, 1)
 	r := g.featLaw.rank(u)
 	return genFeature{id: g.featRank[r], v: float32(1+h&3) / 4}
@@ -291,12 +291,4 @@ func (g *generator) prototype(l int32, j int) genFeature {
 // randomWeight returns a feature weight in {0.25, 0.5, 0.75, 1}.
 func (g *generator) randomWeight() float32 {
 	return float32(1+g.rng.IntN(4)) / 4
-}
-
-// splitmix64 is the SplitMix64 finaliser, a fast well-mixing 64-bit hash.
-func splitmix64(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
-	x = (x ^ x>>27) * 0x94d049bb133111eb
-	return x ^ x>>31
 }

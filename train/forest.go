@@ -83,7 +83,7 @@ type ForestData struct {
 func NewForestData(d *data.Dataset, seed maphash.Seed, copyData bool) *ForestData {
 	f := &ForestData{X: d.X, Y: d.Y}
 	if copyData {
-		f.X, f.Y = cloneCSR(&d.X), cloneCSR(&d.Y)
+		f.X, f.Y = d.X.Clone(), d.Y.Clone()
 	}
 	f.xHash = rowHashes(&f.X, seed)
 	f.yHash = rowHashes(&f.Y, seed)
@@ -114,11 +114,6 @@ func rowClasses(m *data.CSR, hash []uint64) ([]int32, int) {
 		class[i] = c
 	}
 	return class, int(n)
-}
-
-func cloneCSR(m *data.CSR) data.CSR {
-	return data.CSR{Rows: m.Rows, Cols: m.Cols, Indptr: slices.Clone(m.Indptr),
-		Indices: slices.Clone(m.Indices), Values: slices.Clone(m.Values)}
 }
 
 func rowHashes(m *data.CSR, seed maphash.Seed) []uint64 {
@@ -156,14 +151,7 @@ func NewForestTrainer(p ForestParams, replicas *numa.Replicas[*ForestData], work
 // TreeSeed derives the seed of tree t from the forest seed alone, so a tree
 // is the same whichever rank or worker trains it.
 func TreeSeed(seed uint64, t int) uint64 {
-	return splitmix64(seed ^ splitmix64(uint64(t)+0x9e3779b97f4a7c15))
-}
-
-func splitmix64(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
-	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
-	return x ^ (x >> 31)
+	return data.SplitMix64(seed ^ data.SplitMix64(uint64(t)+0x9e3779b97f4a7c15))
 }
 
 // Work is the WorkFunc of a forest: it trains tree unit and encodes it.
@@ -223,9 +211,9 @@ func (f *ForestTrainer) TrainTree(w numa.Worker, t int) (*model.Tree, error) {
 		tree, s.spare = s.spare, nil
 		tree.Reset()
 	}
-	tree.X = model.Projection{Dim: int32(f.Params.DimX), BucketSeed: uint32(splitmix64(seed + 1)), SignSeed: uint32(splitmix64(seed + 2))}
-	tree.Y = model.Projection{Dim: int32(f.Params.DimY), BucketSeed: uint32(splitmix64(seed + 3)), SignSeed: uint32(splitmix64(seed + 4))}
-	b := &treeBuilder{p: f.Params, d: d, s: s, rng: rand.New(rand.NewPCG(seed, splitmix64(seed))), tree: tree}
+	tree.X = model.Projection{Dim: int32(f.Params.DimX), BucketSeed: uint32(data.SplitMix64(seed + 1)), SignSeed: uint32(data.SplitMix64(seed + 2))}
+	tree.Y = model.Projection{Dim: int32(f.Params.DimY), BucketSeed: uint32(data.SplitMix64(seed + 3)), SignSeed: uint32(data.SplitMix64(seed + 4))}
+	b := &treeBuilder{p: f.Params, d: d, s: s, rng: rand.New(rand.NewPCG(seed, data.SplitMix64(seed))), tree: tree}
 	if err := b.build(); err != nil {
 		return nil, err
 	}

@@ -93,7 +93,7 @@ func NewLinearData(ds *data.Dataset, prep model.Preprocess) (*LinearData, error)
 	if prep.Bias {
 		d.X = data.AppendBias(&ds.X, 1) // a copy
 	} else {
-		d.X = cloneCSR(&ds.X)
+		d.X = ds.X.Clone()
 	}
 	if prep.Normalize {
 		// Normalising after appending the bias would shrink the rows'

@@ -356,14 +356,7 @@ func newPPDScratch(d *PPDSparseData, p PPDSparseParams) *ppdScratch {
 
 // labelSeed derives the random stream of label l from the run's seed.
 func labelSeed(seed uint64, l int32) (uint64, uint64) {
-	return splitmix(seed ^ 0x9e3779b97f4a7c15), splitmix(seed + uint64(l)*0xbf58476d1ce4e5b9 + 1)
-}
-
-func splitmix(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
-	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
-	return x ^ (x >> 31)
+	return data.SplitMix64(seed ^ 0x9e3779b97f4a7c15), data.SplitMix64(seed + uint64(l)*0xbf58476d1ce4e5b9 + 1)
 }
 
 // train leaves the weights of label l in s.w (dense; the columns touched
