@@ -273,13 +273,13 @@ func newDismecAlgorithm(j *job, c *trainConfig, ds *data.Dataset) (*algorithm, e
 		return nil, err
 	}
 	replicas, err := numa.NewReplicas(j.pool, func(int) (*train.LinearData, error) {
-		return train.NewLinearData(ds, params.Preprocess())
+		return train.NewLinearData(ds, params.Preprocess)
 	})
 	if err != nil {
 		return nil, err
 	}
 	trainer := train.NewDismecTrainer(params, replicas, len(j.pool.Workers()))
-	a := newLinearAlgorithm(model.AlgorithmDiSMEC, c.seed, params, params.Preprocess(), ds, trainer.Units(), trainer.Work)
+	a := newLinearAlgorithm(model.AlgorithmDiSMEC, c.seed, params, params.Preprocess, ds, trainer.Units(), trainer.Work)
 	a.weight = func(u int) int { return len(trainer.Block(u)) }
 	a.done = func(j *job) {
 		st := trainer.Stats()
@@ -295,13 +295,13 @@ func newPPDSparseAlgorithm(j *job, c *trainConfig, ds *data.Dataset) (*algorithm
 		return nil, err
 	}
 	replicas, err := numa.NewReplicas(j.pool, func(int) (*train.PPDSparseData, error) {
-		return train.NewPPDSparseData(ds, params.Preprocess())
+		return train.NewPPDSparseData(ds, params.Preprocess)
 	})
 	if err != nil {
 		return nil, err
 	}
 	trainer := train.NewPPDSparseTrainer(params, replicas, len(j.pool.Workers()))
-	a := newLinearAlgorithm(model.AlgorithmPPDSparse, c.seed, params, params.Preprocess(), ds, trainer.Units(), trainer.Work)
+	a := newLinearAlgorithm(model.AlgorithmPPDSparse, c.seed, params, params.Preprocess, ds, trainer.Units(), trainer.Work)
 	a.weight = func(u int) int { return len(trainer.Block(u)) }
 	a.done = func(j *job) {
 		st := trainer.Stats()

@@ -124,46 +124,34 @@ func (d *Dataset) Subset(rows []int) *Dataset {
 
 // NormalizeRows scales every row of m to unit L2 norm in place, the usual
 // preprocessing for tf-idf features before linear models and cosine-based
-// trees. Rows whose entries are all zero are left untouched. The norm is
-// accumulated in float64.
+// trees: each value becomes ScaleValue(v, UnitScale(row)). Rows whose
+// entries are all zero are left untouched.
 func NormalizeRows(m *CSR) {
 	for i := range m.Rows {
 		val := m.Values[m.Indptr[i]:m.Indptr[i+1]]
-		var s float64
-		for _, v := range val {
-			s += float64(v) * float64(v)
-		}
-		if s == 0 {
-			continue
-		}
-		inv := 1 / math.Sqrt(s)
+		s := UnitScale(val)
 		for k, v := range val {
-			val[k] = float32(float64(v) * inv)
+			val[k] = ScaleValue(v, s)
 		}
 	}
 }
 
-// AppendBias returns a copy of m with one more column, index m.Cols, holding
-// v in every row: linear trainers learn the bias as the weight of this
-// constant feature. m is not modified. It panics if m.Cols is already the
-// largest int32, as column ids are int32.
-func AppendBias(m *CSR, v float32) CSR {
-	if m.Cols >= math.MaxInt32 {
-		panic(fmt.Sprintf("data.AppendBias: %d columns leave no room for a bias column", m.Cols))
+// UnitScale returns the factor that scales a row with values val to unit
+// L2 norm, 1/‖val‖ with the norm accumulated in float64, or 1 for a row
+// whose entries are all zero. Training and prediction both scale rows
+// through it and ScaleValue, so that a model sees a test row exactly as it
+// saw its training rows.
+func UnitScale(val []float32) float64 {
+	var s float64
+	for _, v := range val {
+		s += float64(v) * float64(v)
 	}
-	nnz := len(m.Indices) + m.Rows
-	out := CSR{
-		Rows:    m.Rows,
-		Cols:    m.Cols + 1,
-		Indptr:  make([]int64, m.Rows+1),
-		Indices: make([]int32, 0, nnz),
-		Values:  make([]float32, 0, nnz),
+	if s == 0 {
+		return 1
 	}
-	for i := range m.Rows {
-		idx, val := m.Row(i)
-		out.Indices = append(append(out.Indices, idx...), int32(m.Cols))
-		out.Values = append(append(out.Values, val...), v)
-		out.Indptr[i+1] = int64(len(out.Indices))
-	}
-	return out
+	return 1 / math.Sqrt(s)
 }
+
+// ScaleValue returns v scaled by s, rounded to float32 as a matrix stores it.
+// A scale of 1 returns v unchanged.
+func ScaleValue(v float32, s float64) float32 { return float32(float64(v) * s) }

@@ -65,21 +65,6 @@ func TestNormalizeRows(t *testing.T) {
 	}
 }
 
-func TestAppendBias(t *testing.T) {
-	m := rows(3, [][]int32{{0, 2}, {}, {1}}, [][]float32{{1, 2}, {}, {3}})
-	got := AppendBias(&m, 0.5)
-	want := rows(4, [][]int32{{0, 2, 3}, {3}, {1, 3}}, [][]float32{{1, 2, 0.5}, {0.5}, {3, 0.5}})
-	if !csrEqual(&got, &want) {
-		t.Errorf("AppendBias = %+v, want %+v", got, want)
-	}
-	if err := got.Validate(); err != nil {
-		t.Error(err)
-	}
-	if m.Cols != 3 || m.NNZ() != 3 {
-		t.Errorf("AppendBias modified its input: %+v", m)
-	}
-}
-
 func TestSubset(t *testing.T) {
 	d := &Dataset{
 		X: rows(3, [][]int32{{0, 2}, {}, {1}}, [][]float32{{1, 2}, {}, {3}}),

@@ -1,9 +1,7 @@
 package model
 
 import (
-	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -23,48 +21,6 @@ func IsLinear(a string) bool {
 		return true
 	}
 	return false
-}
-
-// Preprocess is how a linear model's training rows were transformed before
-// training. It is part of the model header's Params (as the JSON fields
-// "normalize" and "bias"), so that prediction applies the same transform
-// to test rows: a model trained on normalised rows scores raw rows wrongly.
-type Preprocess struct {
-	// Normalize scales every row to unit L2 norm (see data.NormalizeRows).
-	Normalize bool `json:"normalize"`
-	// Bias appends a constant feature of value 1 with column index D, the
-	// number of features of the data (see data.AppendBias): its weight is
-	// the label's bias.
-	Bias bool `json:"bias"`
-}
-
-// Cols returns the number of weight columns of a model over D features:
-// D, plus one for the bias feature.
-func (p Preprocess) Cols(D int) int {
-	if p.Bias {
-		return D + 1
-	}
-	return D
-}
-
-// ParsePreprocess reads the preprocessing from a header's Params. Both
-// fields must be present: a header that does not say how its rows were
-// transformed is an error rather than a silent guess.
-func ParsePreprocess(params json.RawMessage) (Preprocess, error) {
-	var p struct {
-		Normalize *bool `json:"normalize"`
-		Bias      *bool `json:"bias"`
-	}
-	if len(params) == 0 {
-		return Preprocess{}, errors.New("header has no params: cannot tell the preprocessing (normalize, bias) of a linear model")
-	}
-	if err := json.Unmarshal(params, &p); err != nil {
-		return Preprocess{}, fmt.Errorf("header params: %w", err)
-	}
-	if p.Normalize == nil || p.Bias == nil {
-		return Preprocess{}, fmt.Errorf("header params %s lack \"normalize\" or \"bias\"", bytes.TrimSpace(params))
-	}
-	return Preprocess{Normalize: *p.Normalize, Bias: *p.Bias}, nil
 }
 
 // LinearBlock holds the sparse weight vectors of a block of labels, the

@@ -2,7 +2,6 @@ package model
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"sync/atomic"
 
@@ -146,23 +145,11 @@ const linearBlockRows = 256
 // k best of the others, which score their base alone. The true top k is
 // among them.
 func (m *Linear) scoreRow(idx []int32, val []float32, k int, s *linearScratch) []Scored {
-	inv := 1.0
-	if m.Prep.Normalize {
-		var ss float64
-		for _, v := range val {
-			ss += float64(v) * float64(v)
-		}
-		if ss > 0 {
-			inv = 1 / math.Sqrt(ss)
-		}
-	}
+	scale := m.Prep.Scale(val)
 	s.touched = s.touched[:0]
 	for q, j := range idx {
-		// The same rounding as data.NormalizeRows applied in training.
-		v := float64(val[q])
-		if m.Prep.Normalize {
-			v = float64(float32(v * inv))
-		}
+		// Scaled and rounded as Preprocess.Apply scaled training rows.
+		v := float64(data.ScaleValue(val[q], scale))
 		lo, hi := m.colStart[j], m.colStart[j+1]
 		labels, weights := m.colLabel[lo:hi], m.colWeight[lo:hi]
 		weights = weights[:len(labels)]

@@ -275,26 +275,6 @@ func TestLinearBlockCorrupt(t *testing.T) {
 	}
 }
 
-func TestParsePreprocess(t *testing.T) {
-	tests := []struct {
-		params string
-		want   Preprocess
-		ok     bool
-	}{
-		{`{"cost":1,"normalize":true,"bias":false}`, Preprocess{Normalize: true}, true},
-		{`{"normalize":false,"bias":true}`, Preprocess{Bias: true}, true},
-		{`{"normalize":true}`, Preprocess{}, false},
-		{``, Preprocess{}, false},
-		{`[1]`, Preprocess{}, false},
-	}
-	for _, tc := range tests {
-		got, err := ParsePreprocess(json.RawMessage(tc.params))
-		if (err == nil) != tc.ok || got != tc.want {
-			t.Errorf("ParsePreprocess(%s) = %+v, %v; want %+v, ok=%v", tc.params, got, err, tc.want, tc.ok)
-		}
-	}
-}
-
 // TestLinearFile writes a model whole and as two shards with a manifest,
 // and loads it back whole and in part.
 func TestLinearFile(t *testing.T) {

@@ -53,7 +53,7 @@ type DismecParams struct {
 // MSI initialisation, pruning at 0.01, eps 0.01, rows normalised and a bias
 // feature.
 func DefaultDismecParams() DismecParams {
-	return DismecParams{OneVsAllParams: OneVsAllParams{Cost: 1, Prune: 0.01, LabelsPerUnit: 16, Normalize: true, Bias: true},
+	return DismecParams{OneVsAllParams: OneVsAllParams{Cost: 1, Prune: 0.01, LabelsPerUnit: 16, Preprocess: model.Preprocess{Normalize: true, Bias: true}},
 		Init: InitMSI, Eps: 0.01, MaxNewtonIters: 1000}
 }
 
@@ -108,7 +108,7 @@ type DismecTrainer struct {
 }
 
 // NewDismecTrainer prepares a trainer for params (resolved) over the data
-// replicas, built with params.Preprocess(), with scratch for the given
+// replicas, built with params.Preprocess, with scratch for the given
 // number of workers.
 func NewDismecTrainer(p DismecParams, data *numa.Replicas[*LinearData], workers int) *DismecTrainer {
 	d := data.Get(0)

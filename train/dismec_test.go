@@ -19,7 +19,7 @@ import (
 // encoded units and the trainer.
 func trainDismec(t testing.TB, ds *data.Dataset, p DismecParams, pool *numa.Pool) ([][]byte, *DismecTrainer) {
 	t.Helper()
-	rep, err := numa.NewReplicas(pool, func(int) (*LinearData, error) { return NewLinearData(ds, p.Preprocess()) })
+	rep, err := numa.NewReplicas(pool, func(int) (*LinearData, error) { return NewLinearData(ds, p.Preprocess) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func trainDismec(t testing.TB, ds *data.Dataset, p DismecParams, pool *numa.Pool
 // linearModel decodes encoded units into a model.
 func linearModel(t testing.TB, ds *data.Dataset, p DismecParams, units [][]byte) *model.Linear {
 	t.Helper()
-	m, err := model.DecodeLinear(ds.D(), ds.L(), p.Preprocess(), units)
+	m, err := model.DecodeLinear(ds.D(), ds.L(), p.Preprocess, units)
 	if err != nil {
 		t.Fatal(err)
 	}

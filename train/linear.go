@@ -21,11 +21,12 @@ type OneVsAllParams struct {
 	Prune float64 `json:"prune"`
 	// LabelsPerUnit is the number of labels per work unit.
 	LabelsPerUnit int `json:"labels_per_unit"`
-	// Normalize scales every row to unit L2 norm before training (and
-	// prediction), and Bias appends a constant feature 1 whose weight,
-	// the label's bias, is not regularised.
-	Normalize bool `json:"normalize"`
-	Bias      bool `json:"bias"`
+	// Preprocess is how rows are transformed before training and
+	// prediction: Normalize scales every row to unit L2 norm, and Bias
+	// appends a constant feature 1 whose weight, the label's bias, is not
+	// regularised. Its JSON fields are part of the model header, which
+	// prediction reads them from.
+	model.Preprocess
 }
 
 // validate reports the first parameter out of its range.
@@ -41,19 +42,14 @@ func (p OneVsAllParams) validate() error {
 	return nil
 }
 
-// Preprocess returns the row preprocessing the parameters ask for.
-func (p OneVsAllParams) Preprocess() model.Preprocess {
-	return model.Preprocess{Normalize: p.Normalize, Bias: p.Bias}
-}
-
 // checkUnit reports whether unit is one of blocks and d was preprocessed as
 // the parameters ask: the checks of a one-vs-all WorkFunc before training.
 func (p OneVsAllParams) checkUnit(d *LinearData, blocks [][]int32, unit int) error {
 	if unit < 0 || unit >= len(blocks) {
 		return fmt.Errorf("unit %d outside [0, %d)", unit, len(blocks))
 	}
-	if d.Prep != p.Preprocess() {
-		return fmt.Errorf("training data preprocessed as %+v but the parameters ask for %+v", d.Prep, p.Preprocess())
+	if d.Prep != p.Preprocess {
+		return fmt.Errorf("training data preprocessed as %+v but the parameters ask for %+v", d.Prep, p.Preprocess)
 	}
 	return nil
 }
@@ -89,18 +85,7 @@ func NewLinearData(ds *data.Dataset, prep model.Preprocess) (*LinearData, error)
 	if ds.Y.Rows != ds.X.Rows {
 		return nil, fmt.Errorf("linear training data: %d feature rows but %d label rows", ds.X.Rows, ds.Y.Rows)
 	}
-	d := &LinearData{D: ds.D(), L: ds.L(), Prep: prep}
-	if prep.Bias {
-		d.X = data.AppendBias(&ds.X, 1) // a copy
-	} else {
-		d.X = ds.X.Clone()
-	}
-	if prep.Normalize {
-		// Normalising after appending the bias would shrink the rows'
-		// features and the bias alike; normalise the features alone, as
-		// DiSMEC does, and leave the bias at 1.
-		normalizeFeatures(&d.X, prep.Bias)
-	}
+	d := &LinearData{D: ds.D(), L: ds.L(), Prep: prep, X: prep.Apply(&ds.X)}
 	d.PosStart, d.PosRows = labelColumns(&ds.Y)
 	d.Mean = make([]float64, d.X.Cols)
 	for k, j := range d.X.Indices {
@@ -111,20 +96,6 @@ func NewLinearData(ds *data.Dataset, prep model.Preprocess) (*LinearData, error)
 		d.Mean[j] *= inv
 	}
 	return d, nil
-}
-
-// normalizeFeatures scales every row of m to unit L2 norm, leaving out of
-// the norm and the scaling the last entry of each row if bias is set. It
-// rounds as data.NormalizeRows does, which prediction reproduces.
-func normalizeFeatures(m *data.CSR, bias bool) {
-	for i := range m.Rows {
-		lo, hi := m.Indptr[i], m.Indptr[i+1]
-		if bias {
-			hi--
-		}
-		sub := data.CSR{Rows: 1, Cols: m.Cols, Indptr: []int64{0, hi - lo}, Indices: m.Indices[lo:hi], Values: m.Values[lo:hi]}
-		data.NormalizeRows(&sub)
-	}
 }
 
 // labelColumns transposes the label matrix y: the rows holding label l are

@@ -72,7 +72,7 @@ type PPDSparseParams struct {
 // rows stayed a point of P@1 below it on Bibtex over a grid of C and λ (see
 // TestPPDSparseBibtexAccuracy).
 func DefaultPPDSparseParams() PPDSparseParams {
-	return PPDSparseParams{OneVsAllParams: OneVsAllParams{Cost: 0.01, Prune: 0.01, LabelsPerUnit: 8, Normalize: false, Bias: true},
+	return PPDSparseParams{OneVsAllParams: OneVsAllParams{Cost: 0.01, Prune: 0.01, LabelsPerUnit: 8, Preprocess: model.Preprocess{Normalize: false, Bias: true}},
 		Loss: LossSquaredHinge, Lambda: 0.01, Tol: 0.1, MaxIters: 100, InnerPasses: 20, Sparsify: 1, SearchCutoff: 0, Seed: 1}
 }
 
@@ -211,7 +211,7 @@ type PPDSparseTrainer struct {
 }
 
 // NewPPDSparseTrainer prepares a trainer for params (validated) over the
-// data replicas, built with params.Preprocess(), with scratch for the
+// data replicas, built with params.Preprocess, with scratch for the
 // given number of workers.
 func NewPPDSparseTrainer(p PPDSparseParams, data *numa.Replicas[*PPDSparseData], workers int) *PPDSparseTrainer {
 	d := data.Get(0)

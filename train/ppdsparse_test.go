@@ -18,7 +18,7 @@ import (
 // returns the encoded units and the trainer.
 func trainPPDSparse(t testing.TB, ds *data.Dataset, p PPDSparseParams, pool *numa.Pool) ([][]byte, *PPDSparseTrainer) {
 	t.Helper()
-	rep, err := numa.NewReplicas(pool, func(int) (*PPDSparseData, error) { return NewPPDSparseData(ds, p.Preprocess()) })
+	rep, err := numa.NewReplicas(pool, func(int) (*PPDSparseData, error) { return NewPPDSparseData(ds, p.Preprocess) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func trainPPDSparse(t testing.TB, ds *data.Dataset, p PPDSparseParams, pool *num
 // evalPPDSparse scores te with the model of units and returns P@1, P@3, P@5.
 func evalPPDSparse(t testing.TB, tr, te *data.Dataset, p PPDSparseParams, units [][]byte, pool *numa.Pool) map[string]float64 {
 	t.Helper()
-	m, err := model.DecodeLinear(tr.D(), tr.L(), p.Preprocess(), units)
+	m, err := model.DecodeLinear(tr.D(), tr.L(), p.Preprocess, units)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestPPDSparseBibtexAccuracy(t *testing.T) {
 		units, trainer := trainPPDSparse(t, tr, p, pool)
 		got := evalPPDSparse(t, tr, te, p, units, pool)
 		st := trainer.Stats()
-		m, _ := model.DecodeLinear(tr.D(), tr.L(), p.Preprocess(), units)
+		m, _ := model.DecodeLinear(tr.D(), tr.L(), p.Preprocess, units)
 		ratio := float64(st.ActiveRows) / float64(st.Labels) / float64(tr.N())
 		t.Logf("%s: P@1 %.2f P@3 %.2f P@5 %.2f, %d weights, %+v, mean active rows %.1f%%",
 			c.loss, got["P@1"], got["P@3"], got["P@5"], m.NNZ(), st, 100*ratio)
@@ -127,7 +127,7 @@ func TestPPDSparseOptimality(t *testing.T) {
 		p := DefaultPPDSparseParams()
 		p.Tol, p.MaxIters, p.InnerPasses, p.Sparsify = 1e-6, 1000, 1000, sparsify
 		p.Cost = 0.05
-		d, err := NewPPDSparseData(ds, p.Preprocess())
+		d, err := NewPPDSparseData(ds, p.Preprocess)
 		if err != nil {
 			t.Fatal(err)
 		}
