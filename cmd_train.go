@@ -244,7 +244,7 @@ func newForestAlgorithm(j *job, c *trainConfig, ds *data.Dataset) (*algorithm, e
 	if err != nil {
 		return nil, err
 	}
-	trainer := train.NewForestTrainer(params, replicas, len(j.pool.Workers()))
+	trainer := train.NewForestTrainer(params, replicas, j.pool)
 	D, L := ds.D(), ds.L()
 	return &algorithm{
 		name: model.AlgorithmForest, kind: "tree", axis: "trees", units: params.Trees, work: trainer.Work,
@@ -278,7 +278,7 @@ func newDismecAlgorithm(j *job, c *trainConfig, ds *data.Dataset) (*algorithm, e
 	if err != nil {
 		return nil, err
 	}
-	trainer := train.NewDismecTrainer(params, replicas, len(j.pool.Workers()))
+	trainer := train.NewDismecTrainer(params, replicas, j.pool)
 	a := newLinearAlgorithm(model.AlgorithmDiSMEC, c.seed, params, params.Preprocess, ds, trainer.Units(), trainer.Work)
 	a.weight = func(u int) int { return len(trainer.Block(u)) }
 	a.done = func(j *job) {
@@ -300,7 +300,7 @@ func newPPDSparseAlgorithm(j *job, c *trainConfig, ds *data.Dataset) (*algorithm
 	if err != nil {
 		return nil, err
 	}
-	trainer := train.NewPPDSparseTrainer(params, replicas, len(j.pool.Workers()))
+	trainer := train.NewPPDSparseTrainer(params, replicas, j.pool)
 	a := newLinearAlgorithm(model.AlgorithmPPDSparse, c.seed, params, params.Preprocess, ds, trainer.Units(), trainer.Work)
 	a.weight = func(u int) int { return len(trainer.Block(u)) }
 	a.done = func(j *job) {

@@ -100,7 +100,7 @@ type DismecTrainer struct {
 	Params  DismecParams
 	Data    *numa.Replicas[*LinearData]
 	blocks  [][]int32
-	scratch []*dismecScratch // per worker, allocated by the worker itself
+	scratch *numa.PerWorker[*dismecScratch]
 	// The rows of each domain's data in the solver's order, built by the
 	// domain's first worker to need them.
 	rows     []*sortedRows
@@ -108,13 +108,16 @@ type DismecTrainer struct {
 }
 
 // NewDismecTrainer prepares a trainer for params (resolved) over the data
-// replicas, built with params.Preprocess, with scratch for the given
-// number of workers.
-func NewDismecTrainer(p DismecParams, data *numa.Replicas[*LinearData], workers int) *DismecTrainer {
-	d := data.Get(0)
-	return &DismecTrainer{Params: p, Data: data, blocks: LabelBlocks(d.LabelCounts(), p.LabelsPerUnit),
-		scratch: make([]*dismecScratch, workers),
-		rows:    make([]*sortedRows, data.Len()), rowsOnce: make([]sync.Once, data.Len())}
+// replicas, built with params.Preprocess, for the workers of pool.
+func NewDismecTrainer(p DismecParams, data *numa.Replicas[*LinearData], pool *numa.Pool) *DismecTrainer {
+	t := &DismecTrainer{Params: p, Data: data, blocks: LabelBlocks(data.Get(0).LabelCounts(), p.LabelsPerUnit),
+		rows: make([]*sortedRows, data.Len()), rowsOnce: make([]sync.Once, data.Len())}
+	t.scratch = numa.NewPerWorker(pool, func(w numa.Worker) *dismecScratch {
+		d := data.Get(w.Domain)
+		t.rowsOnce[w.Domain].Do(func() { t.rows[w.Domain] = newSortedRows(&d.X, biasColumn(d)) })
+		return t.newScratch(d, t.rows[w.Domain])
+	})
+	return t
 }
 
 // Units returns the number of work units, label blocks.
@@ -127,14 +130,12 @@ func (t *DismecTrainer) Block(u int) []int32 { return t.blocks[u] }
 // it after training, not while workers run.
 func (t *DismecTrainer) Stats() DismecStats {
 	var s DismecStats
-	for _, sc := range t.scratch {
-		if sc != nil {
-			s.Labels += sc.stats.Labels
-			s.Newton += sc.stats.Newton
-			s.CG += sc.stats.CG
-			s.Unconverged += sc.stats.Unconverged
-		}
-	}
+	t.scratch.Each(func(sc *dismecScratch) {
+		s.Labels += sc.stats.Labels
+		s.Newton += sc.stats.Newton
+		s.CG += sc.stats.CG
+		s.Unconverged += sc.stats.Unconverged
+	})
 	return s
 }
 
@@ -154,12 +155,7 @@ func (t *DismecTrainer) Work(w numa.Worker, unit int) ([]byte, error) {
 	if err := t.Params.checkUnit(d, t.blocks, unit); err != nil {
 		return nil, err
 	}
-	s := t.scratch[w.ID]
-	if s == nil {
-		t.rowsOnce[w.Domain].Do(func() { t.rows[w.Domain] = newSortedRows(&d.X, biasColumn(d)) })
-		s = t.newScratch(d, t.rows[w.Domain])
-		t.scratch[w.ID] = s
-	}
+	s := t.scratch.Get(w)
 	s.block.Reset()
 	for _, l := range t.blocks[unit] {
 		if err := t.trainLabel(d, s, l); err != nil {

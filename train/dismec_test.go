@@ -23,7 +23,7 @@ func trainDismec(t testing.TB, ds *data.Dataset, p DismecParams, pool *numa.Pool
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := NewDismecTrainer(p, rep, len(pool.Workers()))
+	tr := NewDismecTrainer(p, rep, pool)
 	return workAll(t, pool, tr.Units(), tr.Work), tr
 }
 

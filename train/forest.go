@@ -139,13 +139,14 @@ func rowHashes(m *data.CSR, seed maphash.Seed) []uint64 {
 type ForestTrainer struct {
 	Params  ForestParams
 	Data    *numa.Replicas[*ForestData]
-	scratch []*forestScratch // per worker, allocated by the worker itself
+	scratch *numa.PerWorker[*forestScratch]
 }
 
 // NewForestTrainer prepares a trainer for params (resolved) over the data
-// replicas, with scratch for the given number of workers.
-func NewForestTrainer(p ForestParams, replicas *numa.Replicas[*ForestData], workers int) *ForestTrainer {
-	return &ForestTrainer{Params: p, Data: replicas, scratch: make([]*forestScratch, workers)}
+// replicas, for the workers of pool.
+func NewForestTrainer(p ForestParams, replicas *numa.Replicas[*ForestData], pool *numa.Pool) *ForestTrainer {
+	return &ForestTrainer{Params: p, Data: replicas,
+		scratch: numa.NewPerWorker(pool, func(w numa.Worker) *forestScratch { return newForestScratch(replicas.Get(w.Domain), p) })}
 }
 
 // TreeSeed derives the seed of tree t from the forest seed alone, so a tree
@@ -162,7 +163,7 @@ func (f *ForestTrainer) Work(w numa.Worker, unit int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := f.scratch[w.ID]
+	s := f.scratch.Get(w)
 	s.spare = t
 	return s.encoded.add(t)
 }
@@ -200,11 +201,7 @@ func (e *encodedTrees) add(t *model.Tree) ([]byte, error) {
 // TrainTree trains tree number t on worker w, reading w's domain replica.
 func (f *ForestTrainer) TrainTree(w numa.Worker, t int) (*model.Tree, error) {
 	d := f.Data.Get(w.Domain)
-	s := f.scratch[w.ID]
-	if s == nil {
-		s = newForestScratch(d, f.Params)
-		f.scratch[w.ID] = s
-	}
+	s := f.scratch.Get(w)
 	seed := TreeSeed(f.Params.Seed, t)
 	tree := &model.Tree{}
 	if s.spare != nil {

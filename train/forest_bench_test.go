@@ -21,7 +21,7 @@ func BenchmarkForestTreeBibtex(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	trainer := NewForestTrainer(p, rep, 1)
+	trainer := NewForestTrainer(p, rep, pool)
 	w := pool.Workers()[0]
 	b.ResetTimer()
 	cpu := processCPU()

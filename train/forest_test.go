@@ -64,7 +64,7 @@ func trainTrees(t testing.TB, ds *data.Dataset, p ForestParams, pool *numa.Pool)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := NewForestTrainer(p, rep, len(pool.Workers()))
+	tr := NewForestTrainer(p, rep, pool)
 	return workAll(t, pool, p.Trees, tr.Work)
 }
 

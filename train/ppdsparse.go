@@ -207,16 +207,14 @@ type PPDSparseTrainer struct {
 	Params  PPDSparseParams
 	Data    *numa.Replicas[*PPDSparseData]
 	blocks  [][]int32
-	scratch []*ppdScratch // per worker, allocated by the worker itself
+	scratch *numa.PerWorker[*ppdScratch]
 }
 
 // NewPPDSparseTrainer prepares a trainer for params (validated) over the
-// data replicas, built with params.Preprocess, with scratch for the
-// given number of workers.
-func NewPPDSparseTrainer(p PPDSparseParams, data *numa.Replicas[*PPDSparseData], workers int) *PPDSparseTrainer {
-	d := data.Get(0)
-	return &PPDSparseTrainer{Params: p, Data: data, blocks: LabelBlocks(d.LabelCounts(), p.LabelsPerUnit),
-		scratch: make([]*ppdScratch, workers)}
+// data replicas, built with params.Preprocess, for the workers of pool.
+func NewPPDSparseTrainer(p PPDSparseParams, data *numa.Replicas[*PPDSparseData], pool *numa.Pool) *PPDSparseTrainer {
+	return &PPDSparseTrainer{Params: p, Data: data, blocks: LabelBlocks(data.Get(0).LabelCounts(), p.LabelsPerUnit),
+		scratch: numa.NewPerWorker(pool, func(w numa.Worker) *ppdScratch { return newPPDScratch(data.Get(w.Domain), p) })}
 }
 
 // Units returns the number of work units, label blocks.
@@ -229,18 +227,16 @@ func (t *PPDSparseTrainer) Block(u int) []int32 { return t.blocks[u] }
 // it after training, not while workers run.
 func (t *PPDSparseTrainer) Stats() PPDSparseStats {
 	var s PPDSparseStats
-	for _, sc := range t.scratch {
-		if sc != nil {
-			st := sc.stats
-			s.Labels += st.Labels
-			s.Rounds += st.Rounds
-			s.Passes += st.Passes
-			s.Updates += st.Updates
-			s.Scanned += st.Scanned
-			s.ActiveRows += st.ActiveRows
-			s.Unconverged += st.Unconverged
-		}
-	}
+	t.scratch.Each(func(sc *ppdScratch) {
+		st := sc.stats
+		s.Labels += st.Labels
+		s.Rounds += st.Rounds
+		s.Passes += st.Passes
+		s.Updates += st.Updates
+		s.Scanned += st.Scanned
+		s.ActiveRows += st.ActiveRows
+		s.Unconverged += st.Unconverged
+	})
 	return s
 }
 
@@ -251,11 +247,7 @@ func (t *PPDSparseTrainer) Work(w numa.Worker, unit int) ([]byte, error) {
 	if err := t.Params.checkUnit(d.LinearData, t.blocks, unit); err != nil {
 		return nil, err
 	}
-	s := t.scratch[w.ID]
-	if s == nil {
-		s = newPPDScratch(d, t.Params)
-		t.scratch[w.ID] = s
-	}
+	s := t.scratch.Get(w)
 	s.block.Reset()
 	for _, l := range t.blocks[unit] {
 		s.train(l, t.Params.Seed)

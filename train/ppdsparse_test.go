@@ -22,7 +22,7 @@ func trainPPDSparse(t testing.TB, ds *data.Dataset, p PPDSparseParams, pool *num
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := NewPPDSparseTrainer(p, rep, len(pool.Workers()))
+	tr := NewPPDSparseTrainer(p, rep, pool)
 	return workAll(t, pool, tr.Units(), tr.Work), tr
 }
 
