@@ -10,7 +10,7 @@ import (
 	"xmc/data"
 	"xmc/model"
 	"xmc/numa"
-	"xmc/train"
+	"xmc/runner"
 )
 
 // scorer is a model, or the part of one a rank holds, that predicts: whole
@@ -69,7 +69,7 @@ func (j *job) predict(mode string, part, whole scorer, test *data.Dataset, k int
 // on rank 0, prints and records the metrics. whole holds every encoded unit
 // on rank 0 when the model was gathered. When the ranks predict with their
 // own parts, it takes the encoded units out of own (leaving Data nil).
-func (j *job) evaluate(c *trainConfig, a *algorithm, ds, test *data.Dataset, own []train.Result, whole [][]byte, total int) error {
+func (j *job) evaluate(c *trainConfig, a *algorithm, ds, test *data.Dataset, own []runner.Result, whole [][]byte, total int) error {
 	var scores [][]model.Scored
 	err := j.phase("predict", func() error {
 		var part, all scorer
@@ -80,7 +80,7 @@ func (j *job) evaluate(c *trainConfig, a *algorithm, ds, test *data.Dataset, own
 			// takes part in gathering them now. (Only rank 0 holds
 			// whole: the other ranks cannot decide by it.)
 			if c.shard || c.modelOut == "" {
-				if whole, err = train.Gather(j.comm, a.units, own, 0); err != nil {
+				if whole, err = runner.Gather(j.comm, a.units, own, 0); err != nil {
 					return err
 				}
 			}

@@ -20,6 +20,7 @@ import (
 	"xmc/model"
 	"xmc/mpi"
 	"xmc/numa"
+	"xmc/runner"
 	"xmc/train"
 )
 
@@ -150,8 +151,8 @@ func runTrain(args []string) error {
 		return errors.New("nothing to do: give --model-out, --test or both")
 	case c.shard && c.modelOut == "":
 		return errors.New("--shard needs --model-out (the manifest's path)")
-	case c.schedule != "" && c.schedule != train.ScheduleStatic && c.schedule != train.ScheduleDynamic:
-		return fmt.Errorf("--schedule %q: want %s or %s", c.schedule, train.ScheduleStatic, train.ScheduleDynamic)
+	case c.schedule != "" && c.schedule != runner.ScheduleStatic && c.schedule != runner.ScheduleDynamic:
+		return fmt.Errorf("--schedule %q: want %s or %s", c.schedule, runner.ScheduleStatic, runner.ScheduleDynamic)
 	case c.predictOn != "ranks" && c.predictOn != "root":
 		return fmt.Errorf("--predict-on %q: want ranks or root", c.predictOn)
 	case c.testPath != "" && c.testSplit != "":
@@ -168,7 +169,7 @@ func runTrain(args []string) error {
 	if c.checkpoint == "none" {
 		c.checkpoint = ""
 	}
-	c.progressBar = isTerminal(os.Stderr)
+	c.progressBar = runner.IsTerminal(os.Stderr)
 	// Every rank works on its own copy: in-process ranks would share c.
 	return runJob("train", jo, func(j *job) error { rc := c; return trainModel(j, &rc) })
 }
@@ -181,7 +182,7 @@ type algorithm struct {
 	kind        string // a unit in messages: "tree", "label block"
 	axis        string // what shards split: "trees", "labels"
 	units       int
-	work        train.WorkFunc
+	work        runner.WorkFunc
 	header      model.Header
 	fingerprint string
 	// create writes encoded units (index = unit id, nil = not held) into
@@ -250,7 +251,7 @@ func newForestAlgorithm(j *job, c *trainConfig, ds *data.Dataset) (*algorithm, e
 		name: model.AlgorithmForest, kind: "tree", axis: "trees", units: params.Trees, work: trainer.Work,
 		// Trees cost about the same: a cyclic deal balances them without
 		// messages.
-		schedule:    train.ScheduleStatic,
+		schedule:    runner.ScheduleStatic,
 		header:      model.Header{Algorithm: model.AlgorithmForest, D: D, L: L, Seed: params.Seed, Params: mustJSON(params)},
 		fingerprint: fingerprint("forest", params, ds),
 		create: func(path string, h model.Header, units [][]byte) (*model.Writer, error) {
@@ -319,11 +320,11 @@ func newPPDSparseAlgorithm(j *job, c *trainConfig, ds *data.Dataset) (*algorithm
 // whose label blocks cost very unequal amounts: dealt on request, they
 // left ranks 0.3–1.6% apart where the cyclic deal left them 1.5–12% apart
 // (see the README's load-balance measurements).
-const linearSchedule = train.ScheduleDynamic
+const linearSchedule = runner.ScheduleDynamic
 
 // newLinearAlgorithm adapts a one-vs-all trainer whose units are label
 // blocks encoded as model.LinearBlock.
-func newLinearAlgorithm(name string, seed uint64, params any, prep model.Preprocess, ds *data.Dataset, units int, work train.WorkFunc) *algorithm {
+func newLinearAlgorithm(name string, seed uint64, params any, prep model.Preprocess, ds *data.Dataset, units int, work runner.WorkFunc) *algorithm {
 	D, L := ds.D(), ds.L()
 	return &algorithm{
 		name: name, kind: "label block", axis: "labels", units: units, work: work, schedule: linearSchedule,
@@ -360,7 +361,7 @@ func trainModel(j *job, c *trainConfig) error {
 	schedule := c.schedule
 	trainStart := time.Now()
 	var busy time.Duration
-	plan := train.Plan{
+	plan := runner.Plan{
 		Units: a.units, Kind: a.kind, Comm: j.comm, Schedule: schedule, Pool: j.pool, Log: j.log,
 		Checkpoint: c.checkpoint, CheckpointEvery: c.ckptEvery, Fingerprint: a.fingerprint,
 		OnIdle: func() { busy = time.Since(trainStart) },
@@ -373,15 +374,15 @@ func trainModel(j *job, c *trainConfig) error {
 		if a.weight != nil {
 			what, total = a.axis, ds.L()
 		}
-		plan.Progress = newProgress(j.log, what, total, c.progressBar)
+		plan.Progress = runner.NewProgress(j.log, what, total, c.progressBar)
 	}
-	var own []train.Result
+	var own []runner.Result
 	var runErr error
 	j.phase("train", func() error {
 		own, runErr = plan.Run(j.ctx, a.work)
 		return nil
 	})
-	if runErr != nil && !errors.Is(runErr, train.ErrInterrupted) {
+	if runErr != nil && !errors.Is(runErr, runner.ErrInterrupted) {
 		return runErr
 	}
 	if a.done != nil {
@@ -517,7 +518,7 @@ func (j *job) recordBalance(schedule string, busy time.Duration, units int) erro
 // model (on every rank), on rank 0 when they were gathered the encoded units
 // indexed by unit id, and the model file's commit, under way (a no-op where
 // this rank wrote no single model file).
-func (j *job) saveModel(c *trainConfig, a *algorithm, own []train.Result) (int, [][]byte, *pendingCommit, error) {
+func (j *job) saveModel(c *trainConfig, a *algorithm, own []runner.Result) (int, [][]byte, *pendingCommit, error) {
 	count := []int64{int64(len(own))}
 	if err := j.comm.AllreduceInt64(count, mpi.Sum); err != nil {
 		return 0, nil, nil, err
@@ -536,7 +537,7 @@ func (j *job) saveModel(c *trainConfig, a *algorithm, own []train.Result) (int, 
 	var units [][]byte
 	err := j.phase("gather", func() error {
 		var err error
-		units, err = train.Gather(j.comm, a.units, own, 0)
+		units, err = runner.Gather(j.comm, a.units, own, 0)
 		return err
 	})
 	if err != nil || j.rank != 0 {
@@ -592,7 +593,7 @@ func (j *job) keepUnits(c *trainConfig, a *algorithm, units [][]byte, writeErr e
 	if c.checkpoint == "" {
 		return writeErr
 	}
-	if err := train.SaveUnits(c.checkpoint, a.fingerprint, units); err != nil {
+	if err := runner.SaveUnits(c.checkpoint, a.fingerprint, units); err != nil {
 		return fmt.Errorf("%w; saving the finished %ss to the checkpoint failed too: %v", writeErr, a.kind, err)
 	}
 	j.log.Warn("model not written: finished "+a.kind+"s kept for a rerun", "checkpoint", c.checkpoint, a.kind+"s", countHeld(units))
@@ -601,7 +602,7 @@ func (j *job) keepUnits(c *trainConfig, a *algorithm, units [][]byte, writeErr e
 
 // writeShards writes this rank's units to <model-out>.rank-R-of-P and, on
 // rank 0, the manifest at --model-out.
-func (j *job) writeShards(c *trainConfig, a *algorithm, own []train.Result, total int) error {
+func (j *job) writeShards(c *trainConfig, a *algorithm, own []runner.Result, total int) error {
 	path := fmt.Sprintf("%s.rank-%04d-of-%04d", c.modelOut, j.rank, j.size)
 	sh := a.header
 	units := make([][]byte, a.units)
@@ -610,7 +611,7 @@ func (j *job) writeShards(c *trainConfig, a *algorithm, own []train.Result, tota
 		units[r.Unit] = r.Data
 		held = append(held, int64(r.Unit))
 	}
-	if c.schedule == train.ScheduleDynamic {
+	if c.schedule == runner.ScheduleDynamic {
 		// Units went to whichever rank asked: list them.
 		sh.Shard = &model.ShardInfo{Rank: j.rank, Ranks: j.size, Axis: a.axis, Lo: 0, Hi: int64(a.units), Units: held}
 	} else {

@@ -13,22 +13,8 @@ import (
 	"testing"
 
 	"xmc/data"
-	"xmc/numa"
+	"xmc/numa/numatest"
 )
-
-func newLinearTestPool(t *testing.T, threads int) *numa.Pool {
-	t.Helper()
-	topo, err := numa.Detect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := numa.NewPool(topo, threads, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
-	return p
-}
 
 // randomBlocks returns L labels over D features (plus a bias column if
 // bias) with random sparse weights, dealt into blocks of perBlock labels in
@@ -118,7 +104,7 @@ func bruteForce(x *data.CSR, D int, prep Preprocess, blocks []*LinearBlock, k in
 // and checks that merging the PartialTopK of label shards gives the same
 // result bit for bit.
 func TestLinearPredict(t *testing.T) {
-	pool := newLinearTestPool(t, 2)
+	pool := numatest.Pool(t, 2, 1)
 	const D, L, n = 30, 50, 300
 	for _, prep := range []Preprocess{{}, {Normalize: true}, {Bias: true}, {Normalize: true, Bias: true}} {
 		for _, k := range []int{1, 5, 60} {
@@ -172,7 +158,7 @@ func TestLinearPredict(t *testing.T) {
 // TestLinearPredictUntouched checks labels that no feature of a row
 // touches: they score their bias, or 0, and must still be ranked.
 func TestLinearPredictUntouched(t *testing.T) {
-	pool := newLinearTestPool(t, 1)
+	pool := numatest.Pool(t, 1, 1)
 	b := new(LinearBlock)
 	b.Reset()
 	// D = 2, bias column 2. Label 0: feature 0 only, weight −1. Label 1:
@@ -279,7 +265,7 @@ func TestLinearBlockCorrupt(t *testing.T) {
 // and loads it back whole and in part.
 func TestLinearFile(t *testing.T) {
 	dir := t.TempDir()
-	pool := newLinearTestPool(t, 1)
+	pool := numatest.Pool(t, 1, 1)
 	const D, L = 12, 20
 	rng := rand.New(rand.NewPCG(5, 6))
 	blocks := randomBlocks(rng, D, L, 6, true)

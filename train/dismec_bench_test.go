@@ -5,6 +5,7 @@ import (
 
 	"xmc/data"
 	"xmc/model"
+	"xmc/numa/numatest"
 )
 
 // BenchmarkDismecBibtex measures training every label of the bundled
@@ -28,7 +29,7 @@ func BenchmarkDismecDelicious(b *testing.B) {
 // than wall time), the Newton and CG iterations per label, and P@1, P@3
 // and P@5 of the last model on te.
 func benchDismec(b *testing.B, tr, te *data.Dataset) {
-	pool := newTestPool(b, 2, 1)
+	pool := numatest.Pool(b, 2, 1)
 	for _, init := range []string{InitZero, InitMSI} {
 		b.Run(init, func(b *testing.B) {
 			p := DefaultDismecParams()

@@ -12,6 +12,7 @@ import (
 	"xmc/data"
 	"xmc/model"
 	"xmc/numa"
+	"xmc/numa/numatest"
 )
 
 // trainDismec trains every unit of a DiSMEC model on the pool's workers,
@@ -43,7 +44,7 @@ func linearModel(t testing.TB, ds *data.Dataset, p DismecParams, units [][]byte)
 // from zero and 64.06/38.70/28.01 with MSI.
 func TestDismecBibtexAccuracy(t *testing.T) {
 	tr, te := loadBibtex(t)
-	pool := newTestPool(t, 2, 1)
+	pool := numatest.Pool(t, 2, 1)
 	stats := map[string]DismecStats{}
 	for _, init := range []string{InitZero, InitMSI} {
 		p := DefaultDismecParams()
@@ -89,9 +90,9 @@ func TestDismecDeterministic(t *testing.T) {
 	ds := tr.Subset(seq(2000))
 	p := DefaultDismecParams()
 	p.LabelsPerUnit = 8
-	ref, _ := trainDismec(t, ds, p, newTestPool(t, 1, 1))
+	ref, _ := trainDismec(t, ds, p, numatest.Pool(t, 1, 1))
 	for _, c := range []struct{ threads, domains int }{{2, 1}, {2, 2}} {
-		got, _ := trainDismec(t, ds, p, newTestPool(t, c.threads, c.domains))
+		got, _ := trainDismec(t, ds, p, numatest.Pool(t, c.threads, c.domains))
 		for u := range ref {
 			if !bytes.Equal(ref[u], got[u]) {
 				t.Errorf("%d threads, %d domains: unit %d differs", c.threads, c.domains, u)

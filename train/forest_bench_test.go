@@ -8,6 +8,7 @@ import (
 
 	"xmc/model"
 	"xmc/numa"
+	"xmc/numa/numatest"
 )
 
 // BenchmarkForestTreeBibtex measures training one tree on the bundled Bibtex
@@ -16,7 +17,7 @@ func BenchmarkForestTreeBibtex(b *testing.B) {
 	tr, _ := loadBibtex(b)
 	p := DefaultForestParams()
 	p, _ = p.Resolve(tr.D(), tr.L())
-	pool := newTestPool(b, 1, 1)
+	pool := numatest.Pool(b, 1, 1)
 	rep, err := numa.NewReplicas(pool, func(int) (*ForestData, error) { return NewForestData(tr, maphash.MakeSeed(), true), nil })
 	if err != nil {
 		b.Fatal(err)
@@ -40,7 +41,7 @@ func BenchmarkForestPredictBibtex(b *testing.B) {
 	p := DefaultForestParams()
 	p.Trees = 10
 	p, _ = p.Resolve(tr.D(), tr.L())
-	pool := newTestPool(b, 1, 1)
+	pool := numatest.Pool(b, 1, 1)
 	f := &model.Forest{D: tr.D(), L: tr.L(), TotalTrees: p.Trees}
 	for _, blob := range trainTrees(b, tr, p, pool) {
 		if err := f.AddTree(blob); err != nil {

@@ -8,6 +8,7 @@ import (
 	"xmc/data"
 	"xmc/model"
 	"xmc/numa"
+	"xmc/numa/numatest"
 )
 
 // loadBibtex reads the bundled Bibtex split.
@@ -37,25 +38,6 @@ func loadSplit(t testing.TB, name string) (tr, te *data.Dataset) {
 	return tr, te
 }
 
-func newTestPool(t testing.TB, threads, domains int) *numa.Pool {
-	t.Helper()
-	topo, err := numa.Detect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if domains > 1 {
-		if topo, err = topo.Simulate(domains); err != nil {
-			t.Skip("cannot simulate", domains, "domains:", err)
-		}
-	}
-	p, err := numa.NewPool(topo, threads, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
-	return p
-}
-
 // trainTrees trains trees 0..n-1 directly with the trainer on the pool's
 // workers and returns their encodings.
 func trainTrees(t testing.TB, ds *data.Dataset, p ForestParams, pool *numa.Pool) [][]byte {
@@ -77,7 +59,7 @@ func TestForestBibtexAccuracy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool := newTestPool(t, 2, 1)
+	pool := numatest.Pool(t, 2, 1)
 	blobs := trainTrees(t, tr, p, pool)
 	f := &model.Forest{D: tr.D(), L: tr.L(), TotalTrees: p.Trees}
 	for _, b := range blobs {
@@ -109,9 +91,9 @@ func TestForestDeterministic(t *testing.T) {
 	p.Trees = 4
 	p.Seed = 3
 	p, _ = p.Resolve(tr.D(), tr.L())
-	ref := trainTrees(t, tr, p, newTestPool(t, 1, 1))
+	ref := trainTrees(t, tr, p, numatest.Pool(t, 1, 1))
 	for _, c := range []struct{ threads, domains int }{{2, 1}, {2, 2}} {
-		got := trainTrees(t, tr, p, newTestPool(t, c.threads, c.domains))
+		got := trainTrees(t, tr, p, numatest.Pool(t, c.threads, c.domains))
 		for i := range ref {
 			if !bytes.Equal(ref[i], got[i]) {
 				t.Errorf("%d threads, %d domains: tree %d differs", c.threads, c.domains, i)
@@ -119,7 +101,7 @@ func TestForestDeterministic(t *testing.T) {
 		}
 	}
 	p.Seed = 4
-	other := trainTrees(t, tr, p, newTestPool(t, 1, 1))
+	other := trainTrees(t, tr, p, numatest.Pool(t, 1, 1))
 	if bytes.Equal(ref[0], other[0]) {
 		t.Error("seeds 3 and 4 gave the same tree 0")
 	}
@@ -137,7 +119,7 @@ func TestForestRoutesAsPrediction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, blob := range trainTrees(t, tr, p, newTestPool(t, 1, 1)) {
+	for _, blob := range trainTrees(t, tr, p, numatest.Pool(t, 1, 1)) {
 		tree := new(model.Tree)
 		if err := tree.UnmarshalBinary(blob); err != nil {
 			t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"xmc/data"
+	"xmc/numa/numatest"
 )
 
 // BenchmarkPPDSparseBibtex measures training every label of the bundled
@@ -25,7 +26,7 @@ func BenchmarkPPDSparseDelicious(b *testing.B) {
 }
 
 func benchPPDSparse(b *testing.B, tr, te *data.Dataset) {
-	pool := newTestPool(b, 2, 1)
+	pool := numatest.Pool(b, 2, 1)
 	p := DefaultPPDSparseParams()
 	var st PPDSparseStats
 	var units [][]byte

@@ -11,6 +11,7 @@ import (
 	"xmc/data"
 	"xmc/model"
 	"xmc/numa"
+	"xmc/numa/numatest"
 )
 
 // trainPPDSparse trains every unit of a PPDSparse model on the pool's
@@ -52,7 +53,7 @@ func evalPPDSparse(t testing.TB, tr, te *data.Dataset, p PPDSparseParams, units 
 // C ∈ {0.01…10}, λ ∈ {0.001…0.1}, which is why PPDSparse keeps raw rows.
 func TestPPDSparseBibtexAccuracy(t *testing.T) {
 	tr, te := loadBibtex(t)
-	pool := newTestPool(t, 2, 1)
+	pool := numatest.Pool(t, 2, 1)
 	for _, c := range []struct {
 		loss     string
 		p1, p5   float64
@@ -96,9 +97,9 @@ func TestPPDSparseDeterministic(t *testing.T) {
 		p := DefaultPPDSparseParams()
 		p.LabelsPerUnit = 5
 		p.Sparsify = sparsify
-		ref, _ := trainPPDSparse(t, ds, p, newTestPool(t, 1, 1))
+		ref, _ := trainPPDSparse(t, ds, p, numatest.Pool(t, 1, 1))
 		for _, c := range []struct{ threads, domains int }{{2, 1}, {2, 2}} {
-			got, _ := trainPPDSparse(t, ds, p, newTestPool(t, c.threads, c.domains))
+			got, _ := trainPPDSparse(t, ds, p, numatest.Pool(t, c.threads, c.domains))
 			for u := range ref {
 				if !bytes.Equal(ref[u], got[u]) {
 					t.Errorf("sparsify %v, %d threads, %d domains: unit %d differs", sparsify, c.threads, c.domains, u)
@@ -106,7 +107,7 @@ func TestPPDSparseDeterministic(t *testing.T) {
 			}
 		}
 		p.Seed++
-		other, _ := trainPPDSparse(t, ds, p, newTestPool(t, 1, 1))
+		other, _ := trainPPDSparse(t, ds, p, numatest.Pool(t, 1, 1))
 		if slices.EqualFunc(ref, other, bytes.Equal) {
 			t.Errorf("sparsify %v: seeds %d and %d give the same model", sparsify, p.Seed-1, p.Seed)
 		}

@@ -1,0 +1,197 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"xmc/mpi"
+	"xmc/numa"
+)
+
+func TestRunnerCheckpointResume(t *testing.T) {
+	for _, schedule := range schedules {
+		t.Run(schedule, func(t *testing.T) { testCheckpointResume(t, schedule) })
+	}
+}
+
+// testCheckpointResume interrupts a run, resumes it with another number of
+// ranks from the same (shared) directory, and checks that every unit is
+// computed once over both runs.
+func testCheckpointResume(t *testing.T, schedule string) {
+	dir := filepath.Join(t.TempDir(), "ckpt")
+	ctx, cancel := context.WithCancel(context.Background())
+	var mu sync.Mutex
+	computed := 0
+	// The first run stops after 3 units: the context is cancelled by the
+	// work function itself, so the runner stops taking units.
+	_, _, err := runUnits(t, ctx, schedule, 10, 2, 1, dir, func(w numa.Worker, u int) ([]byte, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if computed++; computed == 3 {
+			cancel()
+		}
+		return unitBytes(u), nil
+	})
+	if !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("first run: %v, want ErrInterrupted", err)
+	}
+	saved, _ := filepath.Glob(filepath.Join(dir, "unit-*.bin"))
+	if len(saved) == 0 || len(saved) >= 10 {
+		t.Fatalf("%d units saved after the interruption", len(saved))
+	}
+	recomputed := 0
+	all, prog, err := runUnits(t, context.Background(), schedule, 10, 3, 1, dir, func(w numa.Worker, u int) ([]byte, error) {
+		mu.Lock()
+		recomputed++
+		mu.Unlock()
+		return unitBytes(u), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if recomputed != 10-len(saved) || prog.done != 10 {
+		t.Errorf("resumed run computed %d units (want %d) and reported %d done", recomputed, 10-len(saved), prog.done)
+	}
+	for u := range 10 {
+		if string(all[u]) != string(unitBytes(u)) {
+			t.Errorf("unit %d: %q", u, all[u])
+		}
+	}
+	// A checkpoint of another run is refused.
+	os.WriteFile(filepath.Join(dir, fingerprintFile), []byte("other"), 0o644)
+	if _, _, err := runUnits(t, context.Background(), schedule, 10, 1, 1, dir, func(numa.Worker, int) ([]byte, error) { return nil, nil }); err == nil ||
+		!strings.Contains(err.Error(), "different run") {
+		t.Errorf("foreign checkpoint: %v", err)
+	}
+}
+
+// TestRunnerCheckpointSaveFails checks that a unit the background saver
+// cannot write ends the run with its error, on every schedule.
+func TestRunnerCheckpointSaveFails(t *testing.T) {
+	for _, schedule := range schedules {
+		t.Run(schedule, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "ckpt")
+			var once sync.Once
+			_, _, err := runUnits(t, context.Background(), schedule, 20, 2, 1, dir, func(w numa.Worker, u int) ([]byte, error) {
+				// The directory becomes a file: no unit can be saved.
+				once.Do(func() {
+					os.RemoveAll(dir)
+					os.WriteFile(dir, nil, 0o644)
+				})
+				return unitBytes(u), nil
+			})
+			if err == nil || !strings.Contains(err.Error(), "checkpoint") {
+				t.Fatalf("run with unwritable checkpoint: %v", err)
+			}
+		})
+	}
+}
+
+// TestRunnerCheckpointEvery checks when units that wait to be saved
+// (Plan.CheckpointEvery) reach the checkpoint: when they are due during the
+// run, all of them when the run is stopped, and none that are not yet due
+// when the run finished every unit.
+func TestRunnerCheckpointEvery(t *testing.T) {
+	tests := []struct {
+		name      string
+		every     time.Duration
+		stopAfter int           // cancel the run after this many units (0: never)
+		unitTime  time.Duration // each unit sleeps this long
+		check     func(saved, finished int) bool
+		want      string
+	}{
+		{"finished run, nothing due", time.Hour, 0, 0, func(s, f int) bool { return s == 0 && f == 10 }, "no unit saved"},
+		{"stopped run saves all", time.Hour, 3, 0, func(s, f int) bool { return s == f && f > 0 && f < 10 }, "every finished unit saved"},
+		{"due during the run", 10 * time.Millisecond, 0, 40 * time.Millisecond, func(s, f int) bool { return s > 0 && f == 10 }, "units saved while the run went on"},
+	}
+	for _, tt := range tests {
+		for _, schedule := range schedules {
+			t.Run(tt.name+"/"+schedule, func(t *testing.T) {
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				var mu sync.Mutex
+				computed := 0
+				saved, finished := runSaving(t, schedule, tt.every, func(int) context.Context { return ctx }, func(w numa.Worker, u int) ([]byte, error) {
+					time.Sleep(tt.unitTime)
+					mu.Lock()
+					defer mu.Unlock()
+					if computed++; computed == tt.stopAfter {
+						cancel()
+					}
+					return unitBytes(u), nil
+				})
+				if !tt.check(saved, finished) {
+					t.Errorf("%d units saved of %d finished, want %s", saved, finished, tt.want)
+				}
+			})
+		}
+	}
+}
+
+// TestRunnerCheckpointStopOnOneRank checks that when one rank is stopped
+// and another finishes all of its units, the finished rank saves its
+// waiting units too: the rerun must resume from every finished unit.
+func TestRunnerCheckpointStopOnOneRank(t *testing.T) {
+	stopped, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ctxOf := func(rank int) context.Context {
+		if rank == 1 {
+			return stopped
+		}
+		return context.Background()
+	}
+	saved, finished := runSaving(t, ScheduleStatic, time.Hour, ctxOf, func(w numa.Worker, u int) ([]byte, error) {
+		if u == 1 { // rank 1's first unit: rank 1 stops after it
+			cancel()
+		}
+		return unitBytes(u), nil
+	})
+	if finished < 6 || finished == 10 || saved != finished {
+		t.Errorf("%d units saved of %d finished (rank 0's 5 and some of rank 1's), want all finished ones saved", saved, finished)
+	}
+}
+
+// runSaving runs 10 units on 2 ranks of one worker each, rank r stopping
+// once ctxOf(r) is done, with a checkpoint saved every every, and returns
+// the units the checkpoint holds and the units finished.
+func runSaving(t *testing.T, schedule string, every time.Duration, ctxOf func(rank int) context.Context, work WorkFunc) (saved, finished int) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "ckpt")
+	var gathered [][]byte
+	pools := rankPools(t, 2, 1)
+	err := mpi.Launch(2, func(c mpi.Comm) error {
+		p := Plan{Units: 10, Kind: "unit", Comm: c, Schedule: schedule, Pool: pools[c.Rank()], Log: slog.New(slog.DiscardHandler),
+			Checkpoint: dir, CheckpointEvery: every, Fingerprint: "test"}
+		own, runErr := p.Run(ctxOf(c.Rank()), work)
+		if runErr != nil && !errors.Is(runErr, ErrInterrupted) {
+			return runErr
+		}
+		all, err := Gather(c, 10, own, 0)
+		if c.Rank() == 0 {
+			gathered = all
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "unit-*.bin"))
+	return len(files), 10 - countNil(gathered)
+}
+
+func countNil(units [][]byte) int {
+	n := 0
+	for _, u := range units {
+		if u == nil {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,223 @@
+// Package runner schedules a training's work over the ranks of a job and
+// the pinned workers of each rank, and knows nothing of what the work is.
+//
+// A trainer's work comes in one of two shapes. Independent units (a tree of
+// a forest, a block of labels of a one-vs-all model) are scheduled by a
+// [Plan]: each unit is computed once, by one worker of one rank, and its
+// result is an opaque byte slice. Synchronous rounds (mini-batches or
+// epochs of a multi-class trainer whose classes are coupled through each
+// sample) are run by [Rounds]: every rank takes part in every round, and a
+// round may use the communicator's collectives. Both give the trainer the
+// same runtime: progress across ranks, the time limit and signals honoured
+// (between units, or at round boundaries), a checkpoint saved at most
+// every so often and resumed from, and the communication accounting of
+// the communicator they run on. [Gather] collects the ranks' results on one
+// rank in bounded rounds, to write the model.
+package runner
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"xmc/mpi"
+	"xmc/numa"
+)
+
+// ErrInterrupted is returned by Run when a signal or the time limit stopped
+// it before every unit was done. Finished units are kept in the checkpoint
+// directory, if any, so a rerun resumes from them.
+var ErrInterrupted = errors.New("training interrupted")
+
+// WorkFunc computes one unit on worker w and returns its encoded result. It
+// must depend only on the unit (and the read-only inputs it closes over), not
+// on the worker, rank or order, so that results are the same for any number
+// of ranks, threads and NUMA domains.
+type WorkFunc func(w numa.Worker, unit int) ([]byte, error)
+
+// Plan describes how Run schedules a set of units.
+type Plan struct {
+	// Units is the number of work units, identified 0..Units-1.
+	Units int
+	// Kind names a unit in messages ("tree", "label block").
+	Kind string
+	// Comm connects the ranks.
+	Comm mpi.Comm
+	// Schedule deals units to ranks: ScheduleStatic (the default when
+	// empty) or ScheduleDynamic.
+	Schedule string
+	// Pool runs this rank's units: its workers pull units from a shared
+	// queue, so a slow unit does not hold up the others.
+	Pool *numa.Pool
+	// Log receives progress lines; only rank 0 logs progress.
+	Log *slog.Logger
+	// Progress, if not nil, is told on rank 0 of every unit done by any rank.
+	Progress Progress
+	// Weight, if set, is what unit u counts for in progress reports (the
+	// labels of a label block); each unit counts 1 otherwise.
+	Weight func(u int) int
+	// Checkpoint, if not empty, is a directory where each finished unit is
+	// saved atomically and from which a rerun of the same Fingerprint loads
+	// finished units instead of recomputing them.
+	Checkpoint string
+	// CheckpointEvery is how long a finished unit may wait before it is
+	// saved (0: saved at once). Units waiting together are saved together.
+	// A run stopped by a signal or its time limit saves every finished
+	// unit before Run returns, so only a crash loses finished work, at
+	// most this much; a run that finished every unit does not save the
+	// ones still waiting: its model is written next.
+	CheckpointEvery time.Duration
+	// Fingerprint identifies the run's data and hyper-parameters; a
+	// checkpoint written under another fingerprint is refused.
+	Fingerprint string
+	// OnIdle, if set, is called once this rank has no unit left to compute,
+	// before it waits for the other ranks: the time until then is the
+	// rank's busy time, which shows the load balance.
+	OnIdle func()
+}
+
+// Schedules of Plan.Schedule.
+const (
+	// ScheduleStatic gives unit u to rank u mod size: no messages, and
+	// ranks get an equal number of units ± 1 and, when unit costs drift
+	// with the id, a similar mix of cheap and costly ones.
+	ScheduleStatic = "static"
+	// ScheduleDynamic has rank 0 hand out units in id order to whichever
+	// rank asks next (a goroutine of rank 0 answers, blocked in a receive
+	// between requests, and rank 0's own workers take units from the same
+	// queue): ranks whose units turn out cheap take more of them. It costs
+	// a request and a reply per unit; units should be costly first.
+	ScheduleDynamic = "dynamic"
+)
+
+// Result is one finished unit.
+type Result struct {
+	Unit int
+	Data []byte
+}
+
+// tagProgress marks the messages by which ranks tell rank 0 of finished
+// units, and tagAllDone rank 0's word that every rank has finished. Tags
+// below 1000 are left to trainers.
+const (
+	tagProgress = 1000
+	tagAllDone  = 1001
+	tagRequest  = 1002 // dynamic schedule: a rank asks rank 0 for a unit
+	tagAssign   = 1003 // dynamic schedule: rank 0's answer
+)
+
+// Run computes this rank's units and returns their results in unit order.
+// It stops taking new units once ctx is done and then returns the finished
+// ones with an error wrapping ErrInterrupted.
+func (p Plan) Run(ctx context.Context, work WorkFunc) ([]Result, error) {
+	rank := p.Comm.Rank()
+	ck, err := openCheckpoint(p.Checkpoint, p.Fingerprint, rank)
+	if err != nil {
+		return nil, err
+	}
+	var d dealer
+	var results []Result // units loaded from the checkpoint, then computed ones
+	switch p.Schedule {
+	case ScheduleStatic, "":
+		d, results, err = p.staticDealer(ck)
+	case ScheduleDynamic:
+		d, results, err = p.dynamicDealer(ctx, ck)
+	default:
+		err = fmt.Errorf("schedule %q: want %s or %s", p.Schedule, ScheduleStatic, ScheduleDynamic)
+	}
+	if err != nil {
+		return nil, err
+	}
+	resumed := len(results)
+	if resumed > 0 {
+		p.Log.Info("resuming from checkpoint", "dir", p.Checkpoint, p.Kind+"s", resumed)
+	}
+
+	resumedWeight := 0
+	for _, r := range results {
+		resumedWeight += p.weight(r.Unit)
+	}
+	tracker := p.startTracker(resumedWeight)
+	saves := startSaver(ck, p.CheckpointEvery)
+	var mu sync.Mutex
+	var interrupted atomic.Bool
+	runErr := p.Pool.Run(func(w numa.Worker) error {
+		for {
+			if ctx.Err() != nil {
+				interrupted.Store(true)
+				return nil
+			}
+			if err := saves.failed(); err != nil {
+				return err
+			}
+			u, ok, err := d.next()
+			if err != nil || !ok {
+				return err
+			}
+			data, err := work(w, u)
+			if err != nil {
+				return fmt.Errorf("%s %d: %w", p.Kind, u, err)
+			}
+			saves.add(u, data)
+			mu.Lock()
+			results = append(results, Result{Unit: u, Data: data})
+			mu.Unlock()
+			if err := tracker.unitDone(p.weight(u)); err != nil {
+				return err
+			}
+		}
+	})
+	if runErr != nil {
+		saves.close(true) // keep the finished units for a rerun
+		return nil, runErr
+	}
+	if p.OnIdle != nil {
+		p.OnIdle()
+	}
+	left, err := d.close()
+	if err == nil {
+		err = tracker.finish()
+	}
+	if err != nil {
+		saves.close(true)
+		return nil, err
+	}
+	if err := p.saveWaiting(saves, interrupted.Load() && left); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(results, func(a, b Result) int { return cmp.Compare(a.Unit, b.Unit) })
+	if interrupted.Load() && left {
+		where := "not saved: no checkpoint directory"
+		if p.Checkpoint != "" {
+			where = "saved in " + p.Checkpoint + "; rerun the same command to resume"
+		}
+		return results, fmt.Errorf("%w (%v): rank %d finished %d %ss, %s",
+			ErrInterrupted, context.Cause(ctx), rank, len(results), p.Kind, where)
+	}
+	return results, nil
+}
+
+// saveWaiting ends the saver. The units still waiting to be saved are
+// saved if any rank stopped with units left (stopped on this rank), so that
+// the rerun resumes from every finished unit; the ranks agree on it, as a
+// rank may finish its own units while another is stopped.
+func (p Plan) saveWaiting(saves *saver, stopped bool) error {
+	if p.Checkpoint == "" {
+		return saves.close(false)
+	}
+	flag := []int64{0}
+	if stopped {
+		flag[0] = 1
+	}
+	if err := p.Comm.AllreduceInt64(flag, mpi.Max); err != nil {
+		saves.close(true)
+		return err
+	}
+	return saves.close(flag[0] == 1)
+}

@@ -1,0 +1,175 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"xmc/mpi"
+	"xmc/numa"
+	"xmc/numa/numatest"
+)
+
+// unitBytes is the result of unit u in these tests.
+func unitBytes(u int) []byte { return []byte(fmt.Sprintf("unit %d", u)) }
+
+// countingProgress records the last progress report on rank 0.
+type countingProgress struct {
+	mu       sync.Mutex
+	done     int
+	finished bool
+}
+
+func (p *countingProgress) Done(done, _ int) { p.mu.Lock(); p.done = done; p.mu.Unlock() }
+func (p *countingProgress) Finish()          { p.finished = true }
+
+// runUnits runs a plan of units over ranks in-process, each rank with a
+// pool of threads workers, and returns the gathered results.
+func runUnits(t *testing.T, ctx context.Context, schedule string, units, ranks, threads int, checkpoint string, work WorkFunc) ([][]byte, *countingProgress, error) {
+	t.Helper()
+	prog := &countingProgress{}
+	var gathered [][]byte
+	pools := rankPools(t, ranks, threads)
+	err := mpi.Launch(ranks, func(c mpi.Comm) error {
+		pool := pools[c.Rank()]
+		p := Plan{Units: units, Kind: "unit", Comm: c, Schedule: schedule, Pool: pool, Log: slog.New(slog.DiscardHandler),
+			Checkpoint: checkpoint, Fingerprint: "test"}
+		if c.Rank() == 0 {
+			p.Progress = prog
+		}
+		own, runErr := p.Run(ctx, work)
+		if runErr != nil && !errors.Is(runErr, ErrInterrupted) {
+			return runErr
+		}
+		all, err := Gather(c, units, own, 0)
+		if c.Rank() == 0 {
+			gathered = all
+		}
+		if err != nil {
+			return err
+		}
+		return runErr
+	})
+	return gathered, prog, err
+}
+
+// rankPools returns a pool of threads workers for each of ranks in-process
+// ranks, closed when t ends.
+func rankPools(t testing.TB, ranks, threads int) []*numa.Pool {
+	t.Helper()
+	pools := make([]*numa.Pool, ranks)
+	for r := range pools {
+		pools[r] = numatest.Pool(t, threads, 1)
+	}
+	return pools
+}
+
+// schedules are the runner's schedules, which every runner test covers.
+var schedules = []string{ScheduleStatic, ScheduleDynamic}
+
+func TestRunnerSchedulesEveryUnitOnce(t *testing.T) {
+	for _, c := range []struct {
+		schedule              string
+		units, ranks, threads int
+	}{
+		{ScheduleStatic, 1, 1, 1}, {ScheduleStatic, 7, 3, 2}, {ScheduleStatic, 20, 4, 1}, {ScheduleStatic, 2, 4, 1},
+		{ScheduleDynamic, 1, 1, 1}, {ScheduleDynamic, 7, 3, 2}, {ScheduleDynamic, 50, 4, 2}, {ScheduleDynamic, 2, 4, 1}, {ScheduleDynamic, 0, 2, 1},
+	} {
+		var mu sync.Mutex
+		calls := map[int]int{}
+		all, prog, err := runUnits(t, context.Background(), c.schedule, c.units, c.ranks, c.threads, "", func(w numa.Worker, u int) ([]byte, error) {
+			mu.Lock()
+			calls[u]++
+			mu.Unlock()
+			return unitBytes(u), nil
+		})
+		if err != nil {
+			t.Fatalf("%+v: %v", c, err)
+		}
+		for u := range c.units {
+			if calls[u] != 1 || string(all[u]) != string(unitBytes(u)) {
+				t.Errorf("%+v: unit %d computed %d times, gathered %q", c, u, calls[u], all[u])
+			}
+		}
+		if prog.done != c.units || !prog.finished {
+			t.Errorf("%+v: progress reported %d of %d units (finished %v)", c, prog.done, c.units, prog.finished)
+		}
+	}
+}
+
+func TestRunnerErrorNamesUnit(t *testing.T) {
+	for _, schedule := range schedules {
+		_, _, err := runUnits(t, context.Background(), schedule, 6, 2, 1, "", func(w numa.Worker, u int) ([]byte, error) {
+			if u == 3 {
+				return nil, errors.New("boom")
+			}
+			return unitBytes(u), nil
+		})
+		if err == nil || !strings.Contains(err.Error(), "unit 3: boom") {
+			t.Errorf("%s: error = %v, want it to name unit 3", schedule, err)
+		}
+	}
+}
+
+// TestRunnerDynamicBalances makes rank 0 a slow node: under the dynamic
+// schedule the other rank takes more than its static share of half the
+// units.
+func TestRunnerDynamicBalances(t *testing.T) {
+	var mu sync.Mutex
+	perRank := map[int]int{}
+	pools := rankPools(t, 2, 1)
+	err := mpi.Launch(2, func(c mpi.Comm) error {
+		pool := pools[c.Rank()]
+		p := Plan{Units: 20, Kind: "unit", Comm: c, Schedule: ScheduleDynamic, Pool: pool, Log: slog.New(slog.DiscardHandler)}
+		own, err := p.Run(context.Background(), func(w numa.Worker, u int) ([]byte, error) {
+			if c.Rank() == 0 {
+				time.Sleep(20 * time.Millisecond)
+			}
+			return unitBytes(u), nil
+		})
+		mu.Lock()
+		perRank[c.Rank()] = len(own)
+		mu.Unlock()
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if perRank[0]+perRank[1] != 20 || perRank[1] <= 10 {
+		t.Errorf("units per rank %v: want 20 in all, more than 10 on the fast rank 1", perRank)
+	}
+}
+
+// TestRunnerSlowRankIsNotAStall checks that ranks which finish early wait
+// for the slowest one without tripping the communication watchdog: a long
+// unit is work, not a dead node.
+func TestRunnerSlowRankIsNotAStall(t *testing.T) {
+	for _, schedule := range schedules {
+		if err := slowRank(t, schedule); err != nil {
+			t.Errorf("%s: %v", schedule, err)
+		}
+	}
+}
+
+func slowRank(t *testing.T, schedule string) error {
+	pools := rankPools(t, 2, 1)
+	return mpi.Launch(2, func(raw mpi.Comm) error {
+		c := mpi.NewCounted(raw, 300*time.Millisecond)
+		pool := pools[c.Rank()]
+		p := Plan{Units: 2, Kind: "unit", Comm: c, Schedule: schedule, Pool: pool, Log: slog.New(slog.DiscardHandler)}
+		if _, err := p.Run(context.Background(), func(w numa.Worker, u int) ([]byte, error) {
+			if u == 0 { // unit 0 takes three watchdog periods
+				time.Sleep(time.Second)
+			}
+			return unitBytes(u), nil
+		}); err != nil {
+			return err
+		}
+		return c.Barrier()
+	})
+}
