@@ -78,7 +78,7 @@ fuzz:
 # race ends the command with exit status 66.
 race: deps
 	$(GO) test -race -count=1 ./mpi ./numa
-	$(GO) test -race -count=1 -run 'Runner|GCPause' ./runner .
+	$(GO) test -race -count=1 ./runner ./job
 	$(GO) build -race -o $(BIN)/xmc-race .
 	@rm -rf $(OUT)/race && mkdir -p $(OUT)/race
 	GORACE="halt_on_error=1 exitcode=66" $(BIN)/xmc-race train --ranks 2 --trees 4 --data testdata/bibtex/train.txt \

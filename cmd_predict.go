@@ -8,6 +8,7 @@ import (
 
 	"xmc/atomicfile"
 	"xmc/data"
+	"xmc/job"
 	"xmc/model"
 	"xmc/numa"
 	"xmc/runner"
@@ -47,19 +48,19 @@ func (l linearScorer) merge(parts [][]byte, rows, k int) ([][]model.Scored, erro
 // elsewhere). With mode "ranks" each rank scores with its part and rank 0
 // merges the sparse partial results (never dense L-vectors); with "root"
 // rank 0 scores alone with whole, which only rank 0 needs to hold.
-func (j *job) predict(mode string, part, whole scorer, test *data.Dataset, k int) ([][]model.Scored, error) {
+func predict(j *job.Rank, mode string, part, whole scorer, test *data.Dataset, k int) ([][]model.Scored, error) {
 	if mode == "root" {
-		if j.rank != 0 {
+		if j.ID != 0 {
 			return nil, nil
 		}
-		return whole.Predict(&test.X, k, j.pool)
+		return whole.Predict(&test.X, k, j.Pool)
 	}
-	rows, err := part.partial(&test.X, k, j.pool)
+	rows, err := part.partial(&test.X, k, j.Pool)
 	if err != nil {
 		return nil, err
 	}
-	parts, err := j.comm.Gatherv(model.EncodeSums(rows), 0)
-	if err != nil || j.rank != 0 {
+	parts, err := j.Comm.Gatherv(model.EncodeSums(rows), 0)
+	if err != nil || j.ID != 0 {
 		return nil, err
 	}
 	return part.merge(parts, test.N(), k)
@@ -69,9 +70,9 @@ func (j *job) predict(mode string, part, whole scorer, test *data.Dataset, k int
 // on rank 0, prints and records the metrics. whole holds every encoded unit
 // on rank 0 when the model was gathered. When the ranks predict with their
 // own parts, it takes the encoded units out of own (leaving Data nil).
-func (j *job) evaluate(c *trainConfig, a *algorithm, ds, test *data.Dataset, own []runner.Result, whole [][]byte, total int) error {
+func evaluate(j *job.Rank, c *trainConfig, a *algorithm, ds, test *data.Dataset, own []runner.Result, whole [][]byte, total int) error {
 	var scores [][]model.Scored
-	err := j.phase("predict", func() error {
+	err := j.Phase("predict", func() error {
 		var part, all scorer
 		var err error
 		if c.predictOn == "root" {
@@ -80,11 +81,11 @@ func (j *job) evaluate(c *trainConfig, a *algorithm, ds, test *data.Dataset, own
 			// takes part in gathering them now. (Only rank 0 holds
 			// whole: the other ranks cannot decide by it.)
 			if c.shard || c.modelOut == "" {
-				if whole, err = runner.Gather(j.comm, a.units, own, 0); err != nil {
+				if whole, err = runner.Gather(j.Comm, a.units, own, 0); err != nil {
 					return err
 				}
 			}
-			if j.rank == 0 {
+			if j.ID == 0 {
 				if all, err = a.scorer(whole); err != nil {
 					return err
 				}
@@ -104,10 +105,10 @@ func (j *job) evaluate(c *trainConfig, a *algorithm, ds, test *data.Dataset, own
 		if f, ok := part.(forestScorer); ok {
 			f.TotalTrees = total // this rank's trees are a part of the forest
 		}
-		scores, err = j.predict(c.predictOn, part, all, test, c.eval.topK)
+		scores, err = predict(j, c.predictOn, part, all, test, c.eval.topK)
 		return err
 	})
-	if err != nil || j.rank != 0 {
+	if err != nil || j.ID != 0 {
 		return err
 	}
 	if c.scoresOut != "" {
@@ -115,14 +116,14 @@ func (j *job) evaluate(c *trainConfig, a *algorithm, ds, test *data.Dataset, own
 			return err
 		}
 	}
-	return j.phase("eval", func() error {
+	return j.Phase("eval", func() error {
 		inv := model.InversePropensity(model.LabelCounts(&ds.Y), ds.N(), c.eval.propA, c.eval.propB)
 		m, err := model.Evaluate(&test.Y, scores, inv, c.eval.metricKs())
 		if err != nil {
 			return err
 		}
-		j.summary.Metrics = m
-		fmt.Printf("%s: %d test rows, %s, %d ranks x %d threads\n", c.dataPath, test.N(), a.name, j.size, j.threads)
+		j.Summary.Metrics = m
+		fmt.Printf("%s: %d test rows, %s, %d ranks x %d threads\n", c.dataPath, test.N(), a.name, j.Size, j.Threads)
 		return model.WriteTable(os.Stdout, []string{a.name}, []model.Metrics{m}, c.eval.metricKs())
 	})
 }
@@ -168,8 +169,8 @@ func loadScorer(path string, keep func(unit int) bool) (scorer, model.Header, er
 
 func runPredict(args []string) error {
 	fs := newFlagSet("predict", "predict --model FILE --data TEST --out SCORES [--top-k K] [flags]")
-	var jo jobOptions
-	jo.register(fs)
+	jo := job.Options{Version: version}
+	jo.Register(fs)
 	var df dataFlags
 	df.register(fs)
 	var ef evalFlags
@@ -191,18 +192,18 @@ func runPredict(args []string) error {
 	case ef.topK < 1:
 		return fmt.Errorf("--top-k must be at least 1, got %d", ef.topK)
 	}
-	return runJob("predict", jo, func(j *job) error {
+	return job.Run("predict", jo, func(j *job.Rank) error {
 		var part, whole scorer
 		var h model.Header
-		err := j.phase("load", func() error {
+		err := j.Phase("load", func() error {
 			var err error
 			if mode == "root" {
-				if j.rank == 0 {
+				if j.ID == 0 {
 					whole, h, err = loadScorer(modelPath, nil)
 				}
 				part = whole
 			} else {
-				part, h, err = loadScorer(modelPath, func(u int) bool { return u%j.size == j.rank })
+				part, h, err = loadScorer(modelPath, func(u int) bool { return u%j.Size == j.ID })
 			}
 			return err
 		})
@@ -210,31 +211,31 @@ func runPredict(args []string) error {
 			return err
 		}
 		var test *data.Dataset
-		if err := j.phase("load", func() error {
+		if err := j.Phase("load", func() error {
 			var err error
 			test, err = df.load(dataPath, split, 0, 0)
 			return err
 		}); err != nil {
 			return err
 		}
-		if j.rank == 0 || mode == "ranks" {
+		if j.ID == 0 || mode == "ranks" {
 			if test.D() > h.D || test.L() > h.L {
 				return fmt.Errorf("%s has D=%d L=%d but model %s was trained with D=%d L=%d", dataPath, test.D(), test.L(), modelPath, h.D, h.L)
 			}
 		}
-		j.summary.Algorithm = h.Algorithm
+		j.Summary.Algorithm = h.Algorithm
 		var scores [][]model.Scored
-		if err := j.phase("predict", func() error {
+		if err := j.Phase("predict", func() error {
 			var err error
-			scores, err = j.predict(mode, part, whole, test, ef.topK)
+			scores, err = predict(j, mode, part, whole, test, ef.topK)
 			return err
-		}); err != nil || j.rank != 0 {
-			return err
-		}
-		if err := j.phase("write", func() error { return writeScoresFile(out, h.L, scores) }); err != nil {
+		}); err != nil || j.ID != 0 {
 			return err
 		}
-		j.log.Info("scores written", "path", out, "rows", len(scores), "predict_s", fmt.Sprintf("%.3f", j.phases["predict"]))
+		if err := j.Phase("write", func() error { return writeScoresFile(out, h.L, scores) }); err != nil {
+			return err
+		}
+		j.Log.Info("scores written", "path", out, "rows", len(scores), "predict_s", fmt.Sprintf("%.3f", j.PhaseSeconds("predict")))
 		return nil
 	})
 }

@@ -15,8 +15,8 @@ import (
 	"runtime"
 	"time"
 
-	"xmc/bench"
 	"xmc/data"
+	"xmc/job"
 	"xmc/model"
 	"xmc/mpi"
 	"xmc/numa"
@@ -93,8 +93,8 @@ type trainConfig struct {
 
 func runTrain(args []string) error {
 	fs := newFlagSet("train", "train --algo forest|dismec|ppdsparse --data TRAIN [--test TEST] [--model-out FILE] [flags]")
-	var jo jobOptions
-	jo.register(fs)
+	jo := job.Options{Version: version}
+	jo.Register(fs)
 	c := trainConfig{forest: train.DefaultForestParams(), dismec: train.DefaultDismecParams(), ppdsparse: train.DefaultPPDSparseParams()}
 	c.data.register(fs)
 	c.eval.register(fs)
@@ -171,7 +171,7 @@ func runTrain(args []string) error {
 	}
 	c.progressBar = runner.IsTerminal(os.Stderr)
 	// Every rank works on its own copy: in-process ranks would share c.
-	return runJob("train", jo, func(j *job) error { rc := c; return trainModel(j, &rc) })
+	return job.Run("train", jo, func(j *job.Rank) error { rc := c; return trainModel(j, &rc) })
 }
 
 // algorithm adapts one trainer to the train command, which schedules its
@@ -192,7 +192,7 @@ type algorithm struct {
 	// predicts.
 	scorer func(units [][]byte) (scorer, error)
 	// done logs what the trainer learnt of its units, if anything.
-	done func(j *job)
+	done func(j *job.Rank)
 	// schedule is the runner's default schedule for this algorithm.
 	schedule string
 	// weight, if set, is what a unit counts for in progress, in units of
@@ -220,7 +220,7 @@ func linearFlags(fs *flag.FlagSet, d *train.DismecParams, p *train.PPDSparsePara
 	})
 }
 
-func newAlgorithm(j *job, c *trainConfig, ds *data.Dataset) (*algorithm, error) {
+func newAlgorithm(j *job.Rank, c *trainConfig, ds *data.Dataset) (*algorithm, error) {
 	switch c.algo {
 	case "forest":
 		return newForestAlgorithm(j, c, ds)
@@ -231,21 +231,21 @@ func newAlgorithm(j *job, c *trainConfig, ds *data.Dataset) (*algorithm, error) 
 	}
 }
 
-func newForestAlgorithm(j *job, c *trainConfig, ds *data.Dataset) (*algorithm, error) {
+func newForestAlgorithm(j *job.Rank, c *trainConfig, ds *data.Dataset) (*algorithm, error) {
 	params, err := c.forest.Resolve(ds.D(), ds.L())
 	if err != nil {
 		return nil, err
 	}
 	c.forest = params
 	// With several NUMA domains each gets its own copy of the data.
-	copyData := j.pool.Domains() > 1
-	replicas, err := numa.NewReplicas(j.pool, func(int) (*train.ForestData, error) {
+	copyData := j.Pool.Domains() > 1
+	replicas, err := numa.NewReplicas(j.Pool, func(int) (*train.ForestData, error) {
 		return train.NewForestData(ds, maphash.MakeSeed(), copyData), nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	trainer := train.NewForestTrainer(params, replicas, j.pool)
+	trainer := train.NewForestTrainer(params, replicas, j.Pool)
 	D, L := ds.D(), ds.L()
 	return &algorithm{
 		name: model.AlgorithmForest, kind: "tree", axis: "trees", units: params.Trees, work: trainer.Work,
@@ -268,49 +268,49 @@ func newForestAlgorithm(j *job, c *trainConfig, ds *data.Dataset) (*algorithm, e
 	}, nil
 }
 
-func newDismecAlgorithm(j *job, c *trainConfig, ds *data.Dataset) (*algorithm, error) {
+func newDismecAlgorithm(j *job.Rank, c *trainConfig, ds *data.Dataset) (*algorithm, error) {
 	params, err := c.dismec.Resolve()
 	if err != nil {
 		return nil, err
 	}
-	replicas, err := numa.NewReplicas(j.pool, func(int) (*train.LinearData, error) {
+	replicas, err := numa.NewReplicas(j.Pool, func(int) (*train.LinearData, error) {
 		return train.NewLinearData(ds, params.Preprocess)
 	})
 	if err != nil {
 		return nil, err
 	}
-	trainer := train.NewDismecTrainer(params, replicas, j.pool)
+	trainer := train.NewDismecTrainer(params, replicas, j.Pool)
 	a := newLinearAlgorithm(model.AlgorithmDiSMEC, c.seed, params, params.Preprocess, ds, trainer.Units(), trainer.Work)
 	a.weight = func(u int) int { return len(trainer.Block(u)) }
-	a.done = func(j *job) {
+	a.done = func(j *job.Rank) {
 		st := trainer.Stats()
 		// Every rank reports its own labels (rank 0 alone logs unless -v).
-		j.log.Info("dismec", "labels", st.Labels, "newton_iters", st.Newton, "cg_iters", st.CG, "unconverged", st.Unconverged)
+		j.Log.Info("dismec", "labels", st.Labels, "newton_iters", st.Newton, "cg_iters", st.CG, "unconverged", st.Unconverged)
 	}
 	return a, nil
 }
 
-func newPPDSparseAlgorithm(j *job, c *trainConfig, ds *data.Dataset) (*algorithm, error) {
+func newPPDSparseAlgorithm(j *job.Rank, c *trainConfig, ds *data.Dataset) (*algorithm, error) {
 	params := c.ppdsparse
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	replicas, err := numa.NewReplicas(j.pool, func(int) (*train.PPDSparseData, error) {
+	replicas, err := numa.NewReplicas(j.Pool, func(int) (*train.PPDSparseData, error) {
 		return train.NewPPDSparseData(ds, params.Preprocess)
 	})
 	if err != nil {
 		return nil, err
 	}
-	trainer := train.NewPPDSparseTrainer(params, replicas, j.pool)
+	trainer := train.NewPPDSparseTrainer(params, replicas, j.Pool)
 	a := newLinearAlgorithm(model.AlgorithmPPDSparse, c.seed, params, params.Preprocess, ds, trainer.Units(), trainer.Work)
 	a.weight = func(u int) int { return len(trainer.Block(u)) }
-	a.done = func(j *job) {
+	a.done = func(j *job.Rank) {
 		st := trainer.Stats()
 		mean := 0.0
 		if st.Labels > 0 {
 			mean = float64(st.ActiveRows) / float64(st.Labels)
 		}
-		j.log.Info("ppdsparse", "labels", st.Labels, "rounds", st.Rounds, "cd_passes", st.Passes, "dual_updates", st.Updates,
+		j.Log.Info("ppdsparse", "labels", st.Labels, "rounds", st.Rounds, "cd_passes", st.Passes, "dual_updates", st.Updates,
 			"index_entries_scanned", st.Scanned, "mean_active_rows", fmt.Sprintf("%.0f", mean), "unconverged", st.Unconverged)
 	}
 	return a, nil
@@ -348,12 +348,12 @@ func countHeld(units [][]byte) int {
 	return n
 }
 
-func trainModel(j *job, c *trainConfig) error {
-	ds, test, a, err := j.prepare(c)
+func trainModel(j *job.Rank, c *trainConfig) error {
+	ds, test, a, err := prepare(j, c)
 	if err != nil {
 		return err
 	}
-	j.log.Info(a.name, a.kind+"s", a.units, "ranks", j.size, "threads_per_rank", j.threads, "numa_domains", len(j.topo.Domains), "seed", c.seed)
+	j.Log.Info(a.name, a.kind+"s", a.units, "ranks", j.Size, "threads_per_rank", j.Threads, "numa_domains", len(j.Topo.Domains), "seed", c.seed)
 
 	if c.schedule == "" {
 		c.schedule = a.schedule
@@ -362,24 +362,24 @@ func trainModel(j *job, c *trainConfig) error {
 	trainStart := time.Now()
 	var busy time.Duration
 	plan := runner.Plan{
-		Units: a.units, Kind: a.kind, Comm: j.comm, Schedule: schedule, Pool: j.pool, Log: j.log,
+		Units: a.units, Kind: a.kind, Comm: j.Comm, Schedule: schedule, Pool: j.Pool, Log: j.Log,
 		Checkpoint: c.checkpoint, CheckpointEvery: c.ckptEvery, Fingerprint: a.fingerprint,
 		OnIdle: func() { busy = time.Since(trainStart) },
 	}
 	if a.weight != nil {
 		plan.Weight = a.weight
 	}
-	if j.rank == 0 {
+	if j.ID == 0 {
 		what, total := a.kind+"s", a.units
 		if a.weight != nil {
 			what, total = a.axis, ds.L()
 		}
-		plan.Progress = runner.NewProgress(j.log, what, total, c.progressBar)
+		plan.Progress = runner.NewProgress(j.Log, what, total, c.progressBar)
 	}
 	var own []runner.Result
 	var runErr error
-	j.phase("train", func() error {
-		own, runErr = plan.Run(j.ctx, a.work)
+	j.Phase("train", func() error {
+		own, runErr = plan.Run(j.Ctx, a.work)
 		return nil
 	})
 	if runErr != nil && !errors.Is(runErr, runner.ErrInterrupted) {
@@ -396,20 +396,20 @@ func trainModel(j *job, c *trainConfig) error {
 	flag := []int64{0}
 	if runErr != nil {
 		flag[0] = 1
-		j.log.Warn(runErr.Error())
+		j.Log.Warn(runErr.Error())
 	}
-	if err := j.comm.AllreduceInt64(flag, mpi.Max); err != nil {
+	if err := j.Comm.AllreduceInt64(flag, mpi.Max); err != nil {
 		return err
 	}
 	interrupted := flag[0] == 1
-	if err := j.recordBalance(schedule, busy, len(own)); err != nil {
+	if err := recordBalance(j, schedule, busy, len(own)); err != nil {
 		return err
 	}
 
-	j.summary.Algorithm = a.name
-	j.summary.Params = a.header.Params
-	j.summary.Data = map[string]any{"train": c.dataPath, "N": ds.N(), "D": ds.D(), "L": ds.L()}
-	done, whole, commit, err := j.saveModel(c, a, own)
+	j.Summary.Algorithm = a.name
+	j.Summary.Params = a.header.Params
+	j.Summary.Data = map[string]any{"train": c.dataPath, "N": ds.N(), "D": ds.D(), "L": ds.L()}
+	done, whole, commit, err := saveModel(j, c, a, own)
 	if err != nil {
 		return err
 	}
@@ -425,7 +425,7 @@ func trainModel(j *job, c *trainConfig) error {
 	}
 	var evalErr error
 	if test != nil && done > 0 {
-		evalErr = j.evaluate(c, a, ds, test, own, whole, done)
+		evalErr = evaluate(j, c, a, ds, test, own, whole, done)
 	}
 	// The model is committed even if evaluation failed: it is whole.
 	if err := commit.wait(j); err != nil {
@@ -436,7 +436,7 @@ func trainModel(j *job, c *trainConfig) error {
 	}
 	if c.checkpoint != "" && !interrupted && c.modelOut != "" {
 		// Only once the model is committed on rank 0.
-		if err := j.comm.Barrier(); err != nil {
+		if err := j.Comm.Barrier(); err != nil {
 			return err
 		}
 		os.RemoveAll(c.checkpoint)
@@ -447,7 +447,7 @@ func trainModel(j *job, c *trainConfig) error {
 			rerun = "no checkpoint was kept (--checkpoint none), so a rerun starts over"
 		}
 		return fmt.Errorf("%w: stopped after %d of %d %ss (%v); the model holds the finished ones and %s",
-			errInterrupted, done, a.units, a.kind, context.Cause(j.ctx), rerun)
+			job.ErrInterrupted, done, a.units, a.kind, context.Cause(j.Ctx), rerun)
 	}
 	return nil
 }
@@ -456,12 +456,12 @@ func trainModel(j *job, c *trainConfig) error {
 // algorithm with its data replicas. What it builds lives for the whole run,
 // so the collector pauses meanwhile (see gcPause), except for the DXML split
 // format, whose reader leaves the whole data file as garbage.
-func (j *job) prepare(c *trainConfig) (ds, test *data.Dataset, a *algorithm, err error) {
+func prepare(j *job.Rank, c *trainConfig) (ds, test *data.Dataset, a *algorithm, err error) {
 	if c.trainSplit == "" && c.testSplit == "" {
-		j.gc.begin()
-		defer j.gc.end()
+		j.PauseGC()
+		defer j.ResumeGC()
 	}
-	err = j.phase("load", func() error {
+	err = j.Phase("load", func() error {
 		var err error
 		if ds, err = c.data.load(c.dataPath, c.trainSplit, 0, 0); err != nil {
 			return err
@@ -480,22 +480,22 @@ func (j *job) prepare(c *trainConfig) (ds, test *data.Dataset, a *algorithm, err
 	if test != nil && (test.D() > ds.D() || test.L() > ds.L()) {
 		return nil, nil, nil, fmt.Errorf("test set has D=%d L=%d but the training set D=%d L=%d", test.D(), test.L(), ds.D(), ds.L())
 	}
-	j.log.Info("training data", "path", c.dataPath, "N", ds.N(), "D", ds.D(), "L", ds.L(), "nnz", ds.X.NNZ(), "load_s", fmt.Sprintf("%.2f", j.phases["load"]))
+	j.Log.Info("training data", "path", c.dataPath, "N", ds.N(), "D", ds.D(), "L", ds.L(), "nnz", ds.X.NNZ(), "load_s", fmt.Sprintf("%.2f", j.PhaseSeconds("load")))
 	a, err = newAlgorithm(j, c, ds)
 	return ds, test, a, err
 }
 
 // recordBalance gathers every rank's busy time and unit count into the
 // summary and logs the imbalance on rank 0.
-func (j *job) recordBalance(schedule string, busy time.Duration, units int) error {
+func recordBalance(j *job.Rank, schedule string, busy time.Duration, units int) error {
 	var buf []byte
 	buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(busy.Seconds()))
 	buf = binary.LittleEndian.AppendUint64(buf, uint64(units))
-	all, err := j.comm.Gather(buf, 0)
-	if err != nil || j.rank != 0 {
+	all, err := j.Comm.Gather(buf, 0)
+	if err != nil || j.ID != 0 {
 		return err
 	}
-	b := &bench.Balance{Schedule: schedule}
+	b := &job.Balance{Schedule: schedule}
 	sum, most := 0.0, 0.0
 	for _, r := range all {
 		s := math.Float64frombits(binary.LittleEndian.Uint64(r))
@@ -507,8 +507,8 @@ func (j *job) recordBalance(schedule string, busy time.Duration, units int) erro
 	if sum > 0 {
 		b.Imbalance = most / (sum / float64(len(all)))
 	}
-	j.summary.Balance = b
-	j.log.Info("load balance", "schedule", schedule, "imbalance", fmt.Sprintf("%.3f", b.Imbalance),
+	j.Summary.Balance = b
+	j.Log.Info("load balance", "schedule", schedule, "imbalance", fmt.Sprintf("%.3f", b.Imbalance),
 		"busy_s", fmt.Sprint(b.BusyS), "units", fmt.Sprint(b.Units))
 	return nil
 }
@@ -518,9 +518,9 @@ func (j *job) recordBalance(schedule string, busy time.Duration, units int) erro
 // model (on every rank), on rank 0 when they were gathered the encoded units
 // indexed by unit id, and the model file's commit, under way (a no-op where
 // this rank wrote no single model file).
-func (j *job) saveModel(c *trainConfig, a *algorithm, own []runner.Result) (int, [][]byte, *pendingCommit, error) {
+func saveModel(j *job.Rank, c *trainConfig, a *algorithm, own []runner.Result) (int, [][]byte, *pendingCommit, error) {
 	count := []int64{int64(len(own))}
-	if err := j.comm.AllreduceInt64(count, mpi.Sum); err != nil {
+	if err := j.Comm.AllreduceInt64(count, mpi.Sum); err != nil {
 		return 0, nil, nil, err
 	}
 	total := int(count[0])
@@ -528,28 +528,28 @@ func (j *job) saveModel(c *trainConfig, a *algorithm, own []runner.Result) (int,
 		return total, nil, nil, nil
 	}
 	if total == 0 {
-		j.log.Warn("no " + a.kind + " finished: no model written")
+		j.Log.Warn("no " + a.kind + " finished: no model written")
 		return 0, nil, nil, nil
 	}
 	if c.shard {
-		return total, nil, nil, j.writeShards(c, a, own, total)
+		return total, nil, nil, writeShards(j, c, a, own, total)
 	}
 	var units [][]byte
-	err := j.phase("gather", func() error {
+	err := j.Phase("gather", func() error {
 		var err error
-		units, err = runner.Gather(j.comm, a.units, own, 0)
+		units, err = runner.Gather(j.Comm, a.units, own, 0)
 		return err
 	})
-	if err != nil || j.rank != 0 {
+	if err != nil || j.ID != 0 {
 		return total, nil, nil, err
 	}
 	var w *model.Writer
-	err = j.phase("write", func() error {
+	err = j.Phase("write", func() error {
 		w, err = a.create(c.modelOut, a.header, units)
 		return err
 	})
 	if err != nil {
-		return total, nil, nil, j.keepUnits(c, a, units, err)
+		return total, nil, nil, keepUnits(j, c, a, units, err)
 	}
 	return total, units, startCommit(w, c.modelOut, a.kind+"s", total), nil
 }
@@ -572,16 +572,16 @@ func startCommit(w *model.Writer, path, kinds string, units int) *pendingCommit 
 
 // wait returns the commit's error; the time spent waiting counts as
 // writing. On success it logs the model and records its size.
-func (p *pendingCommit) wait(j *job) error {
+func (p *pendingCommit) wait(j *job.Rank) error {
 	if p == nil {
 		return nil
 	}
-	err := j.phase("write", func() error { return <-p.done })
+	err := j.Phase("write", func() error { return <-p.done })
 	if err != nil {
 		return err
 	}
-	j.summary.ModelBytes = p.w.Bytes()
-	j.log.Info("model written", "path", p.path, p.kinds, p.units, "bytes", j.summary.ModelBytes)
+	j.Summary.ModelBytes = p.w.Bytes()
+	j.Log.Info("model written", "path", p.path, p.kinds, p.units, "bytes", j.Summary.ModelBytes)
 	return nil
 }
 
@@ -589,21 +589,21 @@ func (p *pendingCommit) wait(j *job) error {
 // after writeErr, the failed write of the model or of this rank's shard,
 // so that a rerun loads them rather than recomputing them (the runner
 // saves units only some time after they finish), and returns writeErr.
-func (j *job) keepUnits(c *trainConfig, a *algorithm, units [][]byte, writeErr error) error {
+func keepUnits(j *job.Rank, c *trainConfig, a *algorithm, units [][]byte, writeErr error) error {
 	if c.checkpoint == "" {
 		return writeErr
 	}
 	if err := runner.SaveUnits(c.checkpoint, a.fingerprint, units); err != nil {
 		return fmt.Errorf("%w; saving the finished %ss to the checkpoint failed too: %v", writeErr, a.kind, err)
 	}
-	j.log.Warn("model not written: finished "+a.kind+"s kept for a rerun", "checkpoint", c.checkpoint, a.kind+"s", countHeld(units))
+	j.Log.Warn("model not written: finished "+a.kind+"s kept for a rerun", "checkpoint", c.checkpoint, a.kind+"s", countHeld(units))
 	return writeErr
 }
 
 // writeShards writes this rank's units to <model-out>.rank-R-of-P and, on
 // rank 0, the manifest at --model-out.
-func (j *job) writeShards(c *trainConfig, a *algorithm, own []runner.Result, total int) error {
-	path := fmt.Sprintf("%s.rank-%04d-of-%04d", c.modelOut, j.rank, j.size)
+func writeShards(j *job.Rank, c *trainConfig, a *algorithm, own []runner.Result, total int) error {
+	path := fmt.Sprintf("%s.rank-%04d-of-%04d", c.modelOut, j.ID, j.Size)
 	sh := a.header
 	units := make([][]byte, a.units)
 	held := make([]int64, 0, len(own))
@@ -613,28 +613,28 @@ func (j *job) writeShards(c *trainConfig, a *algorithm, own []runner.Result, tot
 	}
 	if c.schedule == runner.ScheduleDynamic {
 		// Units went to whichever rank asked: list them.
-		sh.Shard = &model.ShardInfo{Rank: j.rank, Ranks: j.size, Axis: a.axis, Lo: 0, Hi: int64(a.units), Units: held}
+		sh.Shard = &model.ShardInfo{Rank: j.ID, Ranks: j.Size, Axis: a.axis, Lo: 0, Hi: int64(a.units), Units: held}
 	} else {
 		// Units are dealt cyclically: rank r holds r, r+P, r+2P, ...
-		sh.Shard = &model.ShardInfo{Rank: j.rank, Ranks: j.size, Axis: a.axis, Lo: int64(j.rank), Hi: int64(a.units), Stride: int64(j.size)}
+		sh.Shard = &model.ShardInfo{Rank: j.ID, Ranks: j.Size, Axis: a.axis, Lo: int64(j.ID), Hi: int64(a.units), Stride: int64(j.Size)}
 	}
 	var ref []byte
-	err := j.phase("write", func() error {
+	err := j.Phase("write", func() error {
 		w, err := a.create(path, sh, units)
 		if err == nil {
 			err = w.Commit()
 		}
 		if err != nil {
-			return j.keepUnits(c, a, units, err)
+			return keepUnits(j, c, a, units, err)
 		}
-		ref = mustJSON(model.ShardRef{Path: filepath.Base(path), Rank: j.rank, Bytes: w.Bytes(), CRC32C: w.CRC32C()})
+		ref = mustJSON(model.ShardRef{Path: filepath.Base(path), Rank: j.ID, Bytes: w.Bytes(), CRC32C: w.CRC32C()})
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	refs, err := j.comm.Gatherv(ref, 0)
-	if err != nil || j.rank != 0 {
+	refs, err := j.Comm.Gatherv(ref, 0)
+	if err != nil || j.ID != 0 {
 		return err
 	}
 	m := &model.Manifest{Header: a.header}
@@ -645,7 +645,7 @@ func (j *job) writeShards(c *trainConfig, a *algorithm, own []runner.Result, tot
 			return fmt.Errorf("shard reference: %w", err)
 		}
 		m.Shards = append(m.Shards, s)
-		j.summary.ModelBytes += s.Bytes
+		j.Summary.ModelBytes += s.Bytes
 	}
 	if a.axis == "trees" {
 		m.Header.Counts["trees"] = int64(total)
@@ -655,7 +655,7 @@ func (j *job) writeShards(c *trainConfig, a *algorithm, own []runner.Result, tot
 	if err := model.WriteManifest(c.modelOut, m); err != nil {
 		return err
 	}
-	j.log.Info("sharded model written", "manifest", c.modelOut, "shards", len(m.Shards), a.kind+"s", total)
+	j.Log.Info("sharded model written", "manifest", c.modelOut, "shards", len(m.Shards), a.kind+"s", total)
 	return nil
 }
 

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"xmc/bench"
+	"xmc/job"
 )
 
 // The CLI tests run the real xmc binary, built once by TestMain, on the
@@ -66,9 +66,9 @@ func mustXMC(t *testing.T, args ...string) string {
 	return out
 }
 
-func readSummary(t *testing.T, path string) *bench.Summary {
+func readSummary(t *testing.T, path string) *job.Summary {
 	t.Helper()
-	s, err := bench.ReadSummary(path)
+	s, err := job.ReadSummary(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"xmc/job"
 )
 
 // LoadSummaries reads every run summary among the *.json files of dir (not
@@ -15,7 +17,7 @@ import (
 // passed over; any other JSON file that is not a summary (it lacks
 // "xmc_version" or "command") is skipped and listed in skipped with the
 // reason.
-func LoadSummaries(dir string) (runs []*Summary, skipped []string, err error) {
+func LoadSummaries(dir string) (runs []*job.Summary, skipped []string, err error) {
 	if _, err := os.Stat(dir); err != nil {
 		return nil, nil, fmt.Errorf("list summaries: %w", err)
 	}
@@ -32,7 +34,7 @@ func LoadSummaries(dir string) (runs []*Summary, skipped []string, err error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("read summary: %w", err)
 		}
-		var s Summary
+		var s job.Summary
 		if err := json.Unmarshal(b, &s); err != nil {
 			skipped = append(skipped, fmt.Sprintf("%s: not JSON of a summary: %v", p, err))
 			continue

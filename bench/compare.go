@@ -17,6 +17,7 @@ import (
 	"text/tabwriter"
 
 	"xmc/data"
+	"xmc/job"
 	"xmc/model"
 )
 
@@ -399,7 +400,7 @@ func (c *comparer) runXMC(ctx context.Context, rep int) (RunResult, error) {
 	if err != nil {
 		return res, err
 	}
-	s, err := ReadSummary(summary)
+	s, err := job.ReadSummary(summary)
 	if err != nil {
 		return res, err
 	}

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"xmc/job"
 )
 
 // checkPlots checks that every plot name was written as a PNG that decodes
@@ -47,7 +49,7 @@ func checkPlots(t *testing.T, dir string, written []string, names ...string) {
 func TestScalingPlot(t *testing.T) {
 	tests := []struct {
 		name string
-		runs []*Summary
+		runs []*job.Summary
 	}{
 		{"grid", study()},
 		{"one layout", summaries(testRun{layout: Layout{1, 1}, train: 1, wall: 2, comm: []int64{0}, rss: []int64{1}})},

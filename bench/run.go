@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"xmc/job"
 )
 
 // Launcher kinds.
@@ -208,7 +210,7 @@ type ScaleConfig struct {
 // study; the summaries written so far stay in Dir for bench report. Dir
 // must not hold summaries already, so that a study never mixes with an
 // older one.
-func RunScale(ctx context.Context, c ScaleConfig) ([]*Summary, error) {
+func RunScale(ctx context.Context, c ScaleConfig) ([]*job.Summary, error) {
 	switch {
 	case len(c.Layouts) == 0:
 		return nil, errors.New("scale: no layout to run")
@@ -263,7 +265,7 @@ func RunScale(ctx context.Context, c ScaleConfig) ([]*Summary, error) {
 	}
 
 	total := c.Repeats * len(c.Layouts)
-	var runs []*Summary
+	var runs []*job.Summary
 	for rep := 1; rep <= c.Repeats; rep++ {
 		for k := range c.Layouts {
 			l := c.Layouts[(k+rep-1)%len(c.Layouts)]
@@ -274,7 +276,7 @@ func RunScale(ctx context.Context, c ScaleConfig) ([]*Summary, error) {
 			if err != nil {
 				return runs, fmt.Errorf("run %s: %w", name, err)
 			}
-			s, err := ReadSummary(summary)
+			s, err := job.ReadSummary(summary)
 			if err != nil {
 				return runs, fmt.Errorf("run %s: %w", name, err)
 			}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"xmc/job"
 	"xmc/mpi"
 )
 
@@ -61,11 +62,11 @@ func compareLayouts(a, b Layout) int {
 }
 
 // PhaseKeys names the timed quantities of a run in table order: the phases
-// of Phases as "<name>_s", then "wall_s", the whole run.
+// of job.Phases as "<name>_s", then "wall_s", the whole run.
 var PhaseKeys = [...]string{"load_s", "train_s", "gather_s", "write_s", "predict_s", "eval_s", "wall_s"}
 
 // phaseTimes returns s's times in the order of PhaseKeys.
-func phaseTimes(s *Summary) [len(PhaseKeys)]float64 {
+func phaseTimes(s *job.Summary) [len(PhaseKeys)]float64 {
 	return [...]float64{s.LoadS, s.TrainS, s.GatherS, s.WriteS, s.PredictS, s.EvalS, s.WallS}
 }
 
@@ -155,9 +156,9 @@ type ScalingRow struct {
 // Skipped. The summaries must describe one problem: the same command,
 // algorithm, backend, data and parameters (the seed may differ, so that
 // repeats can vary it); mixing problems is an error naming the files.
-func Aggregate(runs []*Summary) (*Scaling, error) {
+func Aggregate(runs []*job.Summary) (*Scaling, error) {
 	var s Scaling
-	var ok []*Summary
+	var ok []*job.Summary
 	for _, r := range runs {
 		if r.Status != "ok" {
 			s.Skipped = append(s.Skipped, fmt.Sprintf("%s: status %q", runName(r), r.Status))
@@ -180,7 +181,7 @@ func Aggregate(runs []*Summary) (*Scaling, error) {
 	s.Command, s.Algorithm, s.Backend, s.Data, s.Params = first.Command, first.Algorithm, first.Backend, first.Data, first.Params
 	s.CommModel = CommModel
 
-	groups := map[Layout][]*Summary{}
+	groups := map[Layout][]*job.Summary{}
 	for _, r := range ok {
 		l := Layout{r.Ranks, r.ThreadsPerRank}
 		groups[l] = append(groups[l], r)
@@ -215,7 +216,7 @@ func (s *Scaling) Row(l Layout) *ScalingRow {
 	return nil
 }
 
-func runName(s *Summary) string {
+func runName(s *job.Summary) string {
 	if s.Source != "" {
 		return s.Source
 	}
@@ -223,7 +224,7 @@ func runName(s *Summary) string {
 }
 
 // sameProblem checks that b ran the problem a ran.
-func sameProblem(a, b *Summary) error {
+func sameProblem(a, b *job.Summary) error {
 	differ := func(what string, x, y any) error {
 		return fmt.Errorf("%s and %s are not runs of one problem: %s %v vs %v (put each study in a directory of its own)",
 			runName(a), runName(b), what, x, y)
@@ -252,7 +253,7 @@ func sameProblem(a, b *Summary) error {
 	return nil
 }
 
-func paramsWithoutSeed(s *Summary) (map[string]any, error) {
+func paramsWithoutSeed(s *job.Summary) (map[string]any, error) {
 	if len(s.Params) == 0 {
 		return nil, nil
 	}
@@ -264,7 +265,7 @@ func paramsWithoutSeed(s *Summary) (map[string]any, error) {
 	return m, nil
 }
 
-func aggregateLayout(l Layout, runs []*Summary) ScalingRow {
+func aggregateLayout(l Layout, runs []*job.Summary) ScalingRow {
 	row := ScalingRow{Layout: l, Cores: l.Cores(), Runs: len(runs), Phases: map[string]Stat{}}
 	for k, key := range PhaseKeys {
 		xs := make([]float64, len(runs))

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"xmc/job"
 	"xmc/mpi"
 )
 
@@ -23,8 +24,8 @@ type testRun struct {
 	p1          float64
 }
 
-func (r testRun) summary(name string) *Summary {
-	s := &Summary{
+func (r testRun) summary(name string) *job.Summary {
+	s := &job.Summary{
 		Version: "test", Command: "train", Algorithm: "forest", Status: "ok", Backend: "openmpi",
 		Ranks: r.layout.Ranks, ThreadsPerRank: r.layout.Threads,
 		TrainS: r.train, WallS: r.wall, LoadS: 0.5, GatherS: 0.1,
@@ -46,8 +47,8 @@ func (r testRun) summary(name string) *Summary {
 	return s
 }
 
-func summaries(runs ...testRun) []*Summary {
-	var out []*Summary
+func summaries(runs ...testRun) []*job.Summary {
+	var out []*job.Summary
 	for i, r := range runs {
 		out = append(out, r.summary(r.layout.String()+"-r"+string(rune('1'+i))+".json"))
 	}
@@ -93,7 +94,7 @@ func TestCommBytes(t *testing.T) {
 
 // study is a 2×2 grid with three repeats of 1x1 and 2x1 and one of the
 // others.
-func study() []*Summary {
+func study() []*job.Summary {
 	return summaries(
 		testRun{layout: Layout{1, 1}, train: 10, wall: 12, comm: []int64{0}, rss: []int64{100}, model: 1000, p1: 60},
 		testRun{layout: Layout{1, 1}, train: 12, wall: 14, comm: []int64{0}, rss: []int64{110}, model: 1000, p1: 60},
@@ -190,23 +191,23 @@ func TestAggregateBaselineWithout1x1(t *testing.T) {
 func TestAggregateSkipsAndRejects(t *testing.T) {
 	tests := []struct {
 		name    string
-		edit    func(runs []*Summary)
+		edit    func(runs []*job.Summary)
 		err     string // substring; "" means success
 		skipped int
 	}{
-		{"consistent", func([]*Summary) {}, "", 0},
-		{"seed may differ", func(r []*Summary) { r[1].Params = json.RawMessage(`{"trees":50,"seed":7}`) }, "", 0},
-		{"interrupted run left out", func(r []*Summary) { r[1].Status = "interrupted" }, "", 1},
-		{"all interrupted", func(r []*Summary) {
+		{"consistent", func([]*job.Summary) {}, "", 0},
+		{"seed may differ", func(r []*job.Summary) { r[1].Params = json.RawMessage(`{"trees":50,"seed":7}`) }, "", 0},
+		{"interrupted run left out", func(r []*job.Summary) { r[1].Status = "interrupted" }, "", 1},
+		{"all interrupted", func(r []*job.Summary) {
 			for _, s := range r {
 				s.Status = "interrupted"
 			}
 		}, "no finished run", 2},
-		{"other trees", func(r []*Summary) { r[1].Params = json.RawMessage(`{"trees":10,"seed":1}`) }, "parameters", 0},
-		{"other data", func(r []*Summary) { r[1].Data = map[string]any{"train": "other.txt", "N": 4880.0} }, "data", 0},
-		{"other backend", func(r []*Summary) { r[1].Backend = "in-process" }, "backend", 0},
-		{"other command", func(r []*Summary) { r[1].Command = "predict" }, "command", 0},
-		{"bad layout", func(r []*Summary) { r[1].ThreadsPerRank = 0 }, "layout", 0},
+		{"other trees", func(r []*job.Summary) { r[1].Params = json.RawMessage(`{"trees":10,"seed":1}`) }, "parameters", 0},
+		{"other data", func(r []*job.Summary) { r[1].Data = map[string]any{"train": "other.txt", "N": 4880.0} }, "data", 0},
+		{"other backend", func(r []*job.Summary) { r[1].Backend = "in-process" }, "backend", 0},
+		{"other command", func(r []*job.Summary) { r[1].Command = "predict" }, "command", 0},
+		{"bad layout", func(r []*job.Summary) { r[1].ThreadsPerRank = 0 }, "layout", 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,4 +1,4 @@
-package main
+package job
 
 import (
 	"context"
@@ -22,7 +22,9 @@ type rankHandler struct {
 	attrs string
 }
 
-func newRankLogger(w io.Writer, rank int, level slog.Level) *slog.Logger {
+// NewRankLogger returns a logger writing to w one line per record, prefixed
+// with rank, and dropping records below level.
+func NewRankLogger(w io.Writer, rank int, level slog.Level) *slog.Logger {
 	return slog.New(&rankHandler{mu: new(sync.Mutex), w: w, rank: rank, level: level})
 }
 

@@ -1,8 +1,4 @@
-// Package bench runs and reports xmc's scaling studies and comparisons. Its
-// common currency is the run Summary every xmc command writes with
-// --summary: the studies launch runs, read their summaries, and tabulate and
-// plot them.
-package bench
+package job
 
 import (
 	"bufio"
@@ -28,8 +24,10 @@ type Balance struct {
 	Imbalance float64 `json:"imbalance"`
 }
 
-// Summary is the JSON record of one xmc run. Phase times are the maximum
-// over ranks (the slowest rank sets the pace of a bulk-synchronous job).
+// Summary is the JSON record of one xmc run, written by --summary: the
+// common currency of scaling studies and comparisons (package bench reads
+// it). Phase times are the maximum over ranks (the slowest rank sets the
+// pace of a bulk-synchronous job).
 type Summary struct {
 	Version        string            `json:"xmc_version"`
 	CommandLine    []string          `json:"command_line"`
