@@ -1,0 +1,291 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"xmc/atomicfile"
+	"xmc/mpi"
+)
+
+// RoundTrainer is a trainer whose work runs in synchronous rounds in which
+// every rank takes part: a mini-batch or an epoch of a trainer whose units
+// (blocks of classes) are coupled through the samples, so that ranks
+// exchange what a round needs through collectives. Its state is held by
+// units, each owned by one rank (unit u by rank Owner(u, P)), plus a small
+// shared state that every rank holds alike; from them alone, with the
+// round number, training continues exactly as it would have, which makes
+// the model independent of how often it was stopped and resumed.
+type RoundTrainer interface {
+	// Start is called on every rank before the first round, with the
+	// units this rank owns, in increasing order, and the round training
+	// starts from: 0, or the round after the last one checkpointed. When
+	// resuming, state holds the saved state of each owned unit and shared
+	// the shared state, as Save returned them; on a fresh start both are
+	// nil.
+	Start(units []int, round int, state [][]byte, shared []byte) error
+	// Round runs round r on every rank. It may use the communicator's
+	// collectives, in the same sequence on every rank, and must return the
+	// same done on every rank: whether training is complete after round r.
+	Round(ctx context.Context, r int) (done bool, err error)
+	// Save returns the state of each owned unit, in the order Start gave
+	// them, and the shared state (the same on every rank), after the last
+	// round run.
+	Save() (state [][]byte, shared []byte, err error)
+	// Finish returns the model's encoded units that this rank owns, once
+	// the rounds are over (complete or stopped).
+	Finish() ([]Result, error)
+}
+
+// Rounds describes how Run trains a RoundTrainer.
+type Rounds struct {
+	// Units is the number of units the trainer's state is split into,
+	// identified 0..Units-1, dealt to ranks as the static schedule deals
+	// units. It must not depend on the number of ranks.
+	Units int
+	// Rounds bounds the rounds; training may end sooner (Round's done).
+	Rounds int
+	// Kind names a round in messages ("round", "epoch").
+	Kind string
+	// Comm connects the ranks.
+	Comm mpi.Comm
+	// Log receives the resume line; only rank 0 logs it.
+	Log *slog.Logger
+	// Progress, if not nil, is told on rank 0 of every round done.
+	Progress Progress
+	// Checkpoint, if not empty, is a directory where the trainer's state
+	// is saved at round boundaries, and from which a rerun of the same
+	// Fingerprint resumes.
+	Checkpoint string
+	// CheckpointEvery is the least time between two saves (0: after every
+	// round). A run stopped by a signal or its time limit saves its state
+	// before Run returns, so only a crash loses rounds, at most this much.
+	CheckpointEvery time.Duration
+	// Fingerprint identifies the run's data and hyper-parameters; a
+	// checkpoint written under another fingerprint is refused.
+	Fingerprint string
+}
+
+// Run trains t in rounds on every rank and returns the model's units this
+// rank owns, in unit order. Between rounds the ranks agree on whether to
+// stop (ctx done on any rank) and whether to save the state; a stopped run
+// saves it and returns the units trained so far with an error wrapping
+// ErrInterrupted.
+func (p Rounds) Run(ctx context.Context, t RoundTrainer) ([]Result, error) {
+	c := p.Comm
+	ck, err := openCheckpoint(p.Checkpoint, p.Fingerprint, c.Rank())
+	if err != nil {
+		return nil, err
+	}
+	owned := OwnedUnits(p.Units, c.Rank(), c.Size())
+	start, state, shared, err := p.resume(ck, owned)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.Start(owned, start, state, shared); err != nil {
+		return nil, err
+	}
+	if start > 0 && c.Rank() == 0 {
+		p.Log.Info("resuming from checkpoint", "dir", p.Checkpoint, "round", start)
+	}
+	report := func(done int) {
+		if p.Progress != nil && c.Rank() == 0 {
+			p.Progress.Done(done, p.Rounds)
+		}
+	}
+	report(start)
+	lastSave := time.Now()
+	stopped := false
+	r := start
+	for ; r < p.Rounds; r++ {
+		// Agree on stopping and saving: ranks see the signal or the time
+		// limit at different moments, and their save clocks differ.
+		flags := []int64{0, 0}
+		if ctx.Err() != nil {
+			flags[0] = 1
+		}
+		if ck != nil && r > start && time.Since(lastSave) >= p.CheckpointEvery {
+			flags[1] = 1
+		}
+		if err := c.AllreduceInt64(flags, mpi.Max); err != nil {
+			return nil, err
+		}
+		if ck != nil && r > start && (flags[0] == 1 || flags[1] == 1) {
+			if err := p.save(ck, t, owned, r); err != nil {
+				return nil, err
+			}
+			lastSave = time.Now()
+		}
+		if flags[0] == 1 {
+			stopped = true
+			break
+		}
+		done, err := t.Round(ctx, r)
+		if err != nil {
+			return nil, fmt.Errorf("%s %d: %w", p.Kind, r, err)
+		}
+		report(r + 1)
+		if done {
+			r++
+			break
+		}
+	}
+	if p.Progress != nil && c.Rank() == 0 {
+		p.Progress.Finish()
+	}
+	results, err := t.Finish()
+	if err != nil {
+		return nil, err
+	}
+	if stopped {
+		where := "not saved: no checkpoint directory"
+		if ck != nil {
+			where = "saved in " + p.Checkpoint + "; rerun the same command to resume"
+		}
+		return results, fmt.Errorf("%w (%v): stopped after %d of at most %d %ss, %s",
+			ErrInterrupted, context.Cause(ctx), r, p.Rounds, p.Kind, where)
+	}
+	return results, nil
+}
+
+// A round checkpoint holds, beside FINGERPRINT, a directory round-R per
+// saved round R (the round training resumes from) with a file per unit and
+// the shared state, and ROUND naming the newest complete one. Each rank
+// writes its own units; ROUND is written only once every rank has written
+// its part, and older rounds are removed only once every rank has updated
+// ROUND. So after a crash at any point every rank's ROUND names a complete
+// round, the oldest of them is still on disk, and the ranks resume from it.
+const roundFile = "ROUND"
+
+func roundDir(dir string, r int) string { return filepath.Join(dir, fmt.Sprintf("round-%09d", r)) }
+
+func roundUnitFile(dir string, r, u int) string {
+	return filepath.Join(roundDir(dir, r), fmt.Sprintf("unit-%07d.bin", u))
+}
+
+func roundSharedFile(dir string, r int) string { return filepath.Join(roundDir(dir, r), "shared.bin") }
+
+// readRound returns the round ROUND names, or 0 if there is none.
+func readRound(dir string) (int, error) {
+	b, err := os.ReadFile(filepath.Join(dir, roundFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("checkpoint: %w", err)
+	}
+	r, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || r < 1 {
+		return 0, fmt.Errorf("checkpoint %s: %s holds %q, not a round number", dir, roundFile, b)
+	}
+	return r, nil
+}
+
+// resume agrees with the other ranks on the round to resume from and loads
+// this rank's units' state and the shared state saved after it (nil and
+// round 0 without a checkpoint or on a fresh start).
+func (p Rounds) resume(ck *checkpoint, owned []int) (int, [][]byte, []byte, error) {
+	c := p.Comm
+	round := 0
+	var err error
+	if ck != nil {
+		if round, err = readRound(ck.dir); err != nil {
+			return 0, nil, nil, err
+		}
+	}
+	// Ranks may disagree after a crash between their updates of ROUND:
+	// the oldest round they name is complete and still on disk.
+	agreed := []int64{int64(round)}
+	if err := c.AllreduceInt64(agreed, mpi.Min); err != nil {
+		return 0, nil, nil, err
+	}
+	round = int(agreed[0])
+	if round == 0 {
+		return 0, nil, nil, nil
+	}
+	state := make([][]byte, len(owned))
+	for i, u := range owned {
+		if state[i], err = os.ReadFile(roundUnitFile(ck.dir, round, u)); err != nil {
+			return 0, nil, nil, fmt.Errorf("checkpoint round %d: %w (a checkpoint on node-local disks resumes only with the same number of ranks)", round, err)
+		}
+	}
+	var shared []byte
+	if c.Rank() == 0 {
+		if shared, err = os.ReadFile(roundSharedFile(ck.dir, round)); err != nil {
+			// The other ranks wait in Bcast: end the job with the reason.
+			return 0, nil, nil, fmt.Errorf("checkpoint round %d: %w", round, err)
+		}
+	}
+	if shared, err = c.Bcast(shared, 0); err != nil {
+		return 0, nil, nil, err
+	}
+	return round, state, shared, nil
+}
+
+// save writes the trainer's state after the rounds before round: every
+// rank its units, rank 0 the shared state, then ROUND, then removes the
+// round saved before, each step once every rank has done the one before.
+func (p Rounds) save(ck *checkpoint, t RoundTrainer, owned []int, round int) error {
+	c := p.Comm
+	prev, err := readRound(ck.dir)
+	if err != nil {
+		return err
+	}
+	state, shared, err := t.Save()
+	if err == nil && len(state) != len(owned) {
+		err = fmt.Errorf("checkpoint: the trainer saved %d units, this rank owns %d", len(state), len(owned))
+	}
+	if err == nil {
+		err = os.MkdirAll(roundDir(ck.dir, round), 0o755)
+	}
+	for i := 0; err == nil && i < len(owned); i++ {
+		err = atomicfile.WriteBytes(roundUnitFile(ck.dir, round, owned[i]), state[i])
+	}
+	if err == nil && c.Rank() == 0 {
+		err = atomicfile.WriteBytes(roundSharedFile(ck.dir, round), shared)
+	}
+	if err := agree(c, err); err != nil {
+		return fmt.Errorf("checkpoint round %d: %w", round, err)
+	}
+	err = atomicfile.WriteBytes(filepath.Join(ck.dir, roundFile), []byte(strconv.Itoa(round)+"\n"))
+	if err := agree(c, err); err != nil {
+		return fmt.Errorf("checkpoint round %d: %w", round, err)
+	}
+	if prev > 0 && prev != round {
+		for _, u := range owned {
+			os.Remove(roundUnitFile(ck.dir, prev, u))
+		}
+		if c.Rank() == 0 {
+			os.Remove(roundSharedFile(ck.dir, prev))
+		}
+		os.Remove(roundDir(ck.dir, prev)) // the last rank to empty it removes it
+	}
+	return nil
+}
+
+// agree returns err on the ranks where it is not nil and, on the others, an
+// error saying that another rank failed, so that every rank leaves a
+// multi-step save at the same step.
+func agree(c mpi.Comm, err error) error {
+	flag := []int64{0}
+	if err != nil {
+		flag[0] = 1
+	}
+	if aerr := c.AllreduceInt64(flag, mpi.Max); aerr != nil {
+		return aerr
+	}
+	if err != nil {
+		return err
+	}
+	if flag[0] == 1 {
+		return errors.New("another rank failed to save its part")
+	}
+	return nil
+}
