@@ -19,6 +19,7 @@ import (
 
 	"xmc/atomicfile"
 	"xmc/bench"
+	"xmc/train"
 )
 
 // benchCommands are the subcommands of xmc bench.
@@ -126,8 +127,8 @@ func runBenchScale(args []string) error {
 	var seed uint64
 	fs.StringVar(&dataPath, "data", "", "training data `FILE` (XMC format; a synthetic one of any size from xmc gen works too)")
 	fs.StringVar(&testPath, "test", "", "test data `FILE`: also time prediction and evaluation")
-	fs.StringVar(&algo, "algo", "forest", "algorithm: forest")
-	fs.IntVar(&trees, "trees", 50, "trees of the forest")
+	fs.StringVar(&algo, "algo", train.DefaultAlgorithm, "algorithm (xmc train --algo)")
+	fs.IntVar(&trees, "trees", 50, "trees of the forest (for algorithms with a --trees flag)")
 	fs.Uint64Var(&seed, "seed", 1, "random seed of every run")
 	fs.StringVar(&ranks, "ranks", "1,2,4", "rank counts to run, comma-separated")
 	fs.StringVar(&threads, "threads", "1,2", "worker threads per rank to run, comma-separated")
@@ -147,7 +148,16 @@ func runBenchScale(args []string) error {
 	if err := checkData("data", dataPath); err != nil {
 		return err
 	}
-	trainArgs := []string{"--algo", algo, "--data", dataPath, "--trees", strconv.Itoa(trees), "--seed", strconv.FormatUint(seed, 10)}
+	a, err := train.Lookup(algo)
+	if err != nil {
+		return err
+	}
+	trainArgs := []string{"--algo", algo, "--data", dataPath, "--seed", strconv.FormatUint(seed, 10)}
+	algoFlags := flag.NewFlagSet(algo, flag.ContinueOnError)
+	a.New().Flags(algoFlags)
+	if algoFlags.Lookup("trees") != nil {
+		trainArgs = append(trainArgs, "--trees", strconv.Itoa(trees))
+	}
 	if testPath != "" {
 		if err := checkData("test", testPath); err != nil {
 			return err

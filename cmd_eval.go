@@ -9,14 +9,15 @@ import (
 
 	"xmc/atomicfile"
 	"xmc/model"
+	"xmc/pipeline"
 )
 
 func runEval(args []string) error {
 	fs := newFlagSet("eval", "eval --data TEST [--train TRAIN] [--json OUT] SCORES [SCORES...]")
-	var df dataFlags
-	df.register(fs)
-	var ef evalFlags
-	ef.register(fs)
+	var df pipeline.Input
+	registerInput(fs, &df)
+	var ef pipeline.EvalOptions
+	registerEval(fs, &ef)
 	var dataPath, split, trainPath, jsonOut string
 	fs.StringVar(&dataPath, "data", "", "test data `FILE` holding the true labels")
 	fs.StringVar(&split, "test-split", "", "DXML tstSplit `FILE`: rows of --data that were predicted")
@@ -28,22 +29,22 @@ func runEval(args []string) error {
 	if dataPath == "" || fs.NArg() == 0 {
 		return errors.New("give --data and at least one score file")
 	}
-	test, err := df.load(dataPath, split, 0, 0)
+	test, err := df.Load(dataPath, split, 0, 0)
 	if err != nil {
 		return err
 	}
 	var inv []float64
 	if trainPath != "" {
-		tr, err := df.load(trainPath, "", test.D(), test.L())
+		tr, err := df.Load(trainPath, "", test.D(), test.L())
 		if err != nil {
 			return err
 		}
 		if tr.L() != test.L() {
 			return fmt.Errorf("%s has L=%d but %s has L=%d", trainPath, tr.L(), dataPath, test.L())
 		}
-		inv = model.InversePropensity(model.LabelCounts(&tr.Y), tr.N(), ef.propA, ef.propB)
+		inv = model.InversePropensity(model.LabelCounts(&tr.Y), tr.N(), ef.PropA, ef.PropB)
 	}
-	ks := ef.metricKs()
+	ks := ef.Ks()
 	names := fs.Args()
 	all := make([]model.Metrics, len(names))
 	for i, path := range names {

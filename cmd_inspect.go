@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"text/tabwriter"
 
 	"xmc/model"
 )
@@ -23,40 +22,13 @@ func runInspect(args []string) error {
 	if err != nil {
 		return err
 	}
-	h, err := model.ReadHeader(path)
+	m, h, err := model.Load(path, nil)
 	if err != nil {
 		return err
 	}
-	if model.IsLinear(h.Algorithm) {
-		m, h, err := model.LoadLinear(path, nil)
-		if err != nil {
-			return err
-		}
-		fmt.Printf("model %s: %s, D=%d L=%d, %d labels, %d weights (%.1f per label), %s on disk\n", path, h.Algorithm, h.D, h.L,
-			len(m.Labels()), m.NNZ(), float64(m.NNZ())/float64(max(1, len(m.Labels()))), humanBytes(size))
-		fmt.Printf("params: %s\n", h.Params)
-		return nil
-	}
-	f, h, err := model.LoadForest(path, nil)
-	if err != nil {
-		return err
-	}
-	fmt.Printf("model %s: %s, D=%d L=%d seed=%d, %d trees, %s on disk\n", path, h.Algorithm, h.D, h.L, h.Seed, len(f.Trees), humanBytes(size))
+	fmt.Printf("model %s: %s, D=%d L=%d seed=%d, %s, %s on disk\n", path, h.Algorithm, h.D, h.L, h.Seed, m.Summary(), humanBytes(size))
 	fmt.Printf("params: %s\n", h.Params)
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "tree\tnodes\tleaves\tdepth min\tmean\tmax\tinst/leaf mean\tmax\tsplit entries\tleaf nnz\t")
-	var tot model.TreeStats
-	for i, t := range f.Trees {
-		s := t.Stats()
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%.1f\t%d\t%.1f\t%d\t%d\t%d\t\n", i, s.Nodes, s.Leaves, s.MinDepth, s.MeanDepth, s.MaxDepth,
-			s.MeanLeafSize, s.MaxLeafSize, s.SplitEntries, s.LeafEntries)
-		tot.Nodes += s.Nodes
-		tot.Leaves += s.Leaves
-		tot.SplitEntries += s.SplitEntries
-		tot.LeafEntries += s.LeafEntries
-	}
-	fmt.Fprintf(tw, "all\t%d\t%d\t\t\t\t\t\t%d\t%d\t\n", tot.Nodes, tot.Leaves, tot.SplitEntries, tot.LeafEntries)
-	return tw.Flush()
+	return m.Describe(os.Stdout)
 }
 
 // modelBytes is the size on disk of a model file, or of a manifest and its

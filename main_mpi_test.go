@@ -64,6 +64,10 @@ func TestMPIModelMatchesInProcess(t *testing.T) {
 			np   int
 			args []string
 		}{{2, nil}, {4, []string{"--threads", "2"}}}},
+		{"lsq", []string{"--algo", "lsq", "--seed", "11", "--epochs", "3"}, []struct {
+			np   int
+			args []string
+		}{{2, nil}, {3, []string{"--threads", "2"}}}},
 	} {
 		path := filepath.Join(dir, algo.name+".model")
 		mustXMC(t, append([]string{"train", "--data", bibtexTrain, "--model-out", path, "--ranks", "1", "--threads", "1"}, algo.args...)...)
@@ -94,6 +98,30 @@ func TestMPIModelMatchesInProcess(t *testing.T) {
 	b, _ := os.ReadFile(viaMPI)
 	if !bytes.Equal(a, b) {
 		t.Error("scores predicted under mpirun -np 2 differ from in-process ones")
+	}
+}
+
+// TestMPIRoundsResume stops a round-mode training under mpirun -np 2 with
+// its time limit and resumes it under mpirun -np 3: the model must be the
+// in-process uninterrupted one, byte for byte.
+func TestMPIRoundsResume(t *testing.T) {
+	dir := t.TempDir()
+	ref, resumed := filepath.Join(dir, "ref.model"), filepath.Join(dir, "resumed.model")
+	common := []string{"train", "--algo", "lsq", "--seed", "4", "--epochs", "20", "--tol", "0", "--threads", "1", "--data", bibtexTrain}
+	start := time.Now()
+	mustXMC(t, append(common, "--model-out", ref, "--checkpoint", "none")...)
+	limit := time.Since(start) / 2
+	out, code := mpirun(t, 2, append(common, "--model-out", resumed, "--time-limit", limit.String())...)
+	if code == 0 || !strings.Contains(out, "interrupted") {
+		t.Fatalf("time limit under mpirun: exit %d, output:\n%s", code, out)
+	}
+	if out, code := mpirun(t, 3, append(common, "--model-out", resumed)...); code != 0 || !strings.Contains(out, "resuming") {
+		t.Fatalf("resume under mpirun -np 3: exit %d, output:\n%s", code, out)
+	}
+	a, _ := os.ReadFile(ref)
+	b, _ := os.ReadFile(resumed)
+	if !bytes.Equal(a, b) {
+		t.Error("model resumed under mpirun differs from the uninterrupted in-process one")
 	}
 }
 

@@ -178,6 +178,10 @@ func TestLinearPipeline(t *testing.T) {
 		{"dismec", 63.5, [][]string{{"--ranks", "1", "--threads", "1"}, {"--ranks", "3", "--threads", "1"}, {"--ranks", "1", "--threads", "2", "--numa-sim", "2"}}},
 		{"ppdsparse", 64.3, [][]string{{"--ranks", "1", "--threads", "1"}, {"--ranks", "3", "--threads", "2", "--numa-sim", "2"},
 			{"--ranks", "2", "--schedule", "static"}}},
+		// The round mode's trainer: ranks own label blocks and agree on the
+		// step size every epoch.
+		{"lsq", 54, [][]string{{"--ranks", "1", "--threads", "1"}, {"--ranks", "3", "--threads", "2", "--numa-sim", "2"},
+			{"--ranks", "4", "--threads", "1"}}},
 	} {
 		t.Run(c.algo, func(t *testing.T) {
 			dir := t.TempDir()
@@ -335,36 +339,57 @@ func TestBadInput(t *testing.T) {
 	if code == 0 || !strings.Contains(out, "nonsense") {
 		t.Errorf("unknown algorithm: exit %d, output:\n%s", code, out)
 	}
+	// A flag of another algorithm is an error that names its algorithm.
+	out, code = xmc(t, "train", "--algo", "dismec", "--trees", "5", "--data", bibtexTrain, "--model-out", modelPath)
+	if code == 0 || !strings.Contains(out, "--algo forest") {
+		t.Errorf("flag of another algorithm: exit %d, output:\n%s", code, out)
+	}
 }
 
 // TestInterruptAndResume stops a run with its time limit, checks that it
-// exits non-zero with a clear message and keeps the finished trees, then
-// resumes it to the same model as an uninterrupted run.
+// exits non-zero with a clear message and keeps its finished work, then
+// resumes it, on another number of ranks, to the same model as an
+// uninterrupted run: for work of independent units (a forest's trees) and
+// of synchronous rounds (lsq).
 func TestInterruptAndResume(t *testing.T) {
-	dir := t.TempDir()
-	ref, resumed := filepath.Join(dir, "ref.model"), filepath.Join(dir, "resumed.model")
-	common := []string{"train", "--trees", "40", "--seed", "9", "--threads", "1", "--data", bibtexTrain}
-	start := time.Now()
-	mustXMC(t, append(common, "--model-out", ref, "--checkpoint", "none")...)
-	// Half the uninterrupted run's time stops the run after some of the
-	// trees, however fast the machine (40 trees took 0.8-1.1 s here).
-	limit := time.Since(start) / 2
-	out, code := xmc(t, append(common, "--model-out", resumed, "--time-limit", limit.String())...)
-	if code == 0 || !strings.Contains(out, "interrupted") {
-		t.Fatalf("time limit: exit %d, output:\n%s", code, out)
-	}
-	units, _ := filepath.Glob(filepath.Join(resumed+".ckpt", "unit-*.bin"))
-	if len(units) == 0 || len(units) >= 40 {
-		t.Fatalf("checkpoint holds %d trees after the time limit, want some but not all", len(units))
-	}
-	out = mustXMC(t, append(common, "--model-out", resumed)...)
-	if !strings.Contains(out, "resuming") {
-		t.Errorf("rerun did not resume:\n%s", out)
-	}
-	a, _ := os.ReadFile(ref)
-	b, _ := os.ReadFile(resumed)
-	if !bytes.Equal(a, b) {
-		t.Error("resumed model differs from the uninterrupted one")
+	for _, c := range []struct {
+		name  string
+		args  []string
+		saved string // what the checkpoint holds after the stop
+	}{
+		{"units", []string{"--trees", "40"}, "unit-*.bin"},
+		{"rounds", []string{"--algo", "lsq", "--epochs", "20", "--tol", "0"}, "round-*/unit-*.bin"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			ref, resumed := filepath.Join(dir, "ref.model"), filepath.Join(dir, "resumed.model")
+			common := append([]string{"train", "--seed", "9", "--threads", "1", "--data", bibtexTrain}, c.args...)
+			start := time.Now()
+			mustXMC(t, append(common, "--model-out", ref, "--checkpoint", "none")...)
+			// Half the uninterrupted run's time stops the run part of the
+			// way, however fast the machine (40 trees took 0.8-1.1 s here).
+			limit := time.Since(start) / 2
+			out, code := xmc(t, append(common, "--model-out", resumed, "--time-limit", limit.String())...)
+			if code == 0 || !strings.Contains(out, "interrupted") {
+				t.Fatalf("time limit: exit %d, output:\n%s", code, out)
+			}
+			units, _ := filepath.Glob(filepath.Join(resumed+".ckpt", c.saved))
+			if len(units) == 0 || c.name == "units" && len(units) >= 40 {
+				t.Fatalf("checkpoint holds %d files %s after the time limit, want some (and for units not all)", len(units), c.saved)
+			}
+			out = mustXMC(t, append(common, "--model-out", resumed, "--ranks", "3")...)
+			if !strings.Contains(out, "resuming") {
+				t.Errorf("rerun did not resume:\n%s", out)
+			}
+			a, _ := os.ReadFile(ref)
+			b, _ := os.ReadFile(resumed)
+			if !bytes.Equal(a, b) {
+				t.Error("resumed model differs from the uninterrupted one")
+			}
+			if _, err := os.Stat(resumed + ".ckpt"); !os.IsNotExist(err) {
+				t.Errorf("checkpoint left after the resumed run completed: %v", err)
+			}
+		})
 	}
 }
 
@@ -380,12 +405,13 @@ func TestTimeLimitAgreement(t *testing.T) {
 	}{
 		{[]string{"--trees", "3", "--ranks", "2"}, []int{100, 120, 140, 160, 200, 250}},
 		{[]string{"--algo", "dismec", "--ranks", "3"}, []int{450, 550, 600, 650, 750}},
+		{[]string{"--algo", "lsq", "--ranks", "3"}, []int{150, 300, 450}},
 	} {
 		for _, ms := range c.limits {
 			args := append([]string{"train", "--threads", "1", "--data", bibtexTrain, "--checkpoint", "none",
 				"--model-out", filepath.Join(dir, "m.model"), "--time-limit", fmt.Sprintf("%dms", ms)}, c.args...)
 			out, code := xmc(t, args...)
-			if strings.Contains(out, "mismatched") || code != 0 && !strings.Contains(out, "interrupted: stopped after") {
+			if strings.Contains(out, "mismatched") || code != 0 && !strings.Contains(out, "interrupted: stopped") {
 				t.Errorf("%v --time-limit %dms: exit %d, neither complete nor interrupted:\n%s", c.args, ms, code, out)
 			}
 		}

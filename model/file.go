@@ -79,8 +79,12 @@ var (
 // Header describes a model: which algorithm produced it, its dimensions and
 // the hyper-parameters needed to reproduce or continue it.
 type Header struct {
-	// Algorithm names the model kind, for example "craftml" or "dismec".
+	// Algorithm names the trainer, for example "forest" or "dismec".
 	Algorithm string `json:"algorithm"`
+	// Kind names the kind of model (see Kind), for example "linear".
+	// Headers of the first algorithms leave it empty: their algorithm
+	// says it (see KindOf).
+	Kind string `json:"kind,omitempty"`
 	// D is the number of features and L the number of labels of the
 	// training data.
 	D int `json:"d"`

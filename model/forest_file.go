@@ -9,6 +9,51 @@ import (
 // AlgorithmForest names CRAFTML forests in model headers.
 const AlgorithmForest = "forest"
 
+// ForestKind is the kind of a forest of trees (CRAFTML), one tree per unit:
+// Forest.
+type ForestKind struct{}
+
+// Name returns "forest".
+func (ForestKind) Name() string { return "forest" }
+
+// Unit returns "tree".
+func (ForestKind) Unit() string { return "tree" }
+
+// Axis returns "trees".
+func (ForestKind) Axis() string { return "trees" }
+
+// Create writes the encoded trees with h.Counts["trees"] their number.
+func (ForestKind) Create(path string, h Header, units [][]byte) (*Writer, error) {
+	h.Counts = map[string]int64{"trees": int64(countHeld(units))}
+	return CreateForest(path, h, units)
+}
+
+// ManifestCounts counts the trees of the whole forest.
+func (ForestKind) ManifestCounts(_ Header, units int) map[string]int64 {
+	return map[string]int64{"trees": int64(units)}
+}
+
+// Decode returns the forest of the encoded trees, part of a forest of
+// total trees: its scores are leaf sums over the whole forest's size, so
+// that the parts' partial sums add up to the forest's average.
+func (ForestKind) Decode(h Header, units [][]byte, total int) (Model, error) {
+	f := &Forest{D: h.D, L: h.L, TotalTrees: total}
+	for i, b := range units {
+		if b == nil {
+			continue
+		}
+		if err := f.AddTree(b); err != nil {
+			return nil, fmt.Errorf("tree %d: %w", i, err)
+		}
+	}
+	return f, nil
+}
+
+// Load is LoadForest.
+func (ForestKind) Load(path string, keep func(unit int) bool) (Model, Header, error) {
+	return LoadForest(path, keep)
+}
+
 // treeSection is the section name of tree t: the id makes a shard's
 // contents self-describing.
 func treeSection(t int) string { return fmt.Sprintf("tree/%06d", t) }
@@ -62,8 +107,8 @@ func LoadForest(path string, keep func(tree int) bool) (*Forest, Header, error) 
 	var f *Forest
 	h, err := readParts(path, func(file *File, h Header) error {
 		p := file.Path
-		if file.Header.Algorithm != AlgorithmForest {
-			return fmt.Errorf("%s: a %q model, not a forest", p, file.Header.Algorithm)
+		if err := checkKind(file, ForestKind{}); err != nil {
+			return err
 		}
 		if f == nil {
 			f = &Forest{D: h.D, L: h.L, TotalTrees: int(h.Counts["trees"])}

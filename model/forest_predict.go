@@ -3,8 +3,10 @@ package model
 import (
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math"
 	"sync/atomic"
+	"text/tabwriter"
 
 	"xmc/data"
 	"xmc/numa"
@@ -270,6 +272,40 @@ func (f *Forest) forBlocks(x *data.CSR, pool *numa.Pool, block func(s *forestScr
 			block(s, lo, min(lo+predictBlock, x.Rows))
 		}
 	})
+}
+
+// Partial is PartialSums: a forest's partial results are the leaf sums of
+// its trees, whatever k.
+func (f *Forest) Partial(x *data.CSR, _ int, pool *numa.Pool) ([]Sparse, error) {
+	return f.PartialSums(x, pool)
+}
+
+// Merge is MergeSums over the whole forest's TotalTrees.
+func (f *Forest) Merge(parts [][]byte, rows, k int) ([][]Scored, error) {
+	return MergeSums(parts, rows, f.L, k, f.TotalTrees)
+}
+
+// Summary counts the trees held.
+func (f *Forest) Summary() string { return fmt.Sprintf("%d trees", len(f.Trees)) }
+
+// Describe writes a table of the trees' shapes: nodes, leaves, depths,
+// training instances per leaf, and the entries of their classifiers and
+// leaves, with totals.
+func (f *Forest) Describe(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "tree\tnodes\tleaves\tdepth min\tmean\tmax\tinst/leaf mean\tmax\tsplit entries\tleaf nnz\t")
+	var tot TreeStats
+	for i, t := range f.Trees {
+		s := t.Stats()
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%.1f\t%d\t%.1f\t%d\t%d\t%d\t\n", i, s.Nodes, s.Leaves, s.MinDepth, s.MeanDepth, s.MaxDepth,
+			s.MeanLeafSize, s.MaxLeafSize, s.SplitEntries, s.LeafEntries)
+		tot.Nodes += s.Nodes
+		tot.Leaves += s.Leaves
+		tot.SplitEntries += s.SplitEntries
+		tot.LeafEntries += s.LeafEntries
+	}
+	fmt.Fprintf(tw, "all\t%d\t%d\t\t\t\t\t\t%d\t%d\t\n", tot.Nodes, tot.Leaves, tot.SplitEntries, tot.LeafEntries)
+	return tw.Flush()
 }
 
 // EncodeSums serialises partial sums for transfer: per row the count, then

@@ -13,16 +13,6 @@ const (
 	AlgorithmPPDSparse = "ppdsparse"
 )
 
-// IsLinear reports whether models of algorithm a are one-vs-all linear
-// models, stored as [LinearBlock] sections and loaded by [LoadLinear].
-func IsLinear(a string) bool {
-	switch a {
-	case AlgorithmDiSMEC, AlgorithmPPDSparse:
-		return true
-	}
-	return false
-}
-
 // LinearBlock holds the sparse weight vectors of a block of labels, the
 // result of one training unit of a one-vs-all trainer, stored by label
 // (CSR with one row per label): label Labels[r] has the weights

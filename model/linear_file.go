@@ -7,6 +7,47 @@ import (
 	"strings"
 )
 
+// LinearKind is the kind of a linear model, one weight vector per label,
+// a block of labels per unit (LinearBlock): Linear. One-vs-all trainers
+// produce it, and so do multi-class trainers, whose classes are its labels.
+type LinearKind struct{}
+
+// Name returns "linear".
+func (LinearKind) Name() string { return "linear" }
+
+// Unit returns "label block".
+func (LinearKind) Unit() string { return "label block" }
+
+// Axis returns "labels".
+func (LinearKind) Axis() string { return "labels" }
+
+// Create is CreateLinear.
+func (LinearKind) Create(path string, h Header, units [][]byte) (*Writer, error) {
+	return CreateLinear(path, h, units)
+}
+
+// ManifestCounts counts the labels of the model, h.L: every label is in
+// one block.
+func (LinearKind) ManifestCounts(h Header, _ int) map[string]int64 {
+	return map[string]int64{"labels": int64(h.L)}
+}
+
+// Decode returns the linear model of the encoded label blocks, with the
+// preprocessing h.Params records; total does not matter, as every label's
+// score comes from one block.
+func (LinearKind) Decode(h Header, units [][]byte, _ int) (Model, error) {
+	prep, err := ParsePreprocess(h.Params)
+	if err != nil {
+		return nil, err
+	}
+	return DecodeLinear(h.D, h.L, prep, units)
+}
+
+// Load is LoadLinear.
+func (LinearKind) Load(path string, keep func(unit int) bool) (Model, Header, error) {
+	return LoadLinear(path, keep)
+}
+
 // LinearSection is the section name of unit u (a block of labels) of a
 // linear model: the id makes a shard's contents self-describing.
 func LinearSection(u int) string { return fmt.Sprintf("labels/%06d", u) }
@@ -52,7 +93,7 @@ func WriteLinear(path string, h Header, units [][]byte) (int64, error) {
 // file is written and flushed (the blocks may be freed), but not yet
 // durable nor at path.
 func CreateLinear(path string, h Header, units [][]byte) (*Writer, error) {
-	if !IsLinear(h.Algorithm) {
+	if k, err := KindOf(h); err != nil || k.Name() != (LinearKind{}).Name() {
 		return nil, fmt.Errorf("write model %s: algorithm %q is not a linear model", path, h.Algorithm)
 	}
 	if _, err := ParsePreprocess(h.Params); err != nil {
@@ -93,8 +134,8 @@ func LoadLinear(path string, keep func(unit int) bool) (*Linear, Header, error) 
 	first := true
 	h, err := readParts(path, func(file *File, h Header) error {
 		p := file.Path
-		if !IsLinear(file.Header.Algorithm) {
-			return fmt.Errorf("%s: a %q model, not a linear one-vs-all model", p, file.Header.Algorithm)
+		if err := checkKind(file, LinearKind{}); err != nil {
+			return err
 		}
 		if first {
 			var err error

@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"io"
 	"slices"
 	"sync/atomic"
 
@@ -236,6 +237,24 @@ func (m *Linear) PartialTopK(x *data.CSR, k int, pool *numa.Pool) ([]Sparse, err
 	})
 	return out, err
 }
+
+// Partial is PartialTopK.
+func (m *Linear) Partial(x *data.CSR, k int, pool *numa.Pool) ([]Sparse, error) {
+	return m.PartialTopK(x, k, pool)
+}
+
+// Merge is MergeTopK.
+func (m *Linear) Merge(parts [][]byte, rows, k int) ([][]Scored, error) {
+	return MergeTopK(parts, rows, m.L, k)
+}
+
+// Summary counts the labels and weights held.
+func (m *Linear) Summary() string {
+	return fmt.Sprintf("%d labels, %d weights (%.1f per label)", len(m.labels), m.nnz, float64(m.nnz)/float64(max(1, len(m.labels))))
+}
+
+// Describe writes nothing more: a linear model's Summary says it all.
+func (m *Linear) Describe(io.Writer) error { return nil }
 
 // MergeTopK merges the encoded ([EncodeSums]) results of PartialTopK of
 // ranks holding disjoint label shards and returns each row's k best labels.

@@ -1,10 +1,13 @@
 package train
 
 import (
+	"flag"
 	"fmt"
+	"log/slog"
 	"math"
 	"sync"
 
+	"xmc/data"
 	"xmc/model"
 	"xmc/numa"
 )
@@ -283,4 +286,38 @@ func msiWeights(d *LinearData, P int, posSum, w []float64) bool {
 		w[j] = u*posSum[j]*invP + v*m
 	}
 	return true
+}
+
+// dismecAlgorithm is the Trainer of --algo dismec.
+type dismecAlgorithm struct{ p DismecParams }
+
+func newDismecAlgorithm() Trainer { return &dismecAlgorithm{p: DefaultDismecParams()} }
+
+// Flags registers DiSMEC's hyper-parameters.
+func (a *dismecAlgorithm) Flags(fs *flag.FlagSet) {
+	p := &a.p
+	p.OneVsAllParams.flags(fs)
+	fs.StringVar(&p.Init, "init", p.Init, "weight initialisation: zero, bias or msi (mean-separating)")
+	fs.Float64Var(&p.Eps, "eps", p.Eps, "relative gradient tolerance of the Newton iterations")
+}
+
+// Prepare checks the parameters and builds the replicas: a block of labels
+// per unit.
+func (a *dismecAlgorithm) Prepare(env Env, ds *data.Dataset) (*Work, error) {
+	p, err := a.p.Resolve()
+	if err != nil {
+		return nil, err
+	}
+	replicas, err := numa.NewReplicas(env.Pool, func(int) (*LinearData, error) { return NewLinearData(ds, p.Preprocess) })
+	if err != nil {
+		return nil, err
+	}
+	t := NewDismecTrainer(p, replicas, env.Pool)
+	return &Work{Kind: model.LinearKind{}, Params: p, Units: t.Units(), Unit: t.Work, Schedule: oneVsAllSchedule,
+		Weight: func(u int) int { return len(t.Block(u)) },
+		Done: func(log *slog.Logger) {
+			st := t.Stats()
+			// Every rank reports its own labels (rank 0 alone logs unless -v).
+			log.Info("dismec", "labels", st.Labels, "newton_iters", st.Newton, "cg_iters", st.CG, "unconverged", st.Unconverged)
+		}}, nil
 }

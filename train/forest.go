@@ -2,6 +2,7 @@ package train
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"hash/maphash"
 	"math"
@@ -12,6 +13,7 @@ import (
 	"xmc/data"
 	"xmc/model"
 	"xmc/numa"
+	"xmc/runner"
 )
 
 // ForestParams are the hyper-parameters of a CRAFTML forest.
@@ -957,4 +959,46 @@ func (b *treeBuilder) leaf(ids []int32) {
 		s.labelAcc[l] = 0
 	}
 	s.labels = labels
+}
+
+// forestAlgorithm is the Trainer of --algo forest.
+type forestAlgorithm struct{ p ForestParams }
+
+func newForestAlgorithm() Trainer { return &forestAlgorithm{p: DefaultForestParams()} }
+
+// Flags registers the forest's hyper-parameters.
+func (a *forestAlgorithm) Flags(fs *flag.FlagSet) {
+	p := &a.p
+	fs.IntVar(&p.Trees, "trees", p.Trees, "number of trees")
+	fs.IntVar(&p.DimX, "dim-x", p.DimX, "projected feature dimension (0: min(D, 10000))")
+	fs.IntVar(&p.DimY, "dim-y", p.DimY, "projected label dimension (0: min(L, 10000))")
+	fs.IntVar(&p.Sample, "sample", p.Sample, "instances sampled per node for k-means")
+	fs.IntVar(&p.Branch, "branch", p.Branch, "children per node (k of the k-means)")
+	fs.IntVar(&p.KMeansIters, "kmeans-iters", p.KMeansIters, "k-means passes per node")
+	fs.IntVar(&p.CentroidKeep, "centroid-keep", p.CentroidKeep, "largest entries kept per child classifier")
+	fs.IntVar(&p.LeafSize, "leaf-size", p.LeafSize, "nodes with at most this many instances become leaves")
+	fs.IntVar(&p.MaxDepth, "max-depth", p.MaxDepth, "maximum tree depth (0: unlimited)")
+}
+
+// Prepare resolves the parameters against the data and builds the
+// replicas: a tree per unit.
+func (a *forestAlgorithm) Prepare(env Env, ds *data.Dataset) (*Work, error) {
+	p := a.p
+	p.Seed = env.Seed
+	p, err := p.Resolve(ds.D(), ds.L())
+	if err != nil {
+		return nil, err
+	}
+	// With several NUMA domains each gets its own copy of the data.
+	copyData := env.Pool.Domains() > 1
+	replicas, err := numa.NewReplicas(env.Pool, func(int) (*ForestData, error) {
+		return NewForestData(ds, maphash.MakeSeed(), copyData), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	t := NewForestTrainer(p, replicas, env.Pool)
+	// Trees cost about the same: a cyclic deal balances them without
+	// messages.
+	return &Work{Kind: model.ForestKind{}, Params: p, Units: p.Trees, Unit: t.Work, Schedule: runner.ScheduleStatic}, nil
 }

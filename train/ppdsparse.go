@@ -2,7 +2,9 @@ package train
 
 import (
 	"cmp"
+	"flag"
 	"fmt"
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -743,4 +745,48 @@ func selectWorst(c []ppdCandidate, k int) {
 			hi = store - 1
 		}
 	}
+}
+
+// ppdsparseAlgorithm is the Trainer of --algo ppdsparse.
+type ppdsparseAlgorithm struct{ p PPDSparseParams }
+
+func newPPDSparseAlgorithm() Trainer { return &ppdsparseAlgorithm{p: DefaultPPDSparseParams()} }
+
+// Flags registers PPDSparse's hyper-parameters.
+func (a *ppdsparseAlgorithm) Flags(fs *flag.FlagSet) {
+	p := &a.p
+	p.OneVsAllParams.flags(fs)
+	fs.StringVar(&p.Loss, "loss", p.Loss, "loss: sqhinge or hinge")
+	fs.Float64Var(&p.Lambda, "lambda", p.Lambda, "weight of the L1 regulariser")
+	fs.Float64Var(&p.Tol, "tol", p.Tol, "largest dual violation (projected gradient) left at the end")
+	fs.IntVar(&p.MaxIters, "max-iters", p.MaxIters, "active-set rounds per label at most")
+	fs.IntVar(&p.InnerPasses, "inner-passes", p.InnerPasses, "coordinate-descent passes per round at most")
+	fs.Float64Var(&p.Sparsify, "sparsify", p.Sparsify, "search violating rows with nnz(w)/r sampled weights (r = 1: exact search)")
+	fs.Float64Var(&p.SearchCutoff, "search-cutoff", p.SearchCutoff, "in sampled searches, skip index entries contributing less than this")
+}
+
+// Prepare checks the parameters and builds the replicas: a block of labels
+// per unit.
+func (a *ppdsparseAlgorithm) Prepare(env Env, ds *data.Dataset) (*Work, error) {
+	p := a.p
+	p.Seed = env.Seed
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	replicas, err := numa.NewReplicas(env.Pool, func(int) (*PPDSparseData, error) { return NewPPDSparseData(ds, p.Preprocess) })
+	if err != nil {
+		return nil, err
+	}
+	t := NewPPDSparseTrainer(p, replicas, env.Pool)
+	return &Work{Kind: model.LinearKind{}, Params: p, Units: t.Units(), Unit: t.Work, Schedule: oneVsAllSchedule,
+		Weight: func(u int) int { return len(t.Block(u)) },
+		Done: func(log *slog.Logger) {
+			st := t.Stats()
+			mean := 0.0
+			if st.Labels > 0 {
+				mean = float64(st.ActiveRows) / float64(st.Labels)
+			}
+			log.Info("ppdsparse", "labels", st.Labels, "rounds", st.Rounds, "cd_passes", st.Passes, "dual_updates", st.Updates,
+				"index_entries_scanned", st.Scanned, "mean_active_rows", fmt.Sprintf("%.0f", mean), "unconverged", st.Unconverged)
+		}}, nil
 }

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"strings"
+
+	"xmc/pipeline"
+)
+
+// registerInput adds the flags that say how dataset files are read.
+func registerInput(fs *flag.FlagSet, in *pipeline.Input) {
+	in.SplitCol = 1
+	fs.Var(&in.Format, "format", "dataset format: xmc (Extreme Classification Repository) or libsvm")
+	fs.IntVar(&in.SplitCol, "split-col", in.SplitCol, "column of the split files to use (1-based), for the DXML split format")
+}
+
+// registerEval adds the flags that choose the metrics.
+func registerEval(fs *flag.FlagSet, e *pipeline.EvalOptions) {
+	*e = pipeline.DefaultEvalOptions()
+	fs.IntVar(&e.TopK, "top-k", e.TopK, "labels predicted per row")
+	fs.Float64Var(&e.PropA, "prop-a", e.PropA, "propensity model parameter A (Jain et al. 2016)")
+	fs.Float64Var(&e.PropB, "prop-b", e.PropB, "propensity model parameter B")
+}
+
+// flagNames returns the names of the flags given in args, before a "--"
+// that ends them, as the flag package would read them (but for values that
+// look like flags, which it would not take as names).
+func flagNames(args []string) []string {
+	var names []string
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			continue
+		}
+		name := strings.TrimLeft(a, "-")
+		name, _, _ = strings.Cut(name, "=")
+		if name != "" {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// flagValue returns the value args give the flag name (as -name v,
+// --name v, -name=v or --name=v; the last one wins), or def.
+func flagValue(args []string, name, def string) string {
+	v := def
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			break
+		}
+		for _, prefix := range []string{"-" + name, "--" + name} {
+			switch {
+			case a == prefix && i+1 < len(args):
+				v = args[i+1]
+			case strings.HasPrefix(a, prefix+"="):
+				v = a[len(prefix)+1:]
+			}
+		}
+	}
+	return v
+}
+
+// setFlags returns a function reporting whether the flag name was set on
+// the command line parsed by fs.
+func setFlags(fs *flag.FlagSet) func(name string) bool {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return func(name string) bool { return set[name] }
+}
+
+// printFlags writes the defaults of the flags that register adds to a
+// fresh flag set, under a heading.
+func printFlags(fs *flag.FlagSet, heading string, register func(*flag.FlagSet)) {
+	tmp := flag.NewFlagSet(heading, flag.ContinueOnError)
+	tmp.SetOutput(fs.Output())
+	register(tmp)
+	fmt.Fprintf(fs.Output(), "\n%s:\n", heading)
+	tmp.PrintDefaults()
+}

@@ -1,0 +1,50 @@
+package pipeline
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"hash/crc32"
+	"math"
+
+	"xmc/data"
+)
+
+// fingerprint identifies the algorithm, hyper-parameters and training data
+// of a run, for checkpoints: a CRC-32C of the parameters and of the data
+// matrices (their entries little-endian, through one small buffer: an
+// encoding of the whole matrix in fresh memory cost 11 ms of page faults per
+// rank on Bibtex).
+func fingerprint(algo string, params any, d *data.Dataset) string {
+	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+	h.Write(mustJSON(params))
+	buf := make([]byte, 0, 64<<10)
+	flushIfFull := func() {
+		if len(buf)+4 > cap(buf) {
+			h.Write(buf)
+			buf = buf[:0]
+		}
+	}
+	for _, m := range []*data.CSR{&d.X, &d.Y} {
+		fmt.Fprintf(h, "%d %d %d;", m.Rows, m.Cols, m.NNZ())
+		for _, v := range m.Indices {
+			flushIfFull()
+			buf = binary.LittleEndian.AppendUint32(buf, uint32(v))
+		}
+		for _, v := range m.Values {
+			flushIfFull()
+			buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(v))
+		}
+		h.Write(buf)
+		buf = buf[:0]
+	}
+	return fmt.Sprintf("%s %08x", algo, h.Sum32())
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // only plain structs are marshalled
+	}
+	return b
+}

@@ -1,0 +1,357 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"time"
+
+	"xmc/data"
+	"xmc/job"
+	"xmc/model"
+	"xmc/mpi"
+	"xmc/runner"
+	"xmc/train"
+)
+
+// Prediction modes of TrainConfig.PredictOn and PredictConfig.PredictOn.
+const (
+	// PredictOnRanks has each rank score with its part of the model, and
+	// rank 0 merge the sparse partial results.
+	PredictOnRanks = "ranks"
+	// PredictOnRoot has rank 0 score alone, with the whole model.
+	PredictOnRoot = "root"
+)
+
+// TrainConfig is what xmc train does: which algorithm, on what data, and
+// where its model, checkpoint and scores go.
+type TrainConfig struct {
+	// Algorithm names the trainer (see train.Algorithms), and Trainer holds
+	// its hyper-parameters, as set by its flags.
+	Algorithm string
+	Trainer   train.Trainer
+	// Set reports whether the user set a flag, for the trainer's
+	// data-dependent defaults; nil means none was set.
+	Set func(name string) bool
+	// Input reads DataPath (or the rows of it TrainSplit lists) to train
+	// on and TestPath (or the rows of DataPath TestSplit lists) to test on.
+	Input                Input
+	DataPath, TrainSplit string
+	TestPath, TestSplit  string
+	// ModelOut is the model file (or the manifest, with Shard) to write;
+	// empty writes none.
+	ModelOut string
+	Shard    bool
+	// Checkpoint is the directory of finished work (empty: none), saved
+	// at most CheckpointEvery apart.
+	Checkpoint      string
+	CheckpointEvery time.Duration
+	// PredictOn is PredictOnRanks or PredictOnRoot.
+	PredictOn string
+	// Schedule overrides the trainer's schedule of units when set.
+	Schedule string
+	// ScoresOut, if set, receives the test scores.
+	ScoresOut string
+	Seed      uint64
+	Eval      EvalOptions
+	// ProgressBar shows a progress bar rather than log lines.
+	ProgressBar bool
+}
+
+// Check reports the first inconsistent setting, before any rank starts.
+func (c *TrainConfig) Check() error {
+	switch {
+	case c.Trainer == nil:
+		return errors.New("no trainer")
+	case c.DataPath == "":
+		return errors.New("--data is required")
+	case c.ModelOut == "" && c.TestPath == "" && c.TestSplit == "":
+		return errors.New("nothing to do: give --model-out, --test or both")
+	case c.Shard && c.ModelOut == "":
+		return errors.New("--shard needs --model-out (the manifest's path)")
+	case c.Schedule != "" && c.Schedule != runner.ScheduleStatic && c.Schedule != runner.ScheduleDynamic:
+		return fmt.Errorf("--schedule %q: want %s or %s", c.Schedule, runner.ScheduleStatic, runner.ScheduleDynamic)
+	case c.PredictOn != PredictOnRanks && c.PredictOn != PredictOnRoot:
+		return fmt.Errorf("--predict-on %q: want %s or %s", c.PredictOn, PredictOnRanks, PredictOnRoot)
+	case c.TestPath != "" && c.TestSplit != "":
+		return errors.New("give --test or --test-split, not both")
+	case c.Eval.TopK < 1:
+		return fmt.Errorf("--top-k must be at least 1, got %d", c.Eval.TopK)
+	}
+	return nil
+}
+
+// Train checks c and runs the training on every rank of the job opts lays
+// out.
+func Train(opts job.Options, c TrainConfig) error {
+	if err := c.Check(); err != nil {
+		return err
+	}
+	return job.Run("train", opts, func(j *job.Rank) error { return trainRank(j, c) })
+}
+
+// training is one rank's training: its configuration, data and prepared
+// work, and the model's header.
+type training struct {
+	j           *job.Rank
+	c           TrainConfig
+	ds, test    *data.Dataset
+	work        *train.Work
+	kind        model.Kind
+	header      model.Header
+	fingerprint string
+}
+
+// trainRank is one rank's part of xmc train.
+func trainRank(j *job.Rank, c TrainConfig) error {
+	t := &training{j: j, c: c}
+	if err := t.prepare(); err != nil {
+		return err
+	}
+	w := t.work
+	j.Log.Info(c.Algorithm, t.kind.Unit()+"s", w.Units, "ranks", j.Size, "threads_per_rank", j.Threads,
+		"numa_domains", len(j.Topo.Domains), "seed", c.Seed)
+	var own []runner.Result
+	var complete bool
+	var err error
+	if w.Rounds != nil {
+		own, complete, err = t.runRounds()
+	} else {
+		own, complete, err = t.runUnits()
+	}
+	if err != nil {
+		return err
+	}
+
+	j.Summary.Algorithm = c.Algorithm
+	j.Summary.Params = t.header.Params
+	j.Summary.Data = map[string]any{"train": c.DataPath, "N": t.ds.N(), "D": t.ds.D(), "L": t.ds.L()}
+	a := &assembly{j: j, kind: t.kind, header: t.header, fingerprint: t.fingerprint, units: w.Units,
+		path: c.ModelOut, shard: c.Shard, checkpoint: c.Checkpoint, listUnits: t.schedule() == runner.ScheduleDynamic}
+	done, whole, commit, err := a.save(own)
+	if err != nil {
+		return err
+	}
+	if !complete && w.Rounds == nil && done == w.Units {
+		// Stopped after the last unit was taken: the model is whole.
+		complete = true
+	}
+	if c.PredictOn != PredictOnRoot {
+		// The ranks predict with their own parts: return the gathered
+		// copy's memory before prediction allocates its own.
+		whole = nil
+		runtime.GC()
+	}
+	var evalErr error
+	if t.test != nil && done > 0 {
+		evalErr = t.evaluate(own, whole, done)
+	}
+	// The model is committed even if evaluation failed: it is whole.
+	if err := commit.wait(j); err != nil {
+		return err
+	}
+	if evalErr != nil {
+		return evalErr
+	}
+	if c.Checkpoint != "" && complete && c.ModelOut != "" {
+		// Only once the model is committed on rank 0.
+		if err := j.Comm.Barrier(); err != nil {
+			return err
+		}
+		os.RemoveAll(c.Checkpoint)
+	}
+	if !complete {
+		rerun := "a rerun of the same command resumes from " + c.Checkpoint
+		if c.Checkpoint == "" {
+			rerun = "no checkpoint was kept (--checkpoint none), so a rerun starts over"
+		}
+		if w.Rounds != nil {
+			return fmt.Errorf("%w: stopped before training was complete (%v); the model holds the weights trained so far and %s",
+				job.ErrInterrupted, context.Cause(j.Ctx), rerun)
+		}
+		return fmt.Errorf("%w: stopped after %d of %d %ss (%v); the model holds the finished ones and %s",
+			job.ErrInterrupted, done, w.Units, t.kind.Unit(), context.Cause(j.Ctx), rerun)
+	}
+	return nil
+}
+
+// prepare loads the training data and the test data, if any, and prepares
+// the trainer with its data replicas. What it builds lives for the whole
+// run, so the collector pauses meanwhile (see job.Rank.PauseGC), except
+// for the DXML split format, whose reader leaves the whole data file as
+// garbage.
+func (t *training) prepare() error {
+	j, c := t.j, t.c
+	if c.TrainSplit == "" && c.TestSplit == "" {
+		j.PauseGC()
+		defer j.ResumeGC()
+	}
+	err := j.Phase("load", func() error {
+		var err error
+		if t.ds, err = c.Input.Load(c.DataPath, c.TrainSplit, 0, 0); err != nil {
+			return err
+		}
+		switch {
+		case c.TestSplit != "":
+			t.test, err = c.Input.Load(c.DataPath, c.TestSplit, t.ds.D(), t.ds.L())
+		case c.TestPath != "":
+			t.test, err = c.Input.Load(c.TestPath, "", t.ds.D(), t.ds.L())
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	ds := t.ds
+	if t.test != nil && (t.test.D() > ds.D() || t.test.L() > ds.L()) {
+		return fmt.Errorf("test set has D=%d L=%d but the training set D=%d L=%d", t.test.D(), t.test.L(), ds.D(), ds.L())
+	}
+	j.Log.Info("training data", "path", c.DataPath, "N", ds.N(), "D", ds.D(), "L", ds.L(), "nnz", ds.X.NNZ(),
+		"load_s", fmt.Sprintf("%.2f", j.PhaseSeconds("load")))
+	set := c.Set
+	if set == nil {
+		set = func(string) bool { return false }
+	}
+	env := train.Env{Pool: j.Pool, Comm: j.Comm, Log: j.Log, Seed: c.Seed, Set: set}
+	if t.work, err = c.Trainer.Prepare(env, ds); err != nil {
+		return err
+	}
+	if err := t.work.Check(); err != nil {
+		return fmt.Errorf("%s: %w", c.Algorithm, err)
+	}
+	t.kind = t.work.Kind
+	t.header = model.NewHeader(t.kind, c.Algorithm, ds.D(), ds.L(), c.Seed, mustJSON(t.work.Params))
+	t.fingerprint = fingerprint(c.Algorithm, t.work.Params, ds)
+	return nil
+}
+
+// schedule is the schedule of the units: the user's, or the trainer's.
+func (t *training) schedule() string {
+	if t.c.Schedule != "" && t.work.Rounds == nil {
+		return t.c.Schedule
+	}
+	if t.work.Schedule == "" || t.work.Rounds != nil {
+		return runner.ScheduleStatic
+	}
+	return t.work.Schedule
+}
+
+// progress returns rank 0's progress report of what, total of it; nil on
+// the other ranks.
+func (t *training) progress(what string, total int) runner.Progress {
+	if t.j.ID != 0 {
+		return nil
+	}
+	return runner.NewProgress(t.j.Log, what, total, t.c.ProgressBar)
+}
+
+// runUnits runs work of independent units and returns this rank's results
+// and whether every rank ran to the end.
+func (t *training) runUnits() ([]runner.Result, bool, error) {
+	j, c, w := t.j, t.c, t.work
+	schedule := t.schedule()
+	trainStart := time.Now()
+	var busy time.Duration
+	plan := runner.Plan{
+		Units: w.Units, Kind: t.kind.Unit(), Comm: j.Comm, Schedule: schedule, Pool: j.Pool, Log: j.Log,
+		Checkpoint: c.Checkpoint, CheckpointEvery: c.CheckpointEvery, Fingerprint: t.fingerprint,
+		OnIdle: func() { busy = time.Since(trainStart) }, Weight: w.Weight,
+	}
+	what, total := t.kind.Unit()+"s", w.Units
+	if w.Weight != nil {
+		what, total = t.kind.Axis(), 0
+		for u := range w.Units {
+			total += w.Weight(u)
+		}
+	}
+	plan.Progress = t.progress(what, total)
+	var own []runner.Result
+	var runErr error
+	j.Phase("train", func() error {
+		own, runErr = plan.Run(j.Ctx, w.Unit)
+		return nil
+	})
+	if runErr != nil && !errors.Is(runErr, runner.ErrInterrupted) {
+		return nil, false, runErr
+	}
+	if w.Done != nil {
+		w.Done(j.Log)
+	}
+	// Every rank must learn whether any rank was interrupted before any
+	// other collective: ranks are stopped at slightly different moments (a
+	// time limit runs from each process's start, a signal reaches each
+	// task on its own), and a rank whose units were all taken reports no
+	// interruption, so the ranks' own outcomes may differ.
+	flag := []int64{0}
+	if runErr != nil {
+		flag[0] = 1
+		j.Log.Warn(runErr.Error())
+	}
+	if err := j.Comm.AllreduceInt64(flag, mpi.Max); err != nil {
+		return nil, false, err
+	}
+	if err := recordBalance(j, schedule, busy, len(own)); err != nil {
+		return nil, false, err
+	}
+	return own, flag[0] == 0, nil
+}
+
+// runRounds runs work of synchronous rounds and returns the units this
+// rank owns and whether training ran to its end; the ranks agree on
+// stopping at round boundaries.
+func (t *training) runRounds() ([]runner.Result, bool, error) {
+	j, c, w := t.j, t.c, t.work
+	rounds := runner.Rounds{
+		Units: w.Units, Rounds: w.MaxRounds, Kind: w.RoundName, Comm: j.Comm, Log: j.Log,
+		Checkpoint: c.Checkpoint, CheckpointEvery: c.CheckpointEvery, Fingerprint: t.fingerprint,
+		Progress: t.progress(w.RoundName+"s", w.MaxRounds),
+	}
+	var own []runner.Result
+	var runErr error
+	j.Phase("train", func() error {
+		own, runErr = rounds.Run(j.Ctx, w.Rounds)
+		return nil
+	})
+	if runErr != nil && !errors.Is(runErr, runner.ErrInterrupted) {
+		return nil, false, runErr
+	}
+	if w.Done != nil {
+		w.Done(j.Log)
+	}
+	if runErr != nil {
+		j.Log.Warn(runErr.Error())
+	}
+	return own, runErr == nil, nil
+}
+
+// recordBalance gathers every rank's busy time and unit count into the
+// summary and logs the imbalance on rank 0.
+func recordBalance(j *job.Rank, schedule string, busy time.Duration, units int) error {
+	var buf []byte
+	buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(busy.Seconds()))
+	buf = binary.LittleEndian.AppendUint64(buf, uint64(units))
+	all, err := j.Comm.Gather(buf, 0)
+	if err != nil || j.ID != 0 {
+		return err
+	}
+	b := &job.Balance{Schedule: schedule}
+	sum, most := 0.0, 0.0
+	for _, r := range all {
+		s := math.Float64frombits(binary.LittleEndian.Uint64(r))
+		b.BusyS = append(b.BusyS, s)
+		b.Units = append(b.Units, int64(binary.LittleEndian.Uint64(r[8:])))
+		sum += s
+		most = max(most, s)
+	}
+	if sum > 0 {
+		b.Imbalance = most / (sum / float64(len(all)))
+	}
+	j.Summary.Balance = b
+	j.Log.Info("load balance", "schedule", schedule, "imbalance", fmt.Sprintf("%.3f", b.Imbalance),
+		"busy_s", fmt.Sprint(b.BusyS), "units", fmt.Sprint(b.Units))
+	return nil
+}

@@ -1,0 +1,408 @@
+package train
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"sync/atomic"
+
+	"xmc/data"
+	"xmc/model"
+	"xmc/mpi"
+	"xmc/numa"
+	"xmc/runner"
+)
+
+// AlgorithmLSQ names the least-squares trainer in model headers.
+const AlgorithmLSQ = "lsq"
+
+// LSQParams are the hyper-parameters of one-vs-all least squares: for
+// every label l, the weights minimising
+//
+//	(1/n)·Σ_i ½(w·x_i − y_il)² + (λ/2)·‖w‖²,  y_il ∈ {0, 1},
+//
+// found by mini-batch gradient descent in synchronous rounds, a batch per
+// round. It is the reference trainer of the runner's round mode: label
+// blocks are owned by ranks, and at the end of every epoch the ranks
+// combine their blocks' losses (an Allreduce) into the step size and the
+// stopping rule they all follow. Its accuracy is that of a linear
+// regression baseline. Its weights are dense over the features while it
+// trains (8 bytes × columns × labels per rank): a method for small label
+// and feature counts.
+type LSQParams struct {
+	// L2 is λ.
+	L2 float64 `json:"l2"`
+	// Prune drops trained weights of smaller magnitude from the model.
+	Prune float64 `json:"prune"`
+	// LabelsPerUnit is the number of labels per unit, a block of labels
+	// whose weights one rank owns.
+	LabelsPerUnit int `json:"labels_per_unit"`
+	// Epochs bounds the passes over the data, BatchSize is the rows per
+	// round, and Step the first step size, halved after every epoch whose
+	// loss grew.
+	Epochs    int     `json:"epochs"`
+	BatchSize int     `json:"batch_size"`
+	Step      float64 `json:"step"`
+	// Tol stops training after an epoch whose loss changed by at most
+	// Tol relative to it.
+	Tol float64 `json:"tol"`
+	// Seed orders the rows of every epoch.
+	Seed uint64 `json:"seed"`
+	model.Preprocess
+}
+
+// DefaultLSQParams returns the defaults: at most 30 epochs of batches of
+// 256 rows, λ = 1e-5, normalised rows and a bias feature, and step 1, which
+// is stable for such rows: the batch loss's curvature is at most
+// max ‖x‖² = 2.
+func DefaultLSQParams() LSQParams {
+	return LSQParams{L2: 1e-5, Prune: 1e-3, LabelsPerUnit: 16, Epochs: 30, BatchSize: 256, Step: 1, Tol: 1e-4,
+		Preprocess: model.Preprocess{Normalize: true, Bias: true}}
+}
+
+// Validate reports the first parameter out of its range.
+func (p LSQParams) Validate() error {
+	switch {
+	case !(p.L2 >= 0) || math.IsInf(p.L2, 0):
+		return fmt.Errorf("--l2 must be 0 or more, got %v", p.L2)
+	case !(p.Prune >= 0) || math.IsInf(p.Prune, 0):
+		return fmt.Errorf("--prune must be 0 or more, got %v", p.Prune)
+	case p.LabelsPerUnit < 1:
+		return fmt.Errorf("--labels-per-unit must be at least 1, got %d", p.LabelsPerUnit)
+	case p.Epochs < 1:
+		return fmt.Errorf("--epochs must be at least 1, got %d", p.Epochs)
+	case p.BatchSize < 1:
+		return fmt.Errorf("--batch-size must be at least 1, got %d", p.BatchSize)
+	case !(p.Step > 0) || math.IsInf(p.Step, 0):
+		return fmt.Errorf("--step must be a positive number, got %v", p.Step)
+	case !(p.Tol >= 0) || math.IsInf(p.Tol, 0):
+		return fmt.Errorf("--tol must be 0 or more, got %v", p.Tol)
+	}
+	return nil
+}
+
+// lsqAlgorithm is the Trainer of --algo lsq.
+type lsqAlgorithm struct{ p LSQParams }
+
+func newLSQAlgorithm() Trainer { return &lsqAlgorithm{p: DefaultLSQParams()} }
+
+// Flags registers the least-squares hyper-parameters.
+func (a *lsqAlgorithm) Flags(fs *flag.FlagSet) {
+	p := &a.p
+	fs.Float64Var(&p.L2, "l2", p.L2, "weight λ of the L2 regulariser")
+	fs.Float64Var(&p.Prune, "prune", p.Prune, "drop trained weights of smaller magnitude")
+	fs.IntVar(&p.LabelsPerUnit, "labels-per-unit", p.LabelsPerUnit, "labels per unit (a block of labels one rank owns)")
+	fs.IntVar(&p.Epochs, "epochs", p.Epochs, "passes over the data at most")
+	fs.IntVar(&p.BatchSize, "batch-size", p.BatchSize, "rows per round (mini-batch)")
+	fs.Float64Var(&p.Step, "step", p.Step, "first step size; halved after an epoch whose loss grew")
+	fs.Float64Var(&p.Tol, "tol", p.Tol, "stop after an epoch whose loss changed by at most this, relative")
+	fs.BoolVar(&p.Normalize, "normalize", p.Normalize, "scale rows to unit L2 norm, in training and prediction")
+	fs.BoolVar(&p.Bias, "bias", p.Bias, "append a constant bias feature")
+}
+
+// Prepare checks the parameters and builds the replicas and the round
+// trainer.
+func (a *lsqAlgorithm) Prepare(env Env, ds *data.Dataset) (*Work, error) {
+	p := a.p
+	p.Seed = env.Seed
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	replicas, err := numa.NewReplicas(env.Pool, func(int) (*lsqData, error) {
+		d, err := NewLinearData(ds, p.Preprocess)
+		if err != nil {
+			return nil, err
+		}
+		return &lsqData{LinearData: d, Y: ds.Y.Clone()}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	t := newLSQTrainer(p, replicas, env.Pool, env.Comm)
+	return &Work{Kind: model.LinearKind{}, Params: p, Units: len(t.blocks), Rounds: t,
+		MaxRounds: p.Epochs * t.batches, RoundName: "round",
+		Done: func(log *slog.Logger) {
+			log.Info("lsq", "epochs", t.epochs, "loss", fmt.Sprintf("%.6g", t.loss), "step", t.step)
+		}}, nil
+}
+
+// lsqData is a NUMA domain's copy of the training data: the one-vs-all
+// rows, and the labels by row.
+type lsqData struct {
+	*LinearData
+	Y data.CSR
+}
+
+// lsqTrainer is the runner.RoundTrainer of LSQParams.
+type lsqTrainer struct {
+	p       LSQParams
+	data    *numa.Replicas[*lsqData]
+	pool    *numa.Pool
+	comm    mpi.Comm
+	blocks  [][]int32
+	n, cols int
+	batches int // rounds per epoch
+
+	owned   []int
+	units   []*lsqUnit // per owned unit
+	scratch *numa.PerWorker[*lsqScratch]
+	perm    []int32 // the rows of permEpoch in the order of its batches
+	permFor int
+
+	// The shared state, the same on every rank.
+	step   float64 // step size
+	loss   float64 // mean loss of the last epoch (+Inf before the first)
+	epochs int     // epochs completed
+}
+
+// lsqUnit is one block of labels: weights scale·v, v dense feature-major
+// (v[j·k + c] is label c's weight on column j), and the loss summed over
+// the epoch's batches so far.
+type lsqUnit struct {
+	labels []int32
+	scale  float64
+	v      []float64
+	loss   float64
+}
+
+// lsqScratch is a worker's memory: per label of the block, its column,
+// and the residuals of the batch's rows.
+type lsqScratch struct {
+	col []int32   // per label of the data: its column in the block, or -1
+	res []float64 // batch rows × block labels
+}
+
+func newLSQTrainer(p LSQParams, data *numa.Replicas[*lsqData], pool *numa.Pool, comm mpi.Comm) *lsqTrainer {
+	d := data.Get(0)
+	t := &lsqTrainer{p: p, data: data, pool: pool, comm: comm, blocks: LabelBlocks(d.LabelCounts(), p.LabelsPerUnit),
+		n: d.X.Rows, cols: d.X.Cols, permFor: -1}
+	t.batches = (t.n + p.BatchSize - 1) / p.BatchSize
+	t.scratch = numa.NewPerWorker(pool, func(numa.Worker) *lsqScratch {
+		s := &lsqScratch{col: make([]int32, d.L), res: make([]float64, p.BatchSize*p.LabelsPerUnit)}
+		for l := range s.col {
+			s.col[l] = -1
+		}
+		return s
+	})
+	return t
+}
+
+// Start sets up the owned units, fresh or from their saved state.
+func (t *lsqTrainer) Start(units []int, _ int, state [][]byte, shared []byte) error {
+	t.owned = units
+	t.units = make([]*lsqUnit, len(units))
+	t.step, t.loss, t.epochs = t.p.Step, math.Inf(1), 0
+	for i, u := range units {
+		b := t.blocks[u]
+		lu := &lsqUnit{labels: b, scale: 1, v: make([]float64, t.cols*len(b))}
+		if state != nil {
+			f, err := float64s(state[i], 2+len(lu.v))
+			if err != nil {
+				return fmt.Errorf("unit %d: %w", u, err)
+			}
+			lu.scale, lu.loss = f[0], f[1]
+			copy(lu.v, f[2:])
+		}
+		t.units[i] = lu
+	}
+	if shared != nil {
+		var s lsqShared
+		if err := json.Unmarshal(shared, &s); err != nil {
+			return fmt.Errorf("shared state: %w", err)
+		}
+		t.step, t.loss, t.epochs = s.Step, s.Loss, s.Epochs
+		if s.Loss < 0 {
+			t.loss = math.Inf(1)
+		}
+	}
+	return nil
+}
+
+// lsqShared is the shared state as saved; a Loss below 0 stands for +Inf,
+// which JSON cannot hold. Floats round-trip exactly through JSON.
+type lsqShared struct {
+	Step   float64 `json:"step"`
+	Loss   float64 `json:"loss"`
+	Epochs int     `json:"epochs"`
+}
+
+// float64s decodes n little-endian float64s.
+func float64s(b []byte, n int) ([]float64, error) {
+	if len(b) != 8*n {
+		return nil, fmt.Errorf("state of %d bytes, want %d", len(b), 8*n)
+	}
+	f := make([]float64, n)
+	for i := range f {
+		f[i] = math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
+	}
+	return f, nil
+}
+
+// rows returns the rows of round r's batch: the permutation of r's epoch,
+// drawn from the seed and the epoch alone, cut into batches.
+func (t *lsqTrainer) rows(r int) []int32 {
+	epoch, b := r/t.batches, r%t.batches
+	if t.permFor != epoch {
+		if t.perm == nil {
+			t.perm = make([]int32, t.n)
+		}
+		for i := range t.perm {
+			t.perm[i] = int32(i)
+		}
+		rng := rand.New(rand.NewPCG(data.SplitMix64(t.p.Seed), data.SplitMix64(uint64(epoch)+1)))
+		rng.Shuffle(t.n, func(i, j int) { t.perm[i], t.perm[j] = t.perm[j], t.perm[i] })
+		t.permFor = epoch
+	}
+	return t.perm[b*t.p.BatchSize : min((b+1)*t.p.BatchSize, t.n)]
+}
+
+// Round takes one gradient step of every owned block on round r's batch,
+// the blocks spread over the rank's workers. After the epoch's last batch
+// the ranks sum the blocks' losses and all take the same decision.
+func (t *lsqTrainer) Round(ctx context.Context, r int) (bool, error) {
+	rows := t.rows(r)
+	var next atomic.Int64
+	err := t.pool.Run(func(w numa.Worker) error {
+		d, s := t.data.Get(w.Domain), t.scratch.Get(w)
+		for {
+			i := int(next.Add(1)) - 1
+			if i >= len(t.units) {
+				return nil
+			}
+			t.step1(d, s, t.units[i], rows)
+		}
+	})
+	if err != nil || r%t.batches != t.batches-1 {
+		return false, err
+	}
+	return t.endEpoch()
+}
+
+// step1 takes one step of unit lu on the batch rows: the residuals at the
+// current weights first, then w ← (1 − ηλ)·w − η·g with g the batch mean
+// of residual × row, the decay applied to the scale alone.
+func (t *lsqTrainer) step1(d *lsqData, s *lsqScratch, lu *lsqUnit, rows []int32) {
+	k := len(lu.labels)
+	for c, l := range lu.labels {
+		s.col[l] = int32(c)
+	}
+	res := s.res[:len(rows)*k]
+	for q, i := range rows {
+		r := res[q*k : (q+1)*k]
+		clear(r)
+		idx, val := d.X.Row(int(i))
+		for e, j := range idx {
+			x := float64(val[e]) * lu.scale
+			w := lu.v[int(j)*k : (int(j)+1)*k]
+			for c := range r {
+				r[c] += x * w[c]
+			}
+		}
+		labels, _ := d.Y.Row(int(i))
+		for _, l := range labels {
+			if c := s.col[l]; c >= 0 {
+				r[c]--
+			}
+		}
+		for _, e := range r {
+			lu.loss += e * e / 2
+		}
+	}
+	for _, l := range lu.labels {
+		s.col[l] = -1
+	}
+	lu.scale *= 1 - t.step*t.p.L2
+	eta := t.step / (float64(len(rows)) * lu.scale)
+	for q, i := range rows {
+		r := res[q*k : (q+1)*k]
+		idx, val := d.X.Row(int(i))
+		for e, j := range idx {
+			x := eta * float64(val[e])
+			w := lu.v[int(j)*k : (int(j)+1)*k]
+			for c := range w {
+				w[c] -= x * r[c]
+			}
+		}
+	}
+	if lu.scale < 1e-6 { // fold the scale back before it underflows the steps
+		for j := range lu.v {
+			lu.v[j] *= lu.scale
+		}
+		lu.scale = 1
+	}
+}
+
+// endEpoch sums the blocks' epoch losses over the ranks, each block's slot
+// set by its owner alone so that the sum is exact on any number of ranks,
+// halves the step if the loss grew, and decides whether to stop.
+func (t *lsqTrainer) endEpoch() (bool, error) {
+	losses := make([]float64, len(t.blocks))
+	for i, u := range t.owned {
+		losses[u] = t.units[i].loss
+		t.units[i].loss = 0
+	}
+	if err := t.comm.AllreduceFloat64(losses, mpi.Sum); err != nil {
+		return false, err
+	}
+	total := 0.0
+	for _, l := range losses {
+		total += l
+	}
+	total /= float64(t.n)
+	if total > t.loss {
+		t.step /= 2
+	}
+	done := math.Abs(t.loss-total) <= t.p.Tol*total
+	t.loss = total
+	t.epochs++
+	return done, nil
+}
+
+// Save returns each owned unit's scale, loss and weights, and the shared
+// state.
+func (t *lsqTrainer) Save() ([][]byte, []byte, error) {
+	state := make([][]byte, len(t.units))
+	for i, lu := range t.units {
+		b := make([]byte, 0, 8*(2+len(lu.v)))
+		for _, f := range append([]float64{lu.scale, lu.loss}, lu.v...) {
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(f))
+		}
+		state[i] = b
+	}
+	s := lsqShared{Step: t.step, Loss: t.loss, Epochs: t.epochs}
+	if math.IsInf(s.Loss, 1) {
+		s.Loss = -1
+	}
+	shared, err := json.Marshal(s)
+	return state, shared, err
+}
+
+// Finish encodes every owned unit as a model.LinearBlock.
+func (t *lsqTrainer) Finish() ([]runner.Result, error) {
+	out := make([]runner.Result, len(t.units))
+	w := make([]float64, t.cols)
+	for i, lu := range t.units {
+		var b model.LinearBlock
+		k := len(lu.labels)
+		for c, l := range lu.labels {
+			for j := range w {
+				w[j] = lu.scale * lu.v[j*k+c]
+				if math.IsNaN(w[j]) || math.IsInf(w[j], 0) {
+					return nil, fmt.Errorf("label %d: training diverged: non-finite weight (lower --step)", l)
+				}
+			}
+			b.Append(l, w, t.p.Prune)
+		}
+		enc, err := b.MarshalBinary()
+		if err != nil {
+			return nil, err
+		}
+		out[i] = runner.Result{Unit: t.owned[i], Data: enc}
+	}
+	return out, nil
+}

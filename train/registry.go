@@ -1,0 +1,126 @@
+package train
+
+import (
+	"flag"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"xmc/data"
+	"xmc/model"
+	"xmc/mpi"
+	"xmc/numa"
+	"xmc/runner"
+)
+
+// Algorithm is one trainer xmc offers under --algo.
+type Algorithm struct {
+	// Name is the value of --algo, and the algorithm model headers record.
+	Name string
+	// Summary says in a line of --help what the algorithm is.
+	Summary string
+	// New returns the trainer with its default hyper-parameters.
+	New func() Trainer
+}
+
+// Algorithms lists xmc's trainers, in the order --help shows them. Adding a
+// trainer is adding its files and its line here.
+func Algorithms() []Algorithm {
+	return []Algorithm{
+		{model.AlgorithmForest, "CRAFTML forest of random trees, as in DXML", newForestAlgorithm},
+		{model.AlgorithmDiSMEC, "one-vs-all squared hinge with L2, truncated Newton from the mean-separating initialisation", newDismecAlgorithm},
+		{model.AlgorithmPPDSparse, "one-vs-all L1+L2 hinge or squared hinge, primal-dual sparse active set", newPPDSparseAlgorithm},
+		{AlgorithmLSQ, "one-vs-all least squares by mini-batch gradient descent in synchronous rounds: the round mode's reference, a baseline", newLSQAlgorithm},
+	}
+}
+
+// DefaultAlgorithm is the --algo of a command line that names none.
+const DefaultAlgorithm = model.AlgorithmForest
+
+// Lookup returns the algorithm called name.
+func Lookup(name string) (Algorithm, error) {
+	var names []string
+	for _, a := range Algorithms() {
+		if a.Name == name {
+			return a, nil
+		}
+		names = append(names, a.Name)
+	}
+	return Algorithm{}, fmt.Errorf("--algo %q: want one of %s", name, strings.Join(names, ", "))
+}
+
+// Trainer is one algorithm's hyper-parameters, set by its flags, and the
+// way it prepares its training.
+type Trainer interface {
+	// Flags registers the trainer's hyper-parameter flags on fs, bound to
+	// the trainer's parameters, with their defaults.
+	Flags(fs *flag.FlagSet)
+	// Prepare checks the parameters, resolves those that depend on the
+	// data, and builds on one rank the trainer's data replicas and its
+	// work: what the runner runs. In-process ranks share the trainer, so
+	// Prepare must not modify it.
+	Prepare(env Env, ds *data.Dataset) (*Work, error)
+}
+
+// Env is what a trainer may use of the rank it prepares on.
+type Env struct {
+	// Pool runs the rank's workers: replicas go one per NUMA domain, and
+	// per-worker scratch is made by each worker (numa.PerWorker).
+	Pool *numa.Pool
+	// Comm connects the ranks, for trainers of synchronous rounds.
+	Comm mpi.Comm
+	// Log is the rank's logger.
+	Log *slog.Logger
+	// Seed is --seed: every random choice derives from it and the id of
+	// what is drawn, never from the rank or worker.
+	Seed uint64
+	// Set reports whether the user set the flag called name on the
+	// command line, for defaults that depend on the data: an explicit
+	// value is always taken as given.
+	Set func(name string) bool
+}
+
+// Work is a prepared training: independent units (Unit is set) or
+// synchronous rounds (Rounds is set), and the model they make.
+type Work struct {
+	// Kind is the kind of model the units make up.
+	Kind model.Kind
+	// Params are the resolved hyper-parameters, recorded in the model
+	// header as JSON: with the seed and the data they determine the model.
+	Params any
+	// Units is the number of units of the model, identified 0..Units-1.
+	Units int
+	// Unit computes one unit, for work of independent units.
+	Unit runner.WorkFunc
+	// Schedule is the schedule of the units unless the user chose one
+	// (runner.ScheduleStatic or runner.ScheduleDynamic).
+	Schedule string
+	// Weight, if set, is what a unit counts for in progress reports (the
+	// labels of a label block), in units of Kind.Axis(); each unit counts
+	// 1 otherwise.
+	Weight func(u int) int
+	// Rounds trains in synchronous rounds, for work of coupled units; its
+	// units are Units, and MaxRounds bounds the rounds.
+	Rounds    runner.RoundTrainer
+	MaxRounds int
+	// RoundName names a round in messages ("round", "epoch").
+	RoundName string
+	// Done, if set, logs what the trainer learnt of its work once training
+	// ended on this rank (iterations, unconverged labels).
+	Done func(log *slog.Logger)
+}
+
+// Check reports whether w describes one shape of work completely.
+func (w *Work) Check() error {
+	switch {
+	case w.Kind == nil:
+		return fmt.Errorf("work has no model kind")
+	case (w.Unit == nil) == (w.Rounds == nil):
+		return fmt.Errorf("work must have either a unit function or a round trainer")
+	case w.Rounds != nil && w.MaxRounds < 1:
+		return fmt.Errorf("round work with %d rounds at most", w.MaxRounds)
+	case w.Units < 0:
+		return fmt.Errorf("work of %d units", w.Units)
+	}
+	return nil
+}
