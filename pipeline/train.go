@@ -269,17 +269,9 @@ func (t *training) runUnits() ([]runner.Result, bool, error) {
 		}
 	}
 	plan.Progress = t.progress(what, total)
-	var own []runner.Result
-	var runErr error
-	j.Phase("train", func() error {
-		own, runErr = plan.Run(j.Ctx, w.Unit)
-		return nil
-	})
+	own, runErr := t.trainPhase(func() ([]runner.Result, error) { return plan.Run(j.Ctx, w.Unit) })
 	if runErr != nil && !errors.Is(runErr, runner.ErrInterrupted) {
 		return nil, false, runErr
-	}
-	if w.Done != nil {
-		w.Done(j.Log)
 	}
 	// Every rank must learn whether any rank was interrupted before any
 	// other collective: ranks are stopped at slightly different moments (a
@@ -289,7 +281,6 @@ func (t *training) runUnits() ([]runner.Result, bool, error) {
 	flag := []int64{0}
 	if runErr != nil {
 		flag[0] = 1
-		j.Log.Warn(runErr.Error())
 	}
 	if err := j.Comm.AllreduceInt64(flag, mpi.Max); err != nil {
 		return nil, false, err
@@ -310,22 +301,32 @@ func (t *training) runRounds() ([]runner.Result, bool, error) {
 		Checkpoint: c.Checkpoint, CheckpointEvery: c.CheckpointEvery, Fingerprint: t.fingerprint,
 		Progress: t.progress(w.RoundName+"s", w.MaxRounds),
 	}
-	var own []runner.Result
-	var runErr error
-	j.Phase("train", func() error {
-		own, runErr = rounds.Run(j.Ctx, w.Rounds)
-		return nil
-	})
+	own, runErr := t.trainPhase(func() ([]runner.Result, error) { return rounds.Run(j.Ctx, w.Rounds) })
 	if runErr != nil && !errors.Is(runErr, runner.ErrInterrupted) {
 		return nil, false, runErr
 	}
-	if w.Done != nil {
-		w.Done(j.Log)
-	}
-	if runErr != nil {
-		j.Log.Warn(runErr.Error())
-	}
 	return own, runErr == nil, nil
+}
+
+// trainPhase runs the runner's training run in the train phase and, unless
+// it failed, lets the trainer log what it learnt and logs an interruption.
+func (t *training) trainPhase(run func() ([]runner.Result, error)) ([]runner.Result, error) {
+	var own []runner.Result
+	var err error
+	t.j.Phase("train", func() error {
+		own, err = run()
+		return nil
+	})
+	if err != nil && !errors.Is(err, runner.ErrInterrupted) {
+		return nil, err
+	}
+	if t.work.Done != nil {
+		t.work.Done(t.j.Log)
+	}
+	if err != nil {
+		t.j.Log.Warn(err.Error())
+	}
+	return own, err
 }
 
 // recordBalance gathers every rank's busy time and unit count into the

@@ -1,0 +1,156 @@
+package pipeline
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"xmc/job"
+	"xmc/train"
+)
+
+const (
+	bibtexTrain = "../testdata/bibtex/train.txt"
+	bibtexTest  = "../testdata/bibtex/test.txt"
+)
+
+// options lays out an in-process job of ranks ranks of one thread.
+func options(ranks int) job.Options {
+	return job.Options{Ranks: ranks, Threads: 1, CommTimeout: time.Minute, Version: "test"}
+}
+
+// config returns a training of algo on Bibtex with the algorithm's flags
+// set from args, writing nothing.
+func config(t *testing.T, algo string, args ...string) TrainConfig {
+	t.Helper()
+	a, err := train.Lookup(algo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := a.New()
+	fs := flag.NewFlagSet(algo, flag.ContinueOnError)
+	tr.Flags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return TrainConfig{Algorithm: algo, Trainer: tr, DataPath: bibtexTrain, Seed: 3,
+		PredictOn: PredictOnRanks, Eval: DefaultEvalOptions(), Input: Input{SplitCol: 1}}
+}
+
+// quickAlgorithms are every registered algorithm with flags that make its
+// Bibtex training short.
+var quickAlgorithms = map[string][]string{
+	"forest":    {"--trees", "3"},
+	"dismec":    {"--labels-per-unit", "40"},
+	"ppdsparse": {"--labels-per-unit", "40"},
+	"lsq":       {"--epochs", "2"},
+}
+
+// TestEveryAlgorithmTested keeps quickAlgorithms in step with the registry.
+func TestEveryAlgorithmTested(t *testing.T) {
+	for _, a := range train.Algorithms() {
+		if _, ok := quickAlgorithms[a.Name]; !ok {
+			t.Errorf("algorithm %s is missing from quickAlgorithms", a.Name)
+		}
+	}
+}
+
+// TestAssembleAndPredict trains every algorithm on 2 ranks into a gathered
+// model and a sharded one, scores the test set while training (by the
+// ranks' parts and by rank 0 alone) and afterwards with Predict from both
+// files on 3 ranks: every way must give the same scores, byte for byte.
+func TestAssembleAndPredict(t *testing.T) {
+	for algo, args := range quickAlgorithms {
+		t.Run(algo, func(t *testing.T) {
+			dir := t.TempDir()
+			var scores []string
+			for _, c := range []struct {
+				name, predictOn string
+				shard           bool
+			}{{"gathered", PredictOnRanks, false}, {"sharded", PredictOnRoot, true}} {
+				cfg := config(t, algo, args...)
+				cfg.TestPath, cfg.PredictOn, cfg.Shard = bibtexTest, c.predictOn, c.shard
+				cfg.ModelOut = filepath.Join(dir, c.name+".model")
+				cfg.ScoresOut = filepath.Join(dir, c.name+".train-scores")
+				if err := Train(options(2), cfg); err != nil {
+					t.Fatalf("%s: %v", c.name, err)
+				}
+				for _, mode := range []string{PredictOnRanks, PredictOnRoot} {
+					out := filepath.Join(dir, c.name+"-"+mode+".scores")
+					p := PredictConfig{ModelPath: cfg.ModelOut, DataPath: bibtexTest, Out: out, PredictOn: mode,
+						Eval: DefaultEvalOptions(), Input: Input{SplitCol: 1}}
+					if err := Predict(options(3), p); err != nil {
+						t.Fatalf("predict %s model on %s: %v", c.name, mode, err)
+					}
+					scores = append(scores, out)
+				}
+				scores = append(scores, cfg.ScoresOut)
+			}
+			want, err := os.ReadFile(scores[0])
+			if err != nil || len(want) == 0 {
+				t.Fatalf("%s: %v", scores[0], err)
+			}
+			for _, s := range scores[1:] {
+				if got, _ := os.ReadFile(s); !bytes.Equal(got, want) {
+					t.Errorf("%s differs from %s", filepath.Base(s), filepath.Base(scores[0]))
+				}
+			}
+		})
+	}
+}
+
+// TestFailedWriteKeepsUnits checks that a model that cannot be written
+// fails the training with its path named, and leaves every finished unit
+// in the checkpoint, gathered or sharded.
+func TestFailedWriteKeepsUnits(t *testing.T) {
+	for _, shard := range []bool{false, true} {
+		t.Run(fmt.Sprintf("shard=%v", shard), func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := config(t, "forest", "--trees", "4")
+			cfg.ModelOut = filepath.Join(dir, "no-such-dir", "m.model")
+			cfg.Checkpoint = filepath.Join(dir, "ckpt")
+			cfg.CheckpointEvery = time.Hour // nothing saved before the write fails
+			cfg.Shard = shard
+			err := Train(options(2), cfg)
+			if err == nil || !strings.Contains(err.Error(), "no-such-dir") {
+				t.Fatalf("unwritable model: %v", err)
+			}
+			if units, _ := filepath.Glob(filepath.Join(cfg.Checkpoint, "unit-*.bin")); len(units) != 4 {
+				t.Errorf("checkpoint holds %d units, want 4", len(units))
+			}
+		})
+	}
+}
+
+// TestConfigCheck lists the settings refused before any rank starts.
+func TestConfigCheck(t *testing.T) {
+	ok := config(t, "forest")
+	ok.ModelOut = "m"
+	for _, c := range []struct {
+		name   string
+		change func(c *TrainConfig)
+		want   string
+	}{
+		{"no data", func(c *TrainConfig) { c.DataPath = "" }, "--data"},
+		{"nothing to do", func(c *TrainConfig) { c.ModelOut = "" }, "nothing to do"},
+		{"shard without a model", func(c *TrainConfig) { c.ModelOut, c.TestPath, c.Shard = "", "t", true }, "--shard"},
+		{"schedule", func(c *TrainConfig) { c.Schedule = "greedy" }, "greedy"},
+		{"predict-on", func(c *TrainConfig) { c.PredictOn = "all" }, "all"},
+		{"two tests", func(c *TrainConfig) { c.TestPath, c.TestSplit = "a", "b" }, "not both"},
+		{"top-k", func(c *TrainConfig) { c.Eval.TopK = 0 }, "--top-k"},
+	} {
+		cfg := ok
+		c.change(&cfg)
+		if err := cfg.Check(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error about %s", c.name, err, c.want)
+		}
+	}
+	if err := ok.Check(); err != nil {
+		t.Errorf("valid config: %v", err)
+	}
+}
