@@ -28,12 +28,41 @@ type ForestParams struct {
 	LeafSize     int    `json:"leaf_size"`     // a node this small becomes a leaf
 	MaxDepth     int    `json:"max_depth"`     // 0 means unlimited
 	Seed         uint64 `json:"seed"`
+	// CentroidNorm says when a child's classifier, the sum of its
+	// members' normalised projected feature vectors, is normalised: before
+	// it is cut to its CentroidKeep largest entries (the entries kept then
+	// have a norm below 1) or after (CRAFTML: they have unit norm).
+	CentroidNorm string `json:"centroid_norm"`
+	// LabelProjection is LabelProjectionTree (one label projection per
+	// tree) or LabelProjectionNode (a new one at every node: CRAFTML's
+	// default mode, SXDY).
+	LabelProjection string `json:"label_projection"`
+	// Seeding weights the k-means++ draws by the distance D = 1 − cosine
+	// to the nearest centroid chosen (SeedingD) or by D² (SeedingD2, as
+	// k-means++ and CRAFTML).
+	Seeding string `json:"seeding"`
+	// SplitRetries is how many more times a node whose split sends every
+	// instance to one child tries again, with a new sample and seeding
+	// (and label projection, per node), before it becomes a leaf; CRAFTML
+	// tries 5 times.
+	SplitRetries int `json:"split_retries"`
 }
+
+// Values of ForestParams.CentroidNorm, LabelProjection and Seeding.
+const (
+	CentroidNormBeforeCut = "before-cut"
+	CentroidNormAfterCut  = "after-cut"
+	LabelProjectionTree   = "tree"
+	LabelProjectionNode   = "node"
+	SeedingD              = "d"
+	SeedingD2             = "d2"
+)
 
 // DefaultForestParams returns the CRAFTML defaults; DimX and DimY are left 0,
 // meaning min(D, 10000) and min(L, 10000), resolved by Resolve.
 func DefaultForestParams() ForestParams {
-	return ForestParams{Trees: 50, Sample: 20000, Branch: 10, KMeansIters: 5, CentroidKeep: 1000, LeafSize: 10}
+	return ForestParams{Trees: 50, Sample: 20000, Branch: 10, KMeansIters: 5, CentroidKeep: 1000, LeafSize: 10,
+		CentroidNorm: CentroidNormBeforeCut, LabelProjection: LabelProjectionTree, Seeding: SeedingD, SplitRetries: 0}
 }
 
 // Resolve fills the data-dependent defaults and checks every parameter.
@@ -61,6 +90,14 @@ func (p ForestParams) Resolve(D, L int) (ForestParams, error) {
 		return p, fmt.Errorf("--leaf-size must be at least 1, got %d", p.LeafSize)
 	case p.MaxDepth < 0:
 		return p, fmt.Errorf("--max-depth must be 0 (unlimited) or more, got %d", p.MaxDepth)
+	case p.CentroidNorm != CentroidNormBeforeCut && p.CentroidNorm != CentroidNormAfterCut:
+		return p, fmt.Errorf("--centroid-norm %q: want %s or %s", p.CentroidNorm, CentroidNormBeforeCut, CentroidNormAfterCut)
+	case p.LabelProjection != LabelProjectionTree && p.LabelProjection != LabelProjectionNode:
+		return p, fmt.Errorf("--label-projection %q: want %s or %s", p.LabelProjection, LabelProjectionTree, LabelProjectionNode)
+	case p.Seeding != SeedingD && p.Seeding != SeedingD2:
+		return p, fmt.Errorf("--seeding %q: want %s or %s", p.Seeding, SeedingD, SeedingD2)
+	case p.SplitRetries < 0:
+		return p, fmt.Errorf("--split-retries must be 0 or more, got %d", p.SplitRetries)
 	}
 	return p, nil
 }
@@ -212,7 +249,7 @@ func (f *ForestTrainer) TrainTree(w numa.Worker, t int) (*model.Tree, error) {
 	}
 	tree.X = model.Projection{Dim: int32(f.Params.DimX), BucketSeed: uint32(data.SplitMix64(seed + 1)), SignSeed: uint32(data.SplitMix64(seed + 2))}
 	tree.Y = model.Projection{Dim: int32(f.Params.DimY), BucketSeed: uint32(data.SplitMix64(seed + 3)), SignSeed: uint32(data.SplitMix64(seed + 4))}
-	b := &treeBuilder{p: f.Params, d: d, s: s, rng: rand.New(rand.NewPCG(seed, data.SplitMix64(seed))), tree: tree}
+	b := &treeBuilder{p: f.Params, seed: seed, d: d, s: s, rng: rand.New(rand.NewPCG(seed, data.SplitMix64(seed))), tree: tree}
 	if err := b.build(); err != nil {
 		return nil, err
 	}
@@ -242,6 +279,8 @@ type forestScratch struct {
 	w            []float32 // dimX × DotStride(k): the node's weights, dimension-major
 	denseX       []float32 // one projected vector
 	markX, markY []bool
+	ydense       []float32 // one label vector under a node's projection
+	ymark        []bool    // the buckets ydense holds
 	touchX       []int32
 	touchY       []int32
 	labelAcc     []float32 // per label, for leaf means
@@ -281,7 +320,7 @@ func newForestScratch(d *ForestData, p ForestParams) *forestScratch {
 		w:  make([]float32, p.DimX*model.DotStride(k)),
 		px: newProjectedRows(&d.X), py: newProjectedRows(&d.Y),
 		denseX: make([]float32, p.DimX),
-		markX:  make([]bool, p.DimX), markY: make([]bool, p.DimY),
+		markX:  make([]bool, p.DimX), markY: make([]bool, p.DimY), ydense: make([]float32, p.DimY), ymark: make([]bool, p.DimY),
 		labelAcc: make([]float32, d.Y.Cols),
 		scores:   make([]float32, k), counts: make([]int32, k+1), newID: make([]int32, k), sims: make([]float32, k),
 		bounds: make([]int32, k+1), pos: make([]int32, k),
@@ -304,6 +343,7 @@ func (s *forestScratch) newPass() uint32 {
 // the order of every entry appended to the tree, follow processing order.
 type treeBuilder struct {
 	p    ForestParams
+	seed uint64 // the tree's seed
 	d    *ForestData
 	s    *forestScratch
 	rng  *rand.Rand
@@ -339,7 +379,7 @@ func (b *treeBuilder) build() error {
 		t.SplitStart = append(t.SplitStart, int64(len(t.SplitDim)))
 		t.EntryStart = append(t.EntryStart, int64(len(t.SplitChild)))
 		t.LeafStart = append(t.LeafStart, int64(len(t.LeafLabel)))
-		children := b.split(sp)
+		children := b.split(id, sp)
 		if len(children) == 0 {
 			b.leaf(s.ids[sp.lo:sp.hi])
 			continue
@@ -436,18 +476,32 @@ func (b *treeBuilder) inverseNorms(p *projectedRows, inv []float32, dense []floa
 	b.s.touchX = touched
 }
 
-// split tries to split the node's instances. It returns nil for a leaf, or
-// the boundaries of the children's ranges in s.ids (len = children + 1),
-// after appending the node's classifier to the tree.
-func (b *treeBuilder) split(sp span) []int32 {
+// split tries to split the node's instances, node id's. It returns nil for
+// a leaf, or the boundaries of the children's ranges in s.ids (len =
+// children + 1), after appending the node's classifier to the tree.
+func (b *treeBuilder) split(id int, sp span) []int32 {
 	s, p := b.s, b.p
 	ids := s.ids[sp.lo:sp.hi]
 	if len(ids) <= p.LeafSize || (p.MaxDepth > 0 && sp.depth >= p.MaxDepth) ||
 		allEqual(&b.d.Y, b.d.yHash, ids) || allEqual(&b.d.X, b.d.xHash, ids) {
 		return nil
 	}
+	for attempt := 0; attempt <= p.SplitRetries; attempt++ {
+		if bounds := b.trySplit(id, attempt, sp); bounds != nil {
+			return bounds
+		}
+	}
+	return nil
+}
+
+// trySplit is one attempt at splitting node id: it returns nil, having
+// appended nothing to the tree, when k-means finds a single cluster or the
+// classifier sends every instance to one child.
+func (b *treeBuilder) trySplit(id, attempt int, sp span) []int32 {
+	s := b.s
+	ids := s.ids[sp.lo:sp.hi]
 	sample := b.drawSample(ids)
-	k := b.kmeans(sample)
+	k := b.kmeans(sample, b.labelProjection(id, attempt))
 	if k < 2 {
 		return nil
 	}
@@ -585,7 +639,8 @@ func (b *treeBuilder) drawSample(ids []int32) []int32 {
 }
 
 // kmeans runs spherical k-means with k-means++ seeding on the projected,
-// normalised label vectors of sample, leaving the assignment in s.cluster
+// normalised label vectors of sample (under proj, or the tree's label
+// projection if proj is nil), leaving the assignment in s.cluster
 // and returning the number of clusters (fewer than Branch when the sample
 // has fewer distinct label vectors).
 //
@@ -594,32 +649,11 @@ func (b *treeBuilder) drawSample(ids []int32) []int32 {
 // centroids' entries for bucket b, padded to model.DotStride), so that the
 // similarities of one instance to every centroid are one contiguous
 // multiply-add per label, as model.BestDot computes them.
-func (b *treeBuilder) kmeans(sample []int32) int {
+func (b *treeBuilder) kmeans(sample []int32, proj *model.Projection) int {
 	s, p := b.s, b.p
 	K := p.Branch
 	stride := model.DotStride(K)
-	// Project the sample's label vectors, and collect the buckets they
-	// touch: the only centroid rows that can be non-zero.
-	off, bk, vl := s.yoff[:0], s.ybk[:0], s.yvl[:0]
-	touched := s.touchY[:0]
-	for _, id := range sample {
-		off = append(off, int32(len(bk)))
-		buckets, values := s.py.row(int(id))
-		values = values[:len(buckets)]
-		for k, q := range buckets {
-			bk = append(bk, q)
-			vl = append(vl, values[k]*s.yInv[id])
-			if !s.markY[q] {
-				s.markY[q] = true
-				touched = append(touched, q)
-			}
-		}
-	}
-	off = append(off, int32(len(bk)))
-	for _, q := range touched {
-		s.markY[q] = false
-	}
-	s.yoff, s.ybk, s.yvl, s.touchY = off, bk, vl, touched
+	off, bk, vl, touched := b.sampleLabels(sample, proj)
 	C := s.accY // dimY × stride, zero outside this call
 	defer func() {
 		for _, q := range touched {
@@ -649,7 +683,11 @@ func (b *treeBuilder) kmeans(sample []int32) int {
 		return simOf[cl]
 	}
 
-	// k-means++ seeding with distance 1 - cosine.
+	// k-means++ seeding with distance D = 1 - cosine, drawing by D or D².
+	weight := func(d float64) float64 { return d }
+	if p.Seeding == SeedingD2 {
+		weight = func(d float64) float64 { return d * d }
+	}
 	dist := s.dist[:len(sample)]
 	add(0, b.rng.IntN(len(sample)))
 	k := 1
@@ -660,7 +698,7 @@ func (b *treeBuilder) kmeans(sample []int32) int {
 	for k < K && k < len(sample) {
 		var total float64
 		for _, d := range dist {
-			total += d
+			total += weight(d)
 		}
 		if total <= 1e-9 {
 			break
@@ -668,11 +706,11 @@ func (b *treeBuilder) kmeans(sample []int32) int {
 		r := b.rng.Float64() * total
 		pick := len(sample) - 1
 		for i, d := range dist {
-			if r < d {
+			if r < weight(d) {
 				pick = i
 				break
 			}
-			r -= d
+			r -= weight(d)
 		}
 		add(k, pick)
 		pass := s.newPass()
@@ -737,6 +775,81 @@ func (b *treeBuilder) kmeans(sample []int32) int {
 	return k
 }
 
+// labelProjection returns the label projection of attempt attempt at
+// splitting node id: nil (the tree's) unless projections are per node,
+// then one drawn from the tree's seed, the node and the attempt alone.
+func (b *treeBuilder) labelProjection(id, attempt int) *model.Projection {
+	if b.p.LabelProjection != LabelProjectionNode {
+		return nil
+	}
+	seed := data.SplitMix64(b.seed ^ data.SplitMix64(uint64(id)<<8|uint64(attempt)))
+	return &model.Projection{Dim: int32(b.p.DimY), BucketSeed: uint32(data.SplitMix64(seed + 3)), SignSeed: uint32(data.SplitMix64(seed + 4))}
+}
+
+// sampleLabels projects the label vectors of sample, normalised, under
+// proj (the tree's projection if nil), into s.yoff, s.ybk and s.yvl:
+// sample i's entries are the buckets ybk[yoff[i]:yoff[i+1]] (repeated
+// where labels collide) with values yvl. It returns them with the buckets
+// touched, in s.touchY.
+func (b *treeBuilder) sampleLabels(sample []int32, proj *model.Projection) (off, bk []int32, vl []float32, touched []int32) {
+	s := b.s
+	off, bk, vl = s.yoff[:0], s.ybk[:0], s.yvl[:0]
+	touched = s.touchY[:0]
+	for _, id := range sample {
+		off = append(off, int32(len(bk)))
+		start := len(bk)
+		inv := float32(0)
+		if proj == nil {
+			buckets, values := s.py.row(int(id))
+			values = values[:len(buckets)]
+			for k, q := range buckets {
+				bk = append(bk, q)
+				vl = append(vl, values[k])
+			}
+			inv = s.yInv[id]
+		} else {
+			labels, values := b.d.Y.Row(int(id))
+			values = values[:len(labels)]
+			dense, rowTouched := s.ydense, s.touchX[:0]
+			for k, l := range labels {
+				q, sign := proj.Map(l)
+				bk = append(bk, q)
+				vl = append(vl, sign*values[k])
+				if !s.ymark[q] {
+					s.ymark[q] = true
+					rowTouched = append(rowTouched, q)
+				}
+				dense[q] += sign * values[k]
+			}
+			// The norm of the merged vector, where colliding labels add.
+			var ss float64
+			for _, q := range rowTouched {
+				ss += float64(dense[q]) * float64(dense[q])
+			}
+			for _, q := range rowTouched {
+				dense[q], s.ymark[q] = 0, false
+			}
+			s.touchX = rowTouched
+			if ss > 0 {
+				inv = float32(1 / math.Sqrt(ss))
+			}
+		}
+		for k := start; k < len(bk); k++ {
+			vl[k] *= inv
+			if q := bk[k]; !s.markY[q] {
+				s.markY[q] = true
+				touched = append(touched, q)
+			}
+		}
+	}
+	off = append(off, int32(len(bk)))
+	for _, q := range touched {
+		s.markY[q] = false
+	}
+	s.yoff, s.ybk, s.yvl, s.touchY = off, bk, vl, touched
+	return off, bk, vl, touched
+}
+
 func normalize(v []float32, touched []int32) {
 	var ss float64
 	for _, q := range touched {
@@ -788,9 +901,15 @@ func (b *treeBuilder) classifier(sample []int32, k int) []int32 {
 		start = int(ends[c])
 		n := accumulate(&s.px, members, s.xInv, acc, mark, s.touched[:dimX+1])
 		touched := s.touched[:n]
-		normalize(acc, touched)
+		scale := float32(1)
+		if b.p.CentroidNorm == CentroidNormBeforeCut {
+			normalize(acc, touched)
+		}
 		thresh, ties := b.threshold(acc, touched)
-		ents, kept = keep(acc, mark, touched, thresh, ties, uint8(c), ents, kept, s.perDim)
+		if b.p.CentroidNorm == CentroidNormAfterCut {
+			scale = keptScale(acc, touched, thresh, ties)
+		}
+		ents, kept = keep(acc, mark, touched, thresh, ties, scale, uint8(c), ents, kept, s.perDim)
 	}
 	kept = sortDims(kept, s.bits)
 	s.ents, s.touchX = ents, kept
@@ -843,22 +962,49 @@ func (b *treeBuilder) threshold(acc []float32, touched []int32) (thresh float32,
 	return thresh, keep - (len(mags) - above)
 }
 
-// keep appends to ents child's entries of the centroid acc above thresh
-// (and the first ties at it, in order of first appearance, which is
-// deterministic) that do not round to a bfloat16 zero, and to kept the
-// dimensions it is the first to use, counting each dimension's entries in
-// perDim. It zeroes acc and mark.
-func keep(acc []float32, mark []uint8, touched []int32, thresh float32, ties int, child uint8, ents []entry, kept, perDim []int32) ([]entry, []int32) {
+// keptEntry reports whether an entry of magnitude m of a centroid is kept at
+// threshold thresh, with ties entries of that magnitude still to keep.
+func keptEntry(m, thresh float32, ties int) bool {
+	return m != 0 && m >= thresh && (m != thresh || ties > 0)
+}
+
+// keptScale returns 1/‖kept entries‖ of the centroid acc: the scale that
+// normalises it after the cut (1 if nothing is kept).
+func keptScale(acc []float32, touched []int32, thresh float32, ties int) float32 {
+	var ss float64
 	for _, d := range touched {
-		v := acc[d]
-		acc[d], mark[d] = 0, 0
-		m := abs32(v)
-		if v == 0 || m < thresh || (m == thresh && ties == 0) {
+		m := abs32(acc[d])
+		if !keptEntry(m, thresh, ties) {
 			continue
 		}
 		if m == thresh {
 			ties--
 		}
+		ss += float64(m) * float64(m)
+	}
+	if ss == 0 {
+		return 1
+	}
+	return float32(1 / math.Sqrt(ss))
+}
+
+// keep appends to ents child's entries of the centroid acc above thresh
+// (and the first ties at it, in order of first appearance, which is
+// deterministic), multiplied by scale, that do not round to a bfloat16
+// zero, and to kept the dimensions it is the first to use, counting each
+// dimension's entries in perDim. It zeroes acc and mark.
+func keep(acc []float32, mark []uint8, touched []int32, thresh float32, ties int, scale float32, child uint8, ents []entry, kept, perDim []int32) ([]entry, []int32) {
+	for _, d := range touched {
+		v := acc[d]
+		acc[d], mark[d] = 0, 0
+		m := abs32(v)
+		if !keptEntry(m, thresh, ties) {
+			continue
+		}
+		if m == thresh {
+			ties--
+		}
+		v *= scale
 		if model.ToBFloat16(v).Float32() == 0 {
 			continue // too small to store
 		}
@@ -978,6 +1124,10 @@ func (a *forestAlgorithm) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&p.CentroidKeep, "centroid-keep", p.CentroidKeep, "largest entries kept per child classifier")
 	fs.IntVar(&p.LeafSize, "leaf-size", p.LeafSize, "nodes with at most this many instances become leaves")
 	fs.IntVar(&p.MaxDepth, "max-depth", p.MaxDepth, "maximum tree depth (0: unlimited)")
+	fs.StringVar(&p.CentroidNorm, "centroid-norm", p.CentroidNorm, "normalise a child's classifier before-cut (to its --centroid-keep entries) or after-cut (CRAFTML)")
+	fs.StringVar(&p.LabelProjection, "label-projection", p.LabelProjection, "a label projection per tree, or per node (CRAFTML's default mode)")
+	fs.StringVar(&p.Seeding, "seeding", p.Seeding, "k-means++ draws weighted by d = 1 - cosine, or by d2 (k-means++ and CRAFTML)")
+	fs.IntVar(&p.SplitRetries, "split-retries", p.SplitRetries, "more attempts of a split that sends every instance to one child, before the node becomes a leaf (CRAFTML: 5)")
 }
 
 // Prepare resolves the parameters against the data and builds the
