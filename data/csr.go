@@ -32,6 +32,20 @@ func (m *CSR) Row(i int) ([]int32, []float32) {
 // NNZ is the number of stored entries.
 func (m *CSR) NNZ() int64 { return m.Indptr[m.Rows] }
 
+// Binary reports whether every stored value of m is the same, as in a bag
+// of words that records presence: the kind of features whose defaults
+// differ from those of real-valued (TF-IDF) features. A matrix with no
+// entries is binary.
+func (m *CSR) Binary() bool {
+	vals := m.Values[:m.NNZ()]
+	for _, v := range vals {
+		if v != vals[0] {
+			return false
+		}
+	}
+	return true
+}
+
 // Clone returns a copy of m that shares no memory with it, allocated by the
 // calling goroutine: called on a pinned worker, the copy is first touched,
 // and so placed, in that worker's NUMA domain.
