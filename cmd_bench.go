@@ -28,6 +28,7 @@ func benchCommands() []command {
 		{"scale", "strong scaling on this machine over a grid of ranks × threads, with tables and plots", runBenchScale},
 		{"compare", "run the C++ DXML program (or another reference) and xmc on the same problem and compare", runBenchCompare},
 		{"report", "tabulate and plot the run summaries in a directory (e.g. from a Slurm scaling sweep)", runBenchReport},
+		{"accuracy", "train every algorithm on every data set of a directory with several seeds: P@k, PSP@k, time and memory", runBenchAccuracy},
 		{"peakrss", "run a command and report its peak resident memory (used by compare under mpirun)", runBenchPeakRSS},
 	}
 }
@@ -49,7 +50,7 @@ func runBench(args []string) error {
 			return c.run(args[1:])
 		}
 	}
-	fmt.Fprintf(os.Stderr, "xmc bench: unknown subcommand %q (want scale, compare, report or peakrss)\n", args[0])
+	fmt.Fprintf(os.Stderr, "xmc bench: unknown subcommand %q (want scale, compare, report, accuracy or peakrss)\n", args[0])
 	return errUsage
 }
 
@@ -193,6 +194,107 @@ func runBenchScale(args []string) error {
 		return err
 	}
 	return writeScaling(s, out)
+}
+
+func runBenchAccuracy(args []string) error {
+	fs := newFlagSet("bench accuracy", "bench accuracy --data-dir DIR --out DIR [--algos forest,dismec --seeds 1,2,3 --ranks 2] [flags] [-- xmc train flags]")
+	var lf launcherFlags
+	lf.register(fs, bench.InProc)
+	var dataDir, only, algos, seeds, label, out string
+	var ranks, threads int
+	var names []string
+	for _, a := range train.Algorithms() {
+		names = append(names, a.Name)
+	}
+	fs.StringVar(&dataDir, "data-dir", "", "`DIR` whose subdirectories (or itself) hold train.txt and test.txt, plain or gzipped")
+	fs.StringVar(&only, "datasets", "", "comma-separated names of the data sets to use (default: all found)")
+	fs.StringVar(&algos, "algos", strings.Join(names, ","), "comma-separated algorithms")
+	fs.StringVar(&seeds, "seeds", "1,2,3,4,5", "comma-separated seeds")
+	fs.StringVar(&label, "label", "", "name the runs `LABEL` rather than by algorithm: a variant of one algorithm, its flags after --")
+	fs.IntVar(&ranks, "ranks", 2, "ranks of every run")
+	fs.IntVar(&threads, "threads", 1, "worker threads per rank")
+	fs.StringVar(&out, "out", "", "`DIR` of the run summaries (runs already there are not run again) and of accuracy.md, .json, .csv and the plot")
+	if err := parseFlags(fs, args, true); err != nil {
+		return err
+	}
+	extra, err := extraArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	switch {
+	case out == "":
+		return errors.New("--out is required")
+	case dataDir == "":
+		return errors.New("--data-dir is required")
+	case ranks < 1 || threads < 1:
+		return fmt.Errorf("--ranks and --threads must be at least 1, got %d and %d", ranks, threads)
+	}
+	sets, err := bench.FindDatasets(dataDir)
+	if err != nil {
+		return err
+	}
+	if only != "" {
+		want := strings.Split(only, ",")
+		sets = slices.DeleteFunc(sets, func(d bench.Dataset) bool { return !slices.Contains(want, d.Name) })
+		if len(sets) != len(want) {
+			return fmt.Errorf("--datasets %q: %s holds data sets %v", only, dataDir, datasetNames(dataDir))
+		}
+	}
+	algoList := strings.Split(algos, ",")
+	for _, a := range algoList {
+		if _, err := train.Lookup(a); err != nil {
+			return err
+		}
+	}
+	var seedList []uint64
+	for _, s := range strings.Split(seeds, ",") {
+		v, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
+		if err != nil {
+			return fmt.Errorf("--seeds %q: want integers separated by commas", seeds)
+		}
+		seedList = append(seedList, v)
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	err = bench.RunAccuracy(ctx, bench.AccuracyConfig{
+		Launcher: lf.launcher(), Layout: bench.Layout{Ranks: ranks, Threads: threads}, Datasets: sets, Algorithms: algoList,
+		Seeds: seedList, Label: label, TrainArgs: extra, Dir: out, Progress: os.Stderr,
+	})
+	if err != nil {
+		return err
+	}
+	a, err := bench.LoadAccuracy(out)
+	if err != nil {
+		return err
+	}
+	for _, sk := range a.Skipped {
+		fmt.Fprintf(os.Stderr, "left out %s\n", sk)
+	}
+	if err := a.WriteTable(os.Stdout); err != nil {
+		return err
+	}
+	written, err := writeFiles(out, map[string]func(io.Writer) error{
+		"accuracy.md": a.WriteTable, "accuracy.json": a.WriteJSON, "accuracy.csv": a.WriteCSV,
+	})
+	if err != nil {
+		return err
+	}
+	plots, err := a.Plot(out)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "wrote %s\n", strings.Join(append(written, plots...), ", "))
+	return nil
+}
+
+// datasetNames lists the data sets of dir, for messages.
+func datasetNames(dir string) []string {
+	sets, _ := bench.FindDatasets(dir)
+	var names []string
+	for _, s := range sets {
+		names = append(names, s.Name)
+	}
+	return names
 }
 
 func runBenchReport(args []string) error {
