@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"xmc/atomicfile"
+	"xmc/data"
 	"xmc/model"
 	"xmc/pipeline"
 )
@@ -23,6 +24,10 @@ func runEval(args []string) error {
 	fs.StringVar(&split, "test-split", "", "DXML tstSplit `FILE`: rows of --data that were predicted")
 	fs.StringVar(&trainPath, "train", "", "training data `FILE`, for the label propensities of PSP@k (without it, no propensity-scored metrics)")
 	fs.StringVar(&jsonOut, "json", "", "also write the metrics as JSON to `FILE`")
+	var show int
+	var namesPath string
+	fs.IntVar(&show, "show", 0, "print the first `N` rows of every score file, predicted and true labels side by side")
+	fs.StringVar(&namesPath, "label-names", "", "with --show, name labels as `FILE` does (tab-separated id, name[, count, description], as labels.txt)")
 	if err := parseFlags(fs, args, true); err != nil {
 		return err
 	}
@@ -32,6 +37,12 @@ func runEval(args []string) error {
 	test, err := df.Load(dataPath, split, 0, 0)
 	if err != nil {
 		return err
+	}
+	var names data.LabelNames
+	if namesPath != "" {
+		if names, err = data.ReadLabelNames(namesPath); err != nil {
+			return err
+		}
 	}
 	var inv []float64
 	if trainPath != "" {
@@ -45,9 +56,9 @@ func runEval(args []string) error {
 		inv = model.InversePropensity(model.LabelCounts(&tr.Y), tr.N(), ef.PropA, ef.PropB)
 	}
 	ks := ef.Ks()
-	names := fs.Args()
-	all := make([]model.Metrics, len(names))
-	for i, path := range names {
+	files := fs.Args()
+	all := make([]model.Metrics, len(files))
+	for i, path := range files {
 		L, rows, err := model.ReadScores(path)
 		if err != nil {
 			return err
@@ -61,15 +72,21 @@ func runEval(args []string) error {
 		if all[i], err = model.Evaluate(&test.Y, rows, inv, ks); err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
+		if show > 0 {
+			fmt.Printf("%s, first %d rows (* marks a true label):\n", path, show)
+			if err := model.WriteReadable(os.Stdout, rows, &test.Y, names, show); err != nil {
+				return err
+			}
+		}
 	}
-	if err := model.WriteTable(os.Stdout, names, all, ks); err != nil {
+	if err := model.WriteTable(os.Stdout, files, all, ks); err != nil {
 		return err
 	}
 	if jsonOut == "" {
 		return nil
 	}
 	out := map[string]model.Metrics{}
-	for i, n := range names {
+	for i, n := range files {
 		out[n] = all[i]
 	}
 	b, err := json.MarshalIndent(out, "", "  ")

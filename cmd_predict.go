@@ -17,6 +17,8 @@ func runPredict(args []string) error {
 	fs.StringVar(&c.TestSplit, "test-split", "", "DXML tstSplit `FILE`: rows of --data to predict")
 	fs.StringVar(&c.Out, "out", "", "write the scores to `FILE` (XMC score format)")
 	fs.StringVar(&c.PredictOn, "predict-on", pipeline.PredictOnRanks, "ranks (each rank scores with its part of the model, merged on rank 0) or root (rank 0 scores alone)")
+	fs.IntVar(&c.Show, "show", 0, "print the first `N` rows' predictions, with their true labels, to standard output")
+	fs.StringVar(&c.LabelNames, "label-names", "", "with --show, name labels as `FILE` does (tab-separated id, name[, count, description], as labels.txt)")
 	if err := parseFlags(fs, args, false); err != nil {
 		return err
 	}

@@ -159,6 +159,19 @@ func TestTrainPredictEval(t *testing.T) {
 		}
 	}
 
+	// --show lists predictions by label name, stars on the true ones.
+	names := filepath.Join(dir, "labels.txt")
+	os.WriteFile(names, []byte("# label_id\tname\ttrain_count\tdescription\n0\tTAG_2005\t10\t\n1\tTAG_ACL\t3\tconference\n"), 0o644)
+	shown := mustXMC(t, "eval", "--data", bibtexTest, "--show", "2", "--label-names", names, filepath.Join(dir, "scores0.txt"))
+	if !strings.Contains(shown, "row 1, true labels:") || !strings.Contains(shown, " *  1.") {
+		t.Errorf("eval --show:\n%s", shown)
+	}
+	shown = mustXMC(t, "predict", "--model", modelPath, "--data", bibtexTest, "--out", filepath.Join(dir, "s.txt"),
+		"--show", "3", "--label-names", names)
+	if !strings.Contains(shown, "row 2, true labels:") {
+		t.Errorf("predict --show:\n%s", shown)
+	}
+
 	inspect := mustXMC(t, "inspect", "--model", modelPath)
 	if !strings.Contains(inspect, "10 trees") || !strings.Contains(inspect, "depth") {
 		t.Errorf("inspect output:\n%s", inspect)

@@ -9,6 +9,9 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
+
+	"xmc/data"
 )
 
 // Scored is one predicted label with its score.
@@ -329,4 +332,35 @@ func parsePair(tok []byte, L int) (Scored, error) {
 func isRangeErr(err error) bool {
 	ne, ok := err.(*strconv.NumError)
 	return ok && ne.Err == strconv.ErrRange
+}
+
+// WriteReadable writes the first n rows of predictions for a person to
+// read: each predicted label by name (see data.LabelNames) with its score,
+// starred where truth, if not nil, holds it, after the row's true labels.
+func WriteReadable(w io.Writer, rows [][]Scored, truth *data.CSR, names data.LabelNames, n int) error {
+	bw := bufio.NewWriter(w)
+	for i := range min(n, len(rows)) {
+		fmt.Fprintf(bw, "row %d", i)
+		var labels []int32
+		if truth != nil && i < truth.Rows {
+			labels, _ = truth.Row(i)
+			parts := make([]string, len(labels))
+			for q, l := range labels {
+				parts[q] = names.Name(l)
+			}
+			fmt.Fprintf(bw, ", true labels: %s", strings.Join(parts, "; "))
+			if len(labels) == 0 {
+				fmt.Fprintf(bw, "none")
+			}
+		}
+		fmt.Fprintln(bw)
+		for rank, s := range rows[i] {
+			hit := " "
+			if _, ok := slices.BinarySearch(labels, s.Label); ok {
+				hit = "*"
+			}
+			fmt.Fprintf(bw, "  %s %2d. %-10.4g %s\n", hit, rank+1, s.Score, names.Name(s.Label))
+		}
+	}
+	return bw.Flush()
 }

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"xmc/data"
 )
 
 // sameScored compares bit for bit, so that NaN equals NaN.
@@ -238,4 +240,19 @@ func FuzzReadScores(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestWriteReadable checks the listing a person reads: names, scores, the
+// true labels, and a star on each hit.
+func TestWriteReadable(t *testing.T) {
+	truth := data.CSR{Rows: 2, Cols: 3, Indptr: []int64{0, 2, 2}, Indices: []int32{0, 2}, Values: []float32{1, 1}}
+	rows := [][]Scored{{{2, 0.9}, {1, 0.5}}, {{1, 0.25}}, {{0, 1}}}
+	var b strings.Builder
+	if err := WriteReadable(&b, rows, &truth, data.LabelNames{"cat", "dog", ""}, 2); err != nil {
+		t.Fatal(err)
+	}
+	want := "row 0, true labels: cat; 2\n  *  1. 0.9        2\n     2. 0.5        dog\nrow 1, true labels: none\n     1. 0.25       dog\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
 }

@@ -67,7 +67,7 @@ func (a *assembly) save(own []runner.Result) (int, [][]byte, *pendingCommit, err
 	if err != nil {
 		return total, nil, nil, a.keepUnits(units, err)
 	}
-	return total, units, startCommit(w, a.path, a.kind.Axis(), total), nil
+	return total, units, startCommit(w, a.path, a.kind.Unit()+"s", total), nil
 }
 
 // pendingCommit is a model file's Commit running in the background: it

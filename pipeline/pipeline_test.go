@@ -154,3 +154,79 @@ func TestConfigCheck(t *testing.T) {
 		t.Errorf("valid config: %v", err)
 	}
 }
+
+// writeUnusualData writes, under dir, a training and a test file of real
+// text's awkward cases: real-valued (TF-IDF-like) features, rows that are
+// only their labels (no feature at all), rows without labels, and a label
+// (7) that only test rows carry.
+func writeUnusualData(t *testing.T, dir string) (trainPath, testPath string) {
+	t.Helper()
+	rows := func(n int, seed int, withUnseen bool) string {
+		var b strings.Builder
+		fmt.Fprintf(&b, "%d 30 8\n", n)
+		for i := range n {
+			h := uint32(i*2654435761) ^ uint32(seed)
+			labels := []string{fmt.Sprint(h % 3), fmt.Sprint(3 + h/3%4)}
+			switch {
+			case i%11 == 5:
+				labels = nil // a row without labels
+			case withUnseen && i%4 == 0:
+				labels = append(labels, "7")
+			}
+			b.WriteString(strings.Join(labels, ","))
+			if i%9 == 2 {
+				b.WriteString("\n") // a row that is only its labels
+				continue
+			}
+			for j := range 30 {
+				if (h>>(j%13))&3 == 0 || j/5 == int(h%6) {
+					fmt.Fprintf(&b, " %d:%.6f", j, 0.05+float64((h>>(j%7))%97)/101)
+				}
+			}
+			b.WriteString("\n")
+		}
+		return b.String()
+	}
+	trainPath, testPath = filepath.Join(dir, "train.txt"), filepath.Join(dir, "test.txt")
+	if err := os.WriteFile(trainPath, []byte(rows(120, 1, false)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(testPath, []byte(rows(40, 2, true)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return trainPath, testPath
+}
+
+// TestUnusualData trains and evaluates every algorithm on real-valued
+// features with empty rows and a label seen only in test: each must
+// train, score every test row with finite scores and predict the same
+// from its model file.
+func TestUnusualData(t *testing.T) {
+	dir := t.TempDir()
+	trainPath, testPath := writeUnusualData(t, dir)
+	for algo, args := range quickAlgorithms {
+		t.Run(algo, func(t *testing.T) {
+			cfg := config(t, algo, args...)
+			cfg.DataPath, cfg.TestPath = trainPath, testPath
+			cfg.ModelOut = filepath.Join(dir, algo+".model")
+			cfg.ScoresOut = filepath.Join(dir, algo+".train-scores")
+			if err := Train(options(2), cfg); err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(dir, algo+".scores")
+			p := PredictConfig{ModelPath: cfg.ModelOut, DataPath: testPath, Out: out, PredictOn: PredictOnRanks,
+				Eval: DefaultEvalOptions(), Input: Input{SplitCol: 1}}
+			if err := Predict(options(1), p); err != nil {
+				t.Fatal(err)
+			}
+			a, _ := os.ReadFile(cfg.ScoresOut)
+			b, _ := os.ReadFile(out)
+			if !bytes.Equal(a, b) || len(a) == 0 {
+				t.Errorf("scores of train --test and predict differ (%d and %d bytes)", len(a), len(b))
+			}
+			if s := string(a); strings.Contains(s, "NaN") || strings.Contains(s, "Inf") {
+				t.Errorf("non-finite scores:\n%s", s)
+			}
+		})
+	}
+}

@@ -26,6 +26,10 @@ type PredictConfig struct {
 	// PredictOn is PredictOnRanks or PredictOnRoot.
 	PredictOn string
 	Eval      EvalOptions
+	// Show prints the first Show rows' predictions to standard output,
+	// with the label names read from LabelNames when it is set.
+	Show       int
+	LabelNames string
 }
 
 // Check reports the first inconsistent setting, before any rank starts.
@@ -37,6 +41,8 @@ func (c *PredictConfig) Check() error {
 		return fmt.Errorf("--predict-on %q: want %s or %s", c.PredictOn, PredictOnRanks, PredictOnRoot)
 	case c.Eval.TopK < 1:
 		return fmt.Errorf("--top-k must be at least 1, got %d", c.Eval.TopK)
+	case c.Show < 0:
+		return fmt.Errorf("--show must be 0 or more, got %d", c.Show)
 	}
 	return nil
 }
@@ -94,7 +100,16 @@ func predictRank(j *job.Rank, c PredictConfig) error {
 		return err
 	}
 	j.Log.Info("scores written", "path", c.Out, "rows", len(scores), "predict_s", fmt.Sprintf("%.3f", j.PhaseSeconds("predict")))
-	return nil
+	if c.Show == 0 {
+		return nil
+	}
+	var names data.LabelNames
+	if c.LabelNames != "" {
+		if names, err = data.ReadLabelNames(c.LabelNames); err != nil {
+			return err
+		}
+	}
+	return model.WriteReadable(os.Stdout, scores, &test.Y, names, c.Show)
 }
 
 // predict scores test and returns every row's top k on rank 0 (nil
