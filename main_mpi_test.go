@@ -101,6 +101,17 @@ func TestMPIModelMatchesInProcess(t *testing.T) {
 	}
 }
 
+// TestMPIMaxMessage is checkMaxMessage under mpirun -np 4.
+func TestMPIMaxMessage(t *testing.T) {
+	checkMaxMessage(t, func(args ...string) string {
+		out, code := mpirun(t, 4, args...)
+		if code != 0 {
+			t.Fatalf("mpirun -np 4 %v: exit %d\n%s", args, code, out)
+		}
+		return out
+	})
+}
+
 // TestMPIRoundsResume stops a round-mode training under mpirun -np 2 with
 // its time limit and resumes it under mpirun -np 3: the model must be the
 // in-process uninterrupted one, byte for byte.

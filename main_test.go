@@ -300,6 +300,55 @@ func TestTrainTestModes(t *testing.T) {
 	}
 }
 
+// maxMessageCases are trainings run with and without --max-message 65536:
+// trees of about 1 MiB and label blocks of a few KiB, gathered in pieces.
+var maxMessageCases = [][]string{
+	{"--trees", "4", "--seed", "3"},
+	{"--algo", "ppdsparse", "--labels-per-unit", "4"},
+}
+
+// checkMaxMessage trains and predicts each case of maxMessageCases with run
+// (in process or under mpirun), with and without --max-message 65536, and
+// checks that the model bytes and scores are the same.
+func checkMaxMessage(t *testing.T, run func(args ...string) string) {
+	dir := t.TempDir()
+	for i, c := range maxMessageCases {
+		var models, scores []string
+		for _, limit := range [][]string{nil, {"--max-message", "65536"}} {
+			m := filepath.Join(dir, fmt.Sprintf("m%d-%d.model", i, len(models)))
+			s := filepath.Join(dir, fmt.Sprintf("m%d-%d.scores", i, len(models)))
+			run(append(append([]string{"train", "--data", bibtexTrain, "--test", bibtexTest, "--model-out", m,
+				"--scores-out", s, "--checkpoint", "none"}, c...), limit...)...)
+			p := s + ".predicted"
+			run(append([]string{"predict", "--model", m, "--data", bibtexTest, "--out", p}, limit...)...)
+			models, scores = append(models, m), append(scores, s, p)
+		}
+		if a, b := readFile(t, models[0]), readFile(t, models[1]); !bytes.Equal(a, b) {
+			t.Errorf("%v: --max-message 65536 changed the model", c)
+		}
+		for _, s := range scores[1:] {
+			if !bytes.Equal(readFile(t, scores[0]), readFile(t, s)) {
+				t.Errorf("%v: %s differs from the scores without a limit", c, filepath.Base(s))
+			}
+		}
+	}
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestMaxMessage is checkMaxMessage on 4 in-process ranks, whose backend
+// refuses any transfer above the limit.
+func TestMaxMessage(t *testing.T) {
+	checkMaxMessage(t, func(args ...string) string { return mustXMC(t, append(args, "--ranks", "4")...) })
+}
+
 // TestBadInput checks that bad data and damaged models give a clear error
 // naming the problem, a non-zero exit, and no output file.
 func TestBadInput(t *testing.T) {

@@ -38,6 +38,9 @@ type Options struct {
 	Verbose     bool
 	TimeLimit   time.Duration
 	CPUProfile  string
+	// MaxMessage bounds the bytes of one MPI transfer: larger ones are
+	// split (mpi.Split). 0 means mpi.MaxMessage.
+	MaxMessage int
 	// Version is xmc's version, recorded in the summary; it is set by the
 	// program, not by a flag.
 	Version string
@@ -54,6 +57,7 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	fs.BoolVar(&o.Verbose, "v", false, "log from every rank, not only rank 0")
 	fs.DurationVar(&o.TimeLimit, "time-limit", 0, "stop cleanly after this long, keeping finished work (0: none)")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile (go tool pprof) to `FILE` (under MPI: FILE.rank-R, one per rank)")
+	fs.IntVar(&o.MaxMessage, "max-message", mpi.MaxMessage, "split every transfer between ranks into messages of at most `BYTES` (MPI's own limit is 2^31-1; the in-process backend refuses larger ones too)")
 }
 
 // ErrInterrupted is wrapped by the error of a command stopped by a signal
@@ -132,12 +136,24 @@ func Run(command string, opts Options, body func(r *Rank) error) error {
 		defer cancel()
 	}
 	start := time.Now()
+	limit := opts.MaxMessage
+	if limit == 0 {
+		limit = mpi.MaxMessage
+	}
+	if limit < mpi.MinMessage || limit > mpi.MaxMessage {
+		return fmt.Errorf("--max-message %d: want %d to %d bytes", limit, mpi.MinMessage, mpi.MaxMessage)
+	}
 	if mpi.LaunchedByMPI() {
 		if opts.Ranks > 1 {
 			return fmt.Errorf("--ranks %d is for the in-process backend; under an MPI launcher the number of ranks comes from mpirun -np or srun", opts.Ranks)
 		}
-		c, err := mpi.Init()
+		raw, err := mpi.Init()
 		if err != nil {
+			return err
+		}
+		c, err := mpi.Split(raw, limit)
+		if err != nil {
+			raw.Abort(1, err.Error())
 			return err
 		}
 		if opts.CPUProfile != "" {
@@ -174,7 +190,12 @@ func Run(command string, opts Options, body func(r *Rank) error) error {
 		defer stopProfile()
 	}
 	gc := &gcPause{}
-	return mpi.Launch(opts.Ranks, func(c mpi.Comm) error {
+	// The backend refuses what Split would not split, as MPI does.
+	return mpi.LaunchLimit(opts.Ranks, limit, func(raw mpi.Comm) error {
+		c, err := mpi.Split(raw, limit)
+		if err != nil {
+			return err
+		}
 		return runRank(ctx, command, opts, c, "in-process", opts.Ranks, start, gc, body)
 	})
 }

@@ -36,11 +36,24 @@ func (e *AbortError) Error() string {
 //
 // Launch returns when every rank's fn has returned. Its error is the first
 // failing rank's, as fmt.Errorf("rank %d: %w", rank, err).
+//
+// Like MPI, the backend refuses a transfer of more than MaxMessage bytes
+// (see LaunchLimit).
 func Launch(n int, fn func(c Comm) error) error {
+	return LaunchLimit(n, MaxMessage, fn)
+}
+
+// LaunchLimit is Launch with the backend refusing, as MPI does beyond
+// MaxMessage, any single transfer of more than limit bytes: a Send, a
+// Bcast, a rank's Gather or Gatherv contribution or the total the root
+// receives, a reduction's data. Tests set a small limit to check that every
+// transfer went through Split.
+func LaunchLimit(n, limit int, fn func(c Comm) error) error {
 	if n < 1 {
 		return fmt.Errorf("mpi: launch %d ranks: need at least 1", n)
 	}
 	w := newWorld(n)
+	w.limit = limit
 	var wg sync.WaitGroup
 	for r := range n {
 		c := &inprocComm{w: w, rank: r}
@@ -88,6 +101,7 @@ func runRank(fn func(Comm) error, c Comm) (err error) {
 // entered collective k+1, so after every rank has finished reading them.
 type world struct {
 	size    int
+	limit   int           // the most bytes of one transfer
 	aborted chan struct{} // closed by the first fail
 	parts   [2][]part     // by collective parity, then by rank
 	scratch [2]any        // Allreduce result ([]float64 or []int64), by parity
@@ -289,6 +303,9 @@ func (c *inprocComm) Bcast(buf []byte, root int) ([]byte, error) {
 	}
 	p := part{op: opBcast, root: root}
 	if c.rank == root {
+		if err := c.w.checkSize(opBcast, len(buf)); err != nil {
+			return nil, err
+		}
 		p.bytes, p.n = buf, len(buf)
 	}
 	parts, _, err := c.enter(p, nil)
@@ -334,6 +351,9 @@ func reduce[T float64 | int64](c *inprocComm, data []T, op Op, root int) error {
 	if err := checkRoot(opReduce, root, c.w.size); err != nil {
 		return err
 	}
+	if err := c.w.checkSize(opReduce, 8*len(data)); err != nil {
+		return err
+	}
 	p := part{op: opReduce, root: root, redOp: op, elem: elemName(data), n: len(data), data: data}
 	parts, _, err := c.enter(p, nil)
 	if err != nil {
@@ -355,6 +375,9 @@ func reduce[T float64 | int64](c *inprocComm, data []T, op Op, root int) error {
 // copies into its own data.
 func allreduce[T float64 | int64](c *inprocComm, data []T, op Op) error {
 	if err := checkOp(op); err != nil {
+		return err
+	}
+	if err := c.w.checkSize(opAllreduce, 8*len(data)); err != nil {
 		return err
 	}
 	n := len(data)
@@ -442,11 +465,21 @@ func (c *inprocComm) gather(op opKind, buf []byte, root int) ([][]byte, error) {
 	if err := checkRoot(op, root, c.w.size); err != nil {
 		return nil, err
 	}
+	if err := c.w.checkSize(op, len(buf)); err != nil {
+		return nil, err
+	}
 	own := make([]byte, len(buf))
 	copy(own, buf)
 	parts, _, err := c.enter(part{op: op, root: root, n: len(buf), bytes: own}, nil)
 	if err != nil || c.rank != root {
 		return nil, err
+	}
+	total := 0
+	for _, p := range parts {
+		total += p.n
+	}
+	if err := c.w.checkSize(op, total); err != nil {
+		return nil, fmt.Errorf("%w (the total received by the root)", err)
 	}
 	out := make([][]byte, len(parts))
 	for q, p := range parts {
@@ -477,6 +510,9 @@ func (c *inprocComm) Send(buf []byte, dest, tag int) error {
 		return err
 	}
 	if err := c.w.check(); err != nil {
+		return err
+	}
+	if err := c.w.checkSize(opSend, len(buf)); err != nil {
 		return err
 	}
 	data := make([]byte, len(buf))
@@ -536,6 +572,15 @@ func (w *world) recvDeadlock(rank, src, tag int) error {
 		return fmt.Errorf("mpi: recv from any rank with tag %d can never complete: every other rank has returned", tag)
 	case src != AnySource && src != rank && w.returned[src]:
 		return fmt.Errorf("mpi: recv from rank %d with tag %d can never complete: rank %d has returned", src, tag, src)
+	}
+	return nil
+}
+
+// checkSize refuses a transfer of more than the world's limit, as MPI
+// refuses one of more than MaxMessage bytes.
+func (w *world) checkSize(op opKind, n int) error {
+	if n > w.limit {
+		return fmt.Errorf("mpi: %s of %d bytes exceeds the %d bytes of one message (split larger transfers: mpi.Split)", op, n, w.limit)
 	}
 	return nil
 }

@@ -24,6 +24,53 @@ func TestConformanceInProcess(t *testing.T) {
 	}
 }
 
+// TestConformanceSplit runs the conformance suite, whose buffers reach 8
+// MB, through Split with a 64 KiB limit on a backend that refuses any
+// larger transfer: every operation's result must be as without a limit.
+func TestConformanceSplit(t *testing.T) {
+	const limit = 64 << 10
+	for _, n := range []int{1, 2, 3} {
+		t.Run(fmt.Sprintf("ranks=%d", n), func(t *testing.T) {
+			err := mpi.LaunchLimit(n, limit, func(c mpi.Comm) error {
+				sc, err := mpi.Split(c, limit)
+				if err != nil {
+					return err
+				}
+				return mpitest.Conformance(mpi.NewCounted(sc, 0))
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestLimitRefusesLargeTransfers checks that the in-process backend
+// refuses, as MPI does, every transfer larger than its limit, so that a
+// transfer that bypasses Split fails in tests.
+func TestLimitRefusesLargeTransfers(t *testing.T) {
+	const limit = 8 << 10
+	big := make([]byte, limit+1)
+	for _, c := range []struct {
+		name string
+		call func(c mpi.Comm) error
+	}{
+		{"send", func(c mpi.Comm) error { return c.Send(big, 0, 1) }},
+		{"bcast", func(c mpi.Comm) error { _, err := c.Bcast(big, 0); return err }},
+		{"gatherv", func(c mpi.Comm) error { _, err := c.Gatherv(big, 0); return err }},
+		{"gatherv total", func(c mpi.Comm) error { _, err := c.Gatherv(big[:limit/2+1], 0); return err }},
+		{"allreduce", func(c mpi.Comm) error { return c.AllreduceFloat64(make([]float64, limit/8+1), mpi.Sum) }},
+	} {
+		err := mpi.LaunchLimit(2, limit, c.call)
+		if err == nil || !strings.Contains(err.Error(), "exceeds") {
+			t.Errorf("%s: %v, want an error about the limit", c.name, err)
+		}
+	}
+	if _, err := mpi.Split(nil, 100); err == nil {
+		t.Error("Split accepted a limit of 100 bytes")
+	}
+}
+
 // launchTimed runs Launch and fails the test if it takes longer than limit.
 func launchTimed(t *testing.T, limit time.Duration, n int, fn func(c mpi.Comm) error) error {
 	t.Helper()

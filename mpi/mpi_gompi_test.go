@@ -120,14 +120,17 @@ func TestMPIConformance(t *testing.T) {
 		np      int
 		mca     []string
 		wantPML string
+		split   []string // mpicheck flags
 	}{
-		{1, nil, "ob1"}, {2, nil, "ob1"}, {3, nil, "ob1"}, {4, nil, "ob1"},
-		{2, []string{"--mca", "pml", "^ucx"}, "^ucx"},
+		{1, nil, "ob1", nil}, {2, nil, "ob1", nil}, {3, nil, "ob1", nil}, {4, nil, "ob1", nil},
+		{2, []string{"--mca", "pml", "^ucx"}, "^ucx", nil},
+		// Every transfer split into messages of at most 64 KiB.
+		{4, nil, "ob1", []string{"-max-message", "65536"}},
 	}
 	for _, tt := range tests {
-		t.Run(strings.TrimSpace(fmt.Sprintf("np=%d %s", tt.np, strings.Join(tt.mca, " "))), func(t *testing.T) {
+		t.Run(strings.TrimSpace(fmt.Sprintf("np=%d %s %s", tt.np, strings.Join(tt.mca, " "), strings.Join(tt.split, " "))), func(t *testing.T) {
 			args := append([]string{"-np", fmt.Sprint(tt.np), "--oversubscribe"}, tt.mca...)
-			code, out, took := mpirun(t, time.Minute, append(args, bin, "-mode", "conformance")...)
+			code, out, took := mpirun(t, time.Minute, append(append(args, bin, "-mode", "conformance"), tt.split...)...)
 			want := fmt.Sprintf("conformance passed on %d ranks (openmpi backend, pml %s)", tt.np, tt.wantPML)
 			if code != 0 || !strings.Contains(out, want) {
 				t.Fatalf("exit code %d, want output %q; output:\n%s", code, want, out)

@@ -38,12 +38,17 @@ func main() {
 	watchdog := flag.Duration("watchdog", time.Minute, "Counted's watchdog duration")
 	duration := flag.Duration("duration", time.Minute, "how long loop runs")
 	iters := flag.Int("iters", 20, "timed iterations per bench case")
+	maxMessage := flag.Int("max-message", mpi.MaxMessage, "split every transfer into messages of at most this many bytes (mpi.Split)")
 	flag.Parse()
 
 	raw, err := mpi.Init()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mpicheck:", err)
 		os.Exit(1)
+	}
+	if raw, err = mpi.Split(raw, *maxMessage); err != nil {
+		fmt.Fprintln(os.Stderr, "mpicheck:", err)
+		os.Exit(2)
 	}
 	c := mpi.NewCounted(raw, *watchdog)
 	switch *mode {

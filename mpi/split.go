@@ -1,0 +1,223 @@
+package mpi
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"sync"
+)
+
+// MaxMessage is the most bytes one MPI message can carry: MPI counts are C
+// ints. It is Split's default limit, and the in-process backend's.
+const MaxMessage = math.MaxInt32
+
+// MinMessage is the smallest limit Split accepts: below it, the per-message
+// overhead of splitting would swamp any transfer.
+const MinMessage = 4096
+
+// Split returns c with every transfer that could exceed limit bytes split
+// into transfers of at most limit bytes: a Send into pieces, a Bcast into
+// rounds, a Gather or Gatherv into rounds in which each rank sends at most
+// limit/P bytes (so that the root receives at most limit), reductions into
+// chunks. Results are the same as c's, byte for byte; only the number of
+// underlying calls grows. The MPI backend refuses a single transfer of more
+// than MaxMessage bytes, and the in-process one (LaunchLimit) more than its
+// limit, so every transfer of xmc goes through Split.
+//
+// Gatherv costs one small Allreduce more than c's (the ranks agree on the
+// longest contribution), and Bcast a small Bcast more (the length).
+// A split Send travels as pieces of exactly limit bytes and a last, shorter
+// one (maybe empty), which Recv reassembles; the pieces of one message are
+// never interleaved with another message to the same rank and tag, as
+// sends and receives of a tag are serialised within a rank.
+func Split(c Comm, limit int) (Comm, error) {
+	if limit < MinMessage || limit > MaxMessage {
+		return nil, fmt.Errorf("mpi: message limit %d outside [%d, %d]", limit, MinMessage, MaxMessage)
+	}
+	return &splitComm{Comm: c, limit: limit}, nil
+}
+
+// splitComm is the Comm Split returns.
+type splitComm struct {
+	Comm
+	limit int
+
+	mu    sync.Mutex
+	sends map[[2]int]*sync.Mutex // by destination and tag
+	recvs map[int]*sync.Mutex    // by tag
+}
+
+// lock returns the mutex of key in m, made on first use.
+func lock[K comparable](mu *sync.Mutex, m *map[K]*sync.Mutex, key K) *sync.Mutex {
+	mu.Lock()
+	defer mu.Unlock()
+	if *m == nil {
+		*m = map[K]*sync.Mutex{}
+	}
+	l, ok := (*m)[key]
+	if !ok {
+		l = new(sync.Mutex)
+		(*m)[key] = l
+	}
+	return l
+}
+
+func (s *splitComm) Bcast(buf []byte, root int) ([]byte, error) {
+	if err := checkRoot(opBcast, root, s.Size()); err != nil {
+		return nil, err
+	}
+	head, err := s.Comm.Bcast(binary.LittleEndian.AppendUint64(nil, uint64(len(buf))), root)
+	if err != nil {
+		return nil, err
+	}
+	if len(head) != 8 {
+		return nil, fmt.Errorf("mpi: bcast: malformed length of %d bytes", len(head))
+	}
+	n := int(binary.LittleEndian.Uint64(head))
+	if n <= s.limit {
+		return s.Comm.Bcast(buf, root)
+	}
+	var out []byte
+	if s.Rank() == root {
+		out = buf
+	} else {
+		out = make([]byte, n)
+	}
+	for lo := 0; lo < n; lo += s.limit {
+		hi := min(lo+s.limit, n)
+		var piece []byte
+		if s.Rank() == root {
+			piece = buf[lo:hi]
+		}
+		got, err := s.Comm.Bcast(piece, root)
+		if err != nil {
+			return nil, err
+		}
+		if s.Rank() != root {
+			if len(got) != hi-lo {
+				return nil, fmt.Errorf("mpi: bcast: piece of %d bytes, want %d", len(got), hi-lo)
+			}
+			copy(out[lo:], got)
+		}
+	}
+	return out, nil
+}
+
+// chunks calls f on consecutive chunks of data of at most limit bytes, at
+// least once.
+func chunks[T any](data []T, size, limit int, f func([]T) error) error {
+	per := max(1, limit/size)
+	for lo := 0; ; lo += per {
+		hi := min(lo+per, len(data))
+		if err := f(data[lo:hi]); err != nil {
+			return err
+		}
+		if hi == len(data) {
+			return nil
+		}
+	}
+}
+
+func (s *splitComm) ReduceFloat64(data []float64, op Op, root int) error {
+	return chunks(data, 8, s.limit, func(d []float64) error { return s.Comm.ReduceFloat64(d, op, root) })
+}
+
+func (s *splitComm) ReduceInt64(data []int64, op Op, root int) error {
+	return chunks(data, 8, s.limit, func(d []int64) error { return s.Comm.ReduceInt64(d, op, root) })
+}
+
+func (s *splitComm) AllreduceFloat64(data []float64, op Op) error {
+	return chunks(data, 8, s.limit, func(d []float64) error { return s.Comm.AllreduceFloat64(d, op) })
+}
+
+func (s *splitComm) AllreduceInt64(data []int64, op Op) error {
+	return chunks(data, 8, s.limit, func(d []int64) error { return s.Comm.AllreduceInt64(d, op) })
+}
+
+// Gather needs no agreement: every rank contributes len(buf) bytes.
+func (s *splitComm) Gather(buf []byte, root int) ([][]byte, error) {
+	if err := checkRoot(opGather, root, s.Size()); err != nil {
+		return nil, err
+	}
+	if len(buf)*s.Size() <= s.limit {
+		return s.Comm.Gather(buf, root)
+	}
+	return s.gatherRounds(s.Comm.Gather, buf, len(buf), root)
+}
+
+func (s *splitComm) Gatherv(buf []byte, root int) ([][]byte, error) {
+	if err := checkRoot(opGatherv, root, s.Size()); err != nil {
+		return nil, err
+	}
+	longest := []int64{int64(len(buf))}
+	if err := s.Comm.AllreduceInt64(longest, Max); err != nil {
+		return nil, err
+	}
+	if int(longest[0])*s.Size() <= s.limit {
+		return s.Comm.Gatherv(buf, root)
+	}
+	return s.gatherRounds(s.Comm.Gatherv, buf, int(longest[0]), root)
+}
+
+// gatherRounds gathers buf in rounds with gather, each rank sending the
+// next limit/P bytes of it in each, until the longest contribution, of
+// longest bytes, is through.
+func (s *splitComm) gatherRounds(gather func([]byte, int) ([][]byte, error), buf []byte, longest, root int) ([][]byte, error) {
+	per := max(1, s.limit/s.Size())
+	var out [][]byte
+	if s.Rank() == root {
+		out = make([][]byte, s.Size())
+	}
+	for lo := 0; lo < longest; lo += per {
+		got, err := gather(buf[min(lo, len(buf)):min(lo+per, len(buf))], root)
+		if err != nil {
+			return nil, err
+		}
+		for r, g := range got {
+			out[r] = append(out[r], g...)
+		}
+	}
+	for r := range out {
+		if out[r] == nil {
+			out[r] = []byte{}
+		}
+	}
+	return out, nil
+}
+
+func (s *splitComm) Send(buf []byte, dest, tag int) error {
+	if err := checkSend(dest, tag, s.Size()); err != nil {
+		return err
+	}
+	l := lock(&s.mu, &s.sends, [2]int{dest, tag})
+	l.Lock()
+	defer l.Unlock()
+	for len(buf) >= s.limit {
+		if err := s.Comm.Send(buf[:s.limit], dest, tag); err != nil {
+			return err
+		}
+		buf = buf[s.limit:]
+	}
+	return s.Comm.Send(buf, dest, tag)
+}
+
+func (s *splitComm) Recv(src, tag int) ([]byte, int, error) {
+	if err := checkRecv(src, tag, s.Size()); err != nil {
+		return nil, 0, err
+	}
+	l := lock(&s.mu, &s.recvs, tag)
+	l.Lock()
+	defer l.Unlock()
+	msg, from, err := s.Comm.Recv(src, tag)
+	if err != nil || len(msg) < s.limit {
+		return msg, from, err
+	}
+	whole := msg
+	for len(msg) == s.limit {
+		if msg, _, err = s.Comm.Recv(from, tag); err != nil {
+			return nil, 0, err
+		}
+		whole = append(whole, msg...)
+	}
+	return whole, from, nil
+}
