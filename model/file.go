@@ -41,7 +41,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 
 	"xmc/atomicfile"
 )
@@ -136,14 +135,14 @@ type File struct {
 	// Sections are the sections after the header, in file order. Their
 	// Data alias one buffer holding the whole file.
 	Sections []Section
+	// index maps a section's name to its place in Sections.
+	index map[string]int
 }
 
 // Section returns the payload of the section with the given name.
 func (f *File) Section(name string) ([]byte, error) {
-	for _, s := range f.Sections {
-		if s.Name == name {
-			return s.Data, nil
-		}
+	if i, ok := f.index[name]; ok {
+		return f.Sections[i].Data, nil
 	}
 	return nil, fmt.Errorf("model %s has no section %q", f.Path, name)
 }
@@ -173,15 +172,16 @@ type containerEncoder struct {
 	w     io.Writer
 	crc   hash.Hash32
 	size  int64
-	names []string // sections written so far, header first
-	sum   uint32   // the final checksum, once end has run
-	err   error    // first write error; later writes are skipped
+	names map[string]bool // sections written so far, header first
+	count int             // their number
+	sum   uint32          // the final checksum, once end has run
+	err   error           // first write error; later writes are skipped
 }
 
 // newContainerEncoder returns an encoder that has written the magic and
 // format version to w.
 func newContainerEncoder(w io.Writer) *containerEncoder {
-	e := &containerEncoder{w: w, crc: crc32.New(crcTable())}
+	e := &containerEncoder{w: w, crc: crc32.New(crcTable()), names: map[string]bool{}}
 	var b []byte
 	b = append(b, Magic...)
 	b = binary.LittleEndian.AppendUint32(b, FormatVersion)
@@ -226,14 +226,15 @@ func (e *containerEncoder) section(name string, data []byte) {
 	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(data, crcTable()))
 	e.write(b)
 	e.write(data)
-	e.names = append(e.names, name)
+	e.names[name] = true
+	e.count++
 }
 
 // end writes the end marker and records the file's fingerprint.
 func (e *containerEncoder) end() error {
 	var b []byte
 	b = binary.LittleEndian.AppendUint16(b, 0)
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(e.names)))
+	b = binary.LittleEndian.AppendUint32(b, uint32(e.count))
 	e.write(b)
 	e.sum = e.crc.Sum32()
 	e.write(binary.LittleEndian.AppendUint32(nil, e.sum))
@@ -286,7 +287,7 @@ func (w *Writer) AddSection(name string, data []byte) error {
 	if w.flushed {
 		return fmt.Errorf("write model %s: section %q added after Flush", w.path, name)
 	}
-	if slices.Contains(w.enc.names, name) {
+	if w.enc.names[name] {
 		return fmt.Errorf("write model %s: duplicate section %q", w.path, name)
 	}
 	w.enc.section(name, data)
@@ -430,14 +431,14 @@ func decodeContainer(b []byte) (*File, error) {
 	}
 	pos += 4
 
-	f := &File{}
-	var names []string
+	f := &File{index: map[string]int{}}
+	count, last := 0, "" // sections read, and the last one's name
 	// after names the place of a truncation for error messages.
 	after := func() string {
-		if len(names) == 0 {
+		if count == 0 {
 			return "before the header section"
 		}
-		return fmt.Sprintf("after section %q", names[len(names)-1])
+		return fmt.Sprintf("after section %q", last)
 	}
 	for {
 		if len(b)-pos < 2 {
@@ -470,10 +471,10 @@ func decodeContainer(b []byte) (*File, error) {
 		if got := crc32.Checksum(data, crcTable()); got != sum {
 			return nil, fmt.Errorf("%w in section %q: stored %08x, computed %08x", ErrChecksum, name, sum, got)
 		}
-		if slices.Contains(names, name) {
+		if _, dup := f.index[name]; dup || (count > 0 && name == HeaderSection) {
 			return nil, fmt.Errorf("%w: duplicate section %q", ErrCorrupt, name)
 		}
-		if len(names) == 0 {
+		if count == 0 {
 			if name != HeaderSection {
 				return nil, fmt.Errorf("%w: first section is %q, expected %q", ErrCorrupt, name, HeaderSection)
 			}
@@ -481,18 +482,17 @@ func decodeContainer(b []byte) (*File, error) {
 				return nil, fmt.Errorf("%w: header section: %v", ErrCorrupt, err)
 			}
 		} else {
-			if name == HeaderSection {
-				return nil, fmt.Errorf("%w: second %q section", ErrCorrupt, HeaderSection)
-			}
+			f.index[name] = len(f.Sections)
 			f.Sections = append(f.Sections, Section{Name: name, Data: data})
 		}
-		names = append(names, name)
+		count++
+		last = name
 	}
 	if len(b)-pos < 8 {
 		return nil, fmt.Errorf("%w: file ends inside the end marker", ErrTruncated)
 	}
-	if count := le.Uint32(b[pos:]); count != uint32(len(names)) {
-		return nil, fmt.Errorf("%w: end marker records %d sections, file has %d", ErrCorrupt, count, len(names))
+	if stored := le.Uint32(b[pos:]); stored != uint32(count) {
+		return nil, fmt.Errorf("%w: end marker records %d sections, file has %d", ErrCorrupt, stored, count)
 	}
 	pos += 4
 	if got, sum := crc32.Checksum(b[:pos], crcTable()), le.Uint32(b[pos:]); got != sum {
@@ -502,7 +502,7 @@ func decodeContainer(b []byte) (*File, error) {
 	if pos != len(b) {
 		return nil, fmt.Errorf("%w: %d bytes after the end marker", ErrCorrupt, len(b)-pos)
 	}
-	if len(names) == 0 {
+	if count == 0 {
 		return nil, fmt.Errorf("%w: no header section", ErrCorrupt)
 	}
 	h := f.Header

@@ -260,7 +260,7 @@ func TestReadFileCorruption(t *testing.T) {
 // the encoder's checks, so tests can build well-checksummed invalid files.
 func rawModel(sections []Section) []byte {
 	var b bytes.Buffer
-	e := &containerEncoder{w: &b, crc: crc32.New(crcTable())}
+	e := &containerEncoder{w: &b, crc: crc32.New(crcTable()), names: map[string]bool{}}
 	var head []byte
 	head = append(head, Magic...)
 	head = binary.LittleEndian.AppendUint32(head, FormatVersion)
@@ -574,4 +574,31 @@ func FuzzReadModel(f *testing.F) {
 			t.Fatalf("re-encoded model differs: %+v vs %+v", again, m)
 		}
 	})
+}
+
+// BenchmarkManySections writes and reads a model of 100,000 tiny sections,
+// as many as the label blocks of a one-vs-all model of 1.6M labels: the
+// cost of a section must not grow with the sections before it.
+func BenchmarkManySections(b *testing.B) {
+	const n = 100_000
+	path := filepath.Join(b.TempDir(), "many.model")
+	data := []byte{1, 2, 3}
+	for b.Loop() {
+		w, err := Create(path, testHeader())
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := range n {
+			if err := w.AddSection(LinearSection(i), data); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := w.Commit(); err != nil {
+			b.Fatal(err)
+		}
+		f, err := ReadFile(path)
+		if err != nil || len(f.Sections) != n {
+			b.Fatal(err)
+		}
+	}
 }
