@@ -340,18 +340,6 @@ func (w *Writer) Commit() error {
 	return nil
 }
 
-// commitCreated commits w, as returned with err by a function that wrote a
-// whole model without committing it, and returns the file's size.
-func commitCreated(w *Writer, err error) (int64, error) {
-	if err != nil {
-		return 0, err
-	}
-	if err := w.Commit(); err != nil {
-		return 0, err
-	}
-	return w.Bytes(), nil
-}
-
 // Abort discards the temporary file. It does nothing after Commit, so it
 // can be deferred.
 func (w *Writer) Abort() {
@@ -402,6 +390,159 @@ func ReadFile(path string) (*File, error) {
 		return nil, fmt.Errorf("read model %s: %w", path, err)
 	}
 	f.Path = path
+	return f, nil
+}
+
+// ReadSections reads the model file at path like ReadFile, but keeps only
+// the sections (after the header) whose name keep accepts, reading only
+// them: a rank that scores with a part of a model needs memory for that
+// part alone, not for the file. The header, the kept sections' checksums,
+// the structure of the section table and the end marker are verified; the
+// final checksum, which covers every byte, is not, as that would mean
+// reading the whole file.
+func ReadSections(path string, keep func(name string) bool) (*File, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read model: %w", err)
+	}
+	defer fh.Close()
+	st, err := fh.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("read model: %w", err)
+	}
+	r := &windowReader{f: fh, size: st.Size()}
+	f, err := decodeSelected(r, keep)
+	if err != nil {
+		return nil, fmt.Errorf("read model %s: %w", path, err)
+	}
+	f.Path = path
+	return f, nil
+}
+
+// windowReader reads small pieces of a file at increasing offsets through
+// a window it refills with one ReadAt, and large pieces directly, so that
+// walking a section table costs a system call per window, not per field.
+type windowReader struct {
+	f          *os.File
+	size       int64
+	buf        []byte
+	start, end int64 // the file bytes buf holds
+}
+
+// read returns n bytes at off, or io.ErrUnexpectedEOF past the end. The
+// result aliases the window unless n exceeds it; copy what must outlive the
+// next read.
+func (r *windowReader) read(off int64, n int) ([]byte, error) {
+	if off < 0 || int64(n) > r.size-off {
+		return nil, io.ErrUnexpectedEOF
+	}
+	if off >= r.start && off+int64(n) <= r.end {
+		return r.buf[off-r.start : off-r.start+int64(n)], nil
+	}
+	const window = 64 << 10
+	if n > window {
+		b := make([]byte, n)
+		_, err := r.f.ReadAt(b, off)
+		return b, err
+	}
+	if r.buf == nil {
+		r.buf = make([]byte, window)
+	}
+	m, err := r.f.ReadAt(r.buf[:min(window, r.size-off)], off)
+	if m < n {
+		return nil, err
+	}
+	r.start, r.end = off, off+int64(m)
+	return r.buf[:n], nil
+}
+
+// decodeSelected is decodeContainer over r, keeping the sections keep
+// accepts and skipping the others' payloads.
+func decodeSelected(r *windowReader, keep func(name string) bool) (*File, error) {
+	le := binary.LittleEndian
+	b, err := r.read(0, len(Magic)+4)
+	if err != nil {
+		return nil, ErrNotModel
+	}
+	if string(b[:len(Magic)]) != Magic {
+		return nil, ErrNotModel
+	}
+	switch v := le.Uint32(b[len(Magic):]); {
+	case v > FormatVersion:
+		return nil, fmt.Errorf("%w: model format version %d is newer than this xmc supports (%d): upgrade xmc", ErrVersion, v, FormatVersion)
+	case v == 0:
+		return nil, fmt.Errorf("%w: format version 0", ErrCorrupt)
+	}
+	pos := int64(len(Magic) + 4)
+	f := &File{index: map[string]int{}}
+	seen := map[string]bool{}
+	count := 0
+	for {
+		b, err := r.read(pos, 2)
+		if err != nil {
+			return nil, fmt.Errorf("%w: file ends after %d sections, end marker missing", ErrTruncated, count)
+		}
+		n := int(le.Uint16(b))
+		pos += 2
+		if n == 0 {
+			break
+		}
+		if b, err = r.read(pos, n+12); err != nil {
+			return nil, fmt.Errorf("%w: file ends inside the table entry of section %d", ErrTruncated, count)
+		}
+		name := string(b[:n])
+		size, sum := le.Uint64(b[n:]), le.Uint32(b[n+8:])
+		pos += int64(n + 12)
+		if err := checkSectionName(name); err != nil {
+			return nil, fmt.Errorf("%w: section %d: %v", ErrCorrupt, count, err)
+		}
+		if size > uint64(r.size-pos) {
+			return nil, fmt.Errorf("%w: section %q: expected %d bytes, got %d", ErrTruncated, name, size, r.size-pos)
+		}
+		if seen[name] || (count > 0 && name == HeaderSection) {
+			return nil, fmt.Errorf("%w: duplicate section %q", ErrCorrupt, name)
+		}
+		seen[name] = true
+		switch {
+		case count == 0 && name != HeaderSection:
+			return nil, fmt.Errorf("%w: first section is %q, expected %q", ErrCorrupt, name, HeaderSection)
+		case count == 0 || keep(name):
+			data, err := r.read(pos, int(size))
+			if err != nil {
+				return nil, fmt.Errorf("%w: section %q: %v", ErrTruncated, name, err)
+			}
+			data = append([]byte(nil), data...) // its own memory, not the window's
+			if got := crc32.Checksum(data, crcTable()); got != sum {
+				return nil, fmt.Errorf("%w in section %q: stored %08x, computed %08x", ErrChecksum, name, sum, got)
+			}
+			if count == 0 {
+				if err := json.Unmarshal(data, &f.Header); err != nil {
+					return nil, fmt.Errorf("%w: header section: %v", ErrCorrupt, err)
+				}
+			} else {
+				f.index[name] = len(f.Sections)
+				f.Sections = append(f.Sections, Section{Name: name, Data: data})
+			}
+		}
+		pos += int64(size)
+		count++
+	}
+	b, err = r.read(pos, 8)
+	if err != nil {
+		return nil, fmt.Errorf("%w: file ends inside the end marker", ErrTruncated)
+	}
+	if stored := le.Uint32(b); stored != uint32(count) {
+		return nil, fmt.Errorf("%w: end marker records %d sections, file has %d", ErrCorrupt, stored, count)
+	}
+	if pos+8 != r.size {
+		return nil, fmt.Errorf("%w: %d bytes after the end marker", ErrCorrupt, r.size-pos-8)
+	}
+	if count == 0 {
+		return nil, fmt.Errorf("%w: no header section", ErrCorrupt)
+	}
+	if h := f.Header; h.Algorithm == "" || h.D < 0 || h.L < 0 {
+		return nil, fmt.Errorf("%w: header: algorithm %q, D=%d, L=%d", ErrCorrupt, h.Algorithm, h.D, h.L)
+	}
 	return f, nil
 }
 
@@ -645,9 +786,25 @@ func checkManifest(m *Manifest) error {
 
 // ReadShard reads the shard ref of the manifest at manifestPath, checks
 // its size and whole-file CRC-32C against the manifest, then decodes it as
-// [ReadFile] does and checks that its header names the same rank.
-func ReadShard(manifestPath string, ref ShardRef) (*File, error) {
+// [ReadFile] does and checks that its header names the same rank. With
+// keep set it reads only the sections keep accepts, as [ReadSections]
+// does, and checks the shard's size but not its whole-file checksum.
+func ReadShard(manifestPath string, ref ShardRef, keep func(name string) bool) (*File, error) {
 	path := filepath.Join(filepath.Dir(manifestPath), ref.Path)
+	if keep != nil {
+		st, err := os.Stat(path)
+		if err != nil {
+			return nil, fmt.Errorf("read shard %d of %s: %w", ref.Rank, manifestPath, err)
+		}
+		if st.Size() != ref.Bytes {
+			return nil, fmt.Errorf("read shard %d %s: %w: %d bytes, manifest %s says %d", ref.Rank, path, ErrTruncated, st.Size(), manifestPath, ref.Bytes)
+		}
+		f, err := ReadSections(path, keep)
+		if err != nil {
+			return nil, fmt.Errorf("read shard %d: %w", ref.Rank, err)
+		}
+		return f, checkShardHeader(f, ref)
+	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read shard %d of %s: %w", ref.Rank, manifestPath, err)
@@ -663,10 +820,15 @@ func ReadShard(manifestPath string, ref ShardRef) (*File, error) {
 		return nil, fmt.Errorf("read shard %d %s: %w", ref.Rank, path, err)
 	}
 	f.Path = path
+	return f, checkShardHeader(f, ref)
+}
+
+// checkShardHeader reports an error unless f's header describes shard ref.
+func checkShardHeader(f *File, ref ShardRef) error {
 	if s := f.Header.Shard; s == nil || s.Rank != ref.Rank {
-		return nil, fmt.Errorf("read shard %d %s: %w: file header does not describe shard %d", ref.Rank, path, ErrCorrupt, ref.Rank)
+		return fmt.Errorf("read shard %d %s: %w: file header does not describe shard %d", ref.Rank, f.Path, ErrCorrupt, ref.Rank)
 	}
-	return f, nil
+	return nil
 }
 
 // IsManifest reports whether the file at path is a manifest (JSON, starting

@@ -448,7 +448,7 @@ func TestManifest(t *testing.T) {
 		t.Errorf("two different shards have the same fingerprint %08x", m.Shards[0].CRC32C)
 	}
 	for _, ref := range got.Shards {
-		f, err := ReadShard(path, ref)
+		f, err := ReadShard(path, ref, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -488,18 +488,18 @@ func TestManifest(t *testing.T) {
 	t.Run("stale shard", func(t *testing.T) {
 		ref := got.Shards[1]
 		ref.CRC32C ^= 1
-		if _, err := ReadShard(path, ref); !errors.Is(err, ErrChecksum) {
+		if _, err := ReadShard(path, ref, nil); !errors.Is(err, ErrChecksum) {
 			t.Errorf("wrong CRC: error %v, want ErrChecksum", err)
 		}
 		ref = got.Shards[1]
 		ref.Bytes++
-		if _, err := ReadShard(path, ref); !errors.Is(err, ErrTruncated) {
+		if _, err := ReadShard(path, ref, nil); !errors.Is(err, ErrTruncated) {
 			t.Errorf("wrong size: error %v, want ErrTruncated", err)
 		}
 		// The right bytes for rank 0 listed as rank 1.
 		ref = got.Shards[0]
 		ref.Rank = 1
-		if _, err := ReadShard(path, ref); !errors.Is(err, ErrCorrupt) {
+		if _, err := ReadShard(path, ref, nil); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("wrong rank: error %v, want ErrCorrupt", err)
 		}
 	})
@@ -589,7 +589,7 @@ func BenchmarkManySections(b *testing.B) {
 			b.Fatal(err)
 		}
 		for i := range n {
-			if err := w.AddSection(LinearSection(i), data); err != nil {
+			if err := w.AddSection(LinearKind{}.Section(i), data); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -599,6 +599,59 @@ func BenchmarkManySections(b *testing.B) {
 		f, err := ReadFile(path)
 		if err != nil || len(f.Sections) != n {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestReadSections checks partial reads: only the sections kept are
+// returned (each in memory of its own), a damaged section that is not
+// read goes unnoticed while a damaged one that is read is caught, and a
+// damaged section table, header or end is caught either way.
+func TestReadSections(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "m.xmc")
+	big := bytes.Repeat([]byte{7}, 100<<10) // larger than the read window
+	sections := append(testSections(), Section{"tree/2", big})
+	if err := WriteFile(path, testHeader(), sections); err != nil {
+		t.Fatal(err)
+	}
+	good, _ := os.ReadFile(path)
+	keep := func(name string) bool { return name == "tree/1" || name == "tree/2" }
+	f, err := ReadSections(path, keep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Sections) != 2 || f.Sections[0].Name != "tree/1" || !bytes.Equal(f.Sections[1].Data, big) {
+		t.Fatalf("kept %d sections: %v", len(f.Sections), f.Sections)
+	}
+	if !reflect.DeepEqual(f.Header, testHeader()) {
+		t.Errorf("header %+v", f.Header)
+	}
+	if _, err := f.Section("tree/0"); err == nil {
+		t.Error("a section not kept was found")
+	}
+	at := func(name string) int { return bytes.Index(good, []byte(name)) + len(name) + 12 }
+	for _, c := range []struct {
+		name    string
+		damage  func(b []byte) []byte
+		wantErr error // nil: the partial read succeeds
+	}{
+		{"skipped section", func(b []byte) []byte { b[at("tree/0")] ^= 1; return b }, nil},
+		{"kept section", func(b []byte) []byte { b[at("tree/1")+5] ^= 1; return b }, ErrChecksum},
+		{"header", func(b []byte) []byte { b[at(HeaderSection)+3] ^= 1; return b }, ErrChecksum},
+		{"truncated", func(b []byte) []byte { return b[:len(b)-3] }, ErrTruncated},
+		{"trailing bytes", func(b []byte) []byte { return append(b, 0) }, ErrCorrupt},
+		{"section length", func(b []byte) []byte {
+			binary.LittleEndian.PutUint64(b[at("tree/2")-12:], 1<<40)
+			return b
+		}, ErrTruncated},
+		{"not a model", func(b []byte) []byte { return []byte("hello world, not a model") }, ErrNotModel},
+	} {
+		bad := filepath.Join(dir, "bad.xmc")
+		os.WriteFile(bad, c.damage(slices.Clone(good)), 0o644)
+		_, err := ReadSections(bad, keep)
+		if c.wantErr == nil && err != nil || c.wantErr != nil && !errors.Is(err, c.wantErr) {
+			t.Errorf("%s: %v, want %v", c.name, err, c.wantErr)
 		}
 	}
 }

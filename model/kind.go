@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 
 	"xmc/data"
 	"xmc/numa"
@@ -22,12 +24,16 @@ type Kind interface {
 	// model is split along.
 	Unit() string
 	Axis() string
-	// Create writes the encoded units (index = unit id; nil entries, units
-	// not held, are skipped) into one model file, or one shard, at path,
-	// setting h.Counts from them. The file is written and flushed (the
-	// units may be freed), but not yet durable nor at path: the caller
-	// commits it.
-	Create(path string, h Header, units [][]byte) (*Writer, error)
+	// Section returns the name of unit u's section in a model file, and
+	// ParseSection the unit of a section name (false for a name that is
+	// not a unit of this kind): the id makes a shard self-describing.
+	Section(u int) string
+	ParseSection(name string) (int, bool)
+	// Counts returns the sizes that the header of a model made of the
+	// encoded units records (nil entries, units not held, skipped), after
+	// checking that h can head such a model. Counts add up over parts: a
+	// model gathered from several ranks records the sum of each rank's.
+	Counts(h Header, units [][]byte) (map[string]int64, error)
 	// ManifestCounts returns the Counts of the manifest of a sharded model
 	// of header h whose shards hold units units in all.
 	ManifestCounts(h Header, units int) map[string]int64
@@ -136,6 +142,84 @@ func Load(path string, keep func(unit int) bool) (Model, Header, error) {
 		return nil, h, fmt.Errorf("%s: %w", path, err)
 	}
 	return k.Load(path, keep)
+}
+
+// CreateUnits writes a model of kind k (or one shard of it, with h.Shard
+// set) holding the encoded units (index = unit id; nil entries, units not
+// held, are skipped) to path, with h.Counts set from them. The file is
+// written and flushed (the units may be freed), but not yet durable nor at
+// path: the caller commits it.
+func CreateUnits(k Kind, path string, h Header, units [][]byte) (*Writer, error) {
+	counts, err := k.Counts(h, units)
+	if err != nil {
+		return nil, fmt.Errorf("write model %s: %w", path, err)
+	}
+	h.Counts = counts
+	w, err := Create(path, h)
+	if err != nil {
+		return nil, err
+	}
+	for u, b := range units {
+		if b == nil {
+			continue
+		}
+		if err := w.AddSection(k.Section(u), b); err != nil {
+			w.Abort()
+			return nil, err
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// loadUnits calls add with each unit of the model of kind k at path (a
+// file or a manifest) for which keep returns true (all if keep is nil), in
+// file order, after checking that every file holds a model of kind k; a
+// section that is not a unit of k is an error. Only the sections kept are
+// read (see readParts). It returns the whole model's header.
+func loadUnits(k Kind, path string, keep func(unit int) bool, check func(f *File, whole Header) error, add func(f *File, s Section, unit int) error) (Header, error) {
+	var keepSection func(name string) bool
+	if keep != nil {
+		keepSection = func(name string) bool {
+			u, ok := k.ParseSection(name)
+			return !ok || keep(u) // a foreign section is read, to be reported
+		}
+	}
+	return readParts(path, keepSection, func(f *File, whole Header) error {
+		if err := checkKind(f, k); err != nil {
+			return err
+		}
+		if check != nil {
+			if err := check(f, whole); err != nil {
+				return err
+			}
+		}
+		for _, s := range f.Sections {
+			u, ok := k.ParseSection(s.Name)
+			if !ok {
+				return fmt.Errorf("%s: unexpected section %q in a %s model", f.Path, s.Name, k.Name())
+			}
+			if err := add(f, s, u); err != nil {
+				return fmt.Errorf("%s: %s: %w", f.Path, s.Name, err)
+			}
+		}
+		return nil
+	})
+}
+
+// unitSection formats the section name of unit u as prefix and six digits,
+// and parseUnitSection reverses it.
+func unitSection(prefix string, u int) string { return fmt.Sprintf("%s%06d", prefix, u) }
+
+func parseUnitSection(prefix, name string) (int, bool) {
+	s, ok := strings.CutPrefix(name, prefix)
+	if !ok {
+		return 0, false
+	}
+	u, err := strconv.Atoi(s)
+	return u, err == nil && u >= 0
 }
 
 // countHeld returns the number of units held, the non-nil entries.

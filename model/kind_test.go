@@ -94,11 +94,7 @@ func TestLoadByKind(t *testing.T) {
 		{LinearKind{}, NewHeader(LinearKind{}, "lsq", 5, 3, 1, prep), units, "3 labels"},
 	} {
 		path := filepath.Join(dir, c.kind.Name()+".model")
-		w, err := c.kind.Create(path, c.h, c.units)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Commit(); err != nil {
+		if err := writeUnits(c.kind, path, c.h, c.units); err != nil {
 			t.Fatal(err)
 		}
 		m, h, err := Load(path, nil)
@@ -121,4 +117,13 @@ func TestLoadByKind(t *testing.T) {
 			}
 		}
 	}
+}
+
+// writeUnits writes and commits a model of kind k made of units.
+func writeUnits(k Kind, path string, h Header, units [][]byte) error {
+	w, err := CreateUnits(k, path, h, units)
+	if err != nil {
+		return err
+	}
+	return w.Commit()
 }

@@ -3,8 +3,6 @@ package model
 import (
 	"encoding/binary"
 	"fmt"
-	"strconv"
-	"strings"
 )
 
 // LinearKind is the kind of a linear model, one weight vector per label,
@@ -21,9 +19,19 @@ func (LinearKind) Unit() string { return "label block" }
 // Axis returns "labels".
 func (LinearKind) Axis() string { return "labels" }
 
-// Create is CreateLinear.
-func (LinearKind) Create(path string, h Header, units [][]byte) (*Writer, error) {
-	return CreateLinear(path, h, units)
+// Section returns "labels/NNNNNN".
+func (LinearKind) Section(u int) string { return unitSection("labels/", u) }
+
+// ParseSection reverses Section.
+func (LinearKind) ParseSection(name string) (int, bool) { return parseUnitSection("labels/", name) }
+
+// Counts is LinearCounts, after checking that h.Params records the
+// preprocessing prediction must apply.
+func (LinearKind) Counts(h Header, units [][]byte) (map[string]int64, error) {
+	if _, err := ParsePreprocess(h.Params); err != nil {
+		return nil, err
+	}
+	return LinearCounts(units)
 }
 
 // ManifestCounts counts the labels of the model, h.L: every label is in
@@ -48,19 +56,6 @@ func (LinearKind) Load(path string, keep func(unit int) bool) (Model, Header, er
 	return LoadLinear(path, keep)
 }
 
-// LinearSection is the section name of unit u (a block of labels) of a
-// linear model: the id makes a shard's contents self-describing.
-func LinearSection(u int) string { return fmt.Sprintf("labels/%06d", u) }
-
-func parseLinearSection(name string) (int, bool) {
-	s, ok := strings.CutPrefix(name, "labels/")
-	if !ok {
-		return 0, false
-	}
-	u, err := strconv.Atoi(s)
-	return u, err == nil && u >= 0
-}
-
 // LinearCounts returns the sizes a linear model's header records in
 // Counts, computed from its encoded blocks (nil entries, units not held,
 // are skipped): "units", "labels" (labels trained) and "nnz" (weights
@@ -81,48 +76,6 @@ func LinearCounts(units [][]byte) (map[string]int64, error) {
 	return c, nil
 }
 
-// WriteLinear writes the encoded blocks of a linear model (index = unit id;
-// nil entries, units not held, are skipped) into one model file at path,
-// atomically, and returns its size. h.Counts is set from the blocks (see
-// [LinearCounts]); h.Params must hold the model's [Preprocess].
-func WriteLinear(path string, h Header, units [][]byte) (int64, error) {
-	return commitCreated(CreateLinear(path, h, units))
-}
-
-// CreateLinear is WriteLinear up to the Commit of the returned Writer: the
-// file is written and flushed (the blocks may be freed), but not yet
-// durable nor at path.
-func CreateLinear(path string, h Header, units [][]byte) (*Writer, error) {
-	if k, err := KindOf(h); err != nil || k.Name() != (LinearKind{}).Name() {
-		return nil, fmt.Errorf("write model %s: algorithm %q is not a linear model", path, h.Algorithm)
-	}
-	if _, err := ParsePreprocess(h.Params); err != nil {
-		return nil, fmt.Errorf("write model %s: %w", path, err)
-	}
-	counts, err := LinearCounts(units)
-	if err != nil {
-		return nil, fmt.Errorf("write model %s: %w", path, err)
-	}
-	h.Counts = counts
-	w, err := Create(path, h)
-	if err != nil {
-		return nil, err
-	}
-	for u, b := range units {
-		if b == nil {
-			continue
-		}
-		if err := w.AddSection(LinearSection(u), b); err != nil {
-			w.Abort()
-			return nil, err
-		}
-	}
-	if err := w.Flush(); err != nil {
-		return nil, err
-	}
-	return w, nil
-}
-
 // LoadLinear reads a linear model from a model file or from the manifest
 // of a sharded one, keeping the units (label blocks) for which keep returns
 // true (all if keep is nil), so that each rank can load only the labels it
@@ -132,11 +85,7 @@ func LoadLinear(path string, keep func(unit int) bool) (*Linear, Header, error) 
 	var blocks []*LinearBlock
 	var prep Preprocess
 	first := true
-	h, err := readParts(path, func(file *File, h Header) error {
-		p := file.Path
-		if err := checkKind(file, LinearKind{}); err != nil {
-			return err
-		}
+	h, err := loadUnits(LinearKind{}, path, keep, func(file *File, h Header) error {
 		if first {
 			var err error
 			if prep, err = ParsePreprocess(h.Params); err != nil {
@@ -145,22 +94,18 @@ func LoadLinear(path string, keep func(unit int) bool) (*Linear, Header, error) 
 			first = false
 		}
 		if sp, err := ParsePreprocess(file.Header.Params); err != nil || sp != prep {
-			return fmt.Errorf("%s: shard preprocessing differs from the model's", p)
+			return fmt.Errorf("%s: shard preprocessing differs from the model's", file.Path)
 		}
-		for _, s := range file.Sections {
-			u, ok := parseLinearSection(s.Name)
-			if !ok {
-				return fmt.Errorf("%s: unexpected section %q in a linear model", p, s.Name)
-			}
-			if keep != nil && !keep(u) {
-				continue
-			}
-			b := new(LinearBlock)
-			if err := b.UnmarshalBinary(s.Data); err != nil {
-				return fmt.Errorf("%s: %s: %w", p, s.Name, err)
-			}
-			blocks = append(blocks, b)
+		return nil
+	}, func(_ *File, s Section, u int) error {
+		if keep != nil && !keep(u) {
+			return nil
 		}
+		b := new(LinearBlock)
+		if err := b.UnmarshalBinary(s.Data); err != nil {
+			return err
+		}
+		blocks = append(blocks, b)
 		return nil
 	})
 	if err != nil {

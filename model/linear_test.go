@@ -279,7 +279,7 @@ func TestLinearFile(t *testing.T) {
 	params := json.RawMessage(`{"cost":1,"normalize":true,"bias":true}`)
 	h := Header{Algorithm: AlgorithmDiSMEC, D: D, L: L, Params: params}
 	whole := filepath.Join(dir, "m.xmc")
-	if _, err := WriteLinear(whole, h, units); err != nil {
+	if err := writeUnits(LinearKind{}, whole, h, units); err != nil {
 		t.Fatal(err)
 	}
 	// Two shards, units dealt cyclically, and their manifest.
@@ -295,7 +295,7 @@ func TestLinearFile(t *testing.T) {
 			t.Fatal(err)
 		}
 		for u := r; u < len(units); u += 2 {
-			if err := w.AddSection(LinearSection(u), units[u]); err != nil {
+			if err := w.AddSection(LinearKind{}.Section(u), units[u]); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -351,12 +351,12 @@ func TestLinearFile(t *testing.T) {
 	if _, _, err := LoadLinear(forest, nil); err == nil || !strings.Contains(err.Error(), "not a linear") {
 		t.Errorf("loading a forest: %v", err)
 	}
-	if _, err := WriteLinear(filepath.Join(dir, "x.xmc"), Header{Algorithm: AlgorithmDiSMEC, D: D, L: L}, units); err == nil {
-		t.Error("WriteLinear accepted a header without params")
+	if err := writeUnits(LinearKind{}, filepath.Join(dir, "x.xmc"), Header{Algorithm: AlgorithmDiSMEC, D: D, L: L}, units); err == nil {
+		t.Error("a linear model without params in its header was written")
 	}
 	partial := filepath.Join(dir, "partial.xmc")
 	h.Counts = map[string]int64{"labels": L}
-	if err := WriteFile(partial, h, []Section{{LinearSection(0), units[0]}}); err != nil {
+	if err := WriteFile(partial, h, []Section{{LinearKind{}.Section(0), units[0]}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := LoadLinear(partial, nil); err == nil || !strings.Contains(err.Error(), "header counts") {

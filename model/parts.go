@@ -5,15 +5,22 @@ import "fmt"
 // readParts calls fn on every file holding part of the model at path: the
 // file itself, or each shard of a manifest (checked against the manifest's
 // sizes and checksums), one at a time so that only one shard is in memory
-// at once. It returns the header of the whole model, and checks that every
-// shard has that header's algorithm and dimensions.
-func readParts(path string, fn func(f *File, whole Header) error) (Header, error) {
+// at once. With keep set only the sections it accepts are read (see
+// ReadSections); without it every byte is read and verified. It returns
+// the header of the whole model, and checks that every shard has that
+// header's algorithm and dimensions.
+func readParts(path string, keep func(name string) bool, fn func(f *File, whole Header) error) (Header, error) {
 	isManifest, err := IsManifest(path)
 	if err != nil {
 		return Header{}, err
 	}
 	if !isManifest {
-		f, err := ReadFile(path)
+		var f *File
+		if keep == nil {
+			f, err = ReadFile(path)
+		} else {
+			f, err = ReadSections(path, keep)
+		}
 		if err != nil {
 			return Header{}, err
 		}
@@ -25,7 +32,7 @@ func readParts(path string, fn func(f *File, whole Header) error) (Header, error
 	}
 	h := m.Header
 	for _, ref := range m.Shards {
-		f, err := ReadShard(path, ref)
+		f, err := ReadShard(path, ref, keep)
 		if err != nil {
 			return Header{}, err
 		}

@@ -61,7 +61,7 @@ func (a *assembly) save(own []runner.Result) (int, [][]byte, *pendingCommit, err
 	}
 	var w *model.Writer
 	err = j.Phase("write", func() error {
-		w, err = a.kind.Create(a.path, a.header, units)
+		w, err = model.CreateUnits(a.kind, a.path, a.header, units)
 		return err
 	})
 	if err != nil {
@@ -142,7 +142,7 @@ func (a *assembly) writeShards(own []runner.Result, total int) error {
 	}
 	var ref []byte
 	err := j.Phase("write", func() error {
-		w, err := a.kind.Create(path, sh, units)
+		w, err := model.CreateUnits(a.kind, path, sh, units)
 		if err == nil {
 			err = w.Commit()
 		}
