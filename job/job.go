@@ -108,6 +108,14 @@ func (r *Rank) Phase(name string, fn func() error) error {
 	return err
 }
 
+// AddPhase adds d to the phase name, for time measured by the caller (a
+// phase interleaved with another).
+func (r *Rank) AddPhase(name string, d time.Duration) {
+	r.mu.Lock()
+	r.phases[name] += d.Seconds()
+	r.mu.Unlock()
+}
+
 // PhaseSeconds returns the wall time recorded so far under the phase name.
 func (r *Rank) PhaseSeconds(name string) float64 {
 	r.mu.Lock()

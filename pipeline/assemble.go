@@ -2,8 +2,12 @@ package pipeline
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
+	"time"
 
 	"xmc/job"
 	"xmc/model"
@@ -30,44 +34,113 @@ type assembly struct {
 }
 
 // save writes the model from every rank's units own. It returns the
-// number of units in the model (on every rank), on rank 0 when they were
-// gathered the encoded units indexed by unit id, and the model file's
+// number of units in the model (on every rank) and the model file's
 // commit, under way (nil where this rank wrote no single model file).
-func (a *assembly) save(own []runner.Result) (int, [][]byte, *pendingCommit, error) {
+func (a *assembly) save(own []runner.Result) (int, *pendingCommit, error) {
 	j := a.j
 	count := []int64{int64(len(own))}
 	if err := j.Comm.AllreduceInt64(count, mpi.Sum); err != nil {
-		return 0, nil, nil, err
+		return 0, nil, err
 	}
 	total := int(count[0])
 	if a.path == "" {
-		return total, nil, nil, nil
+		return total, nil, nil
 	}
 	if total == 0 {
 		j.Log.Warn("no " + a.kind.Unit() + " finished: no model written")
-		return 0, nil, nil, nil
+		return 0, nil, nil
 	}
 	if a.shard {
-		return total, nil, nil, a.writeShards(own, total)
+		return total, nil, a.writeShards(own, total)
 	}
-	var units [][]byte
-	err := j.Phase("gather", func() error {
-		var err error
-		units, err = runner.Gather(j.Comm, a.units, own, 0)
-		return err
-	})
+	w, err := a.stream(own)
 	if err != nil || j.ID != 0 {
-		return total, nil, nil, err
+		return total, nil, err
+	}
+	return total, startCommit(w, a.path, a.kind.Unit()+"s", total), nil
+}
+
+// held returns this rank's units indexed by unit id (nil: not held).
+func (a *assembly) held(own []runner.Result) [][]byte {
+	units := make([][]byte, a.units)
+	for _, r := range own {
+		units[r.Unit] = r.Data
+	}
+	return units
+}
+
+// stream writes the model on rank 0 as the units stream in, in id order
+// (runner.Stream): rank 0 holds at most runner.StreamBytes of other ranks'
+// units at once, however large the model. The header's counts are summed
+// over the ranks first. If the model cannot be written, every rank keeps
+// its own units in the checkpoint and returns rank 0's error. On rank 0 it
+// returns the flushed Writer, to be committed.
+func (a *assembly) stream(own []runner.Result) (*model.Writer, error) {
+	j := a.j
+	mine, err := a.kind.Counts(a.header, a.held(own))
+	if err != nil {
+		return nil, err
+	}
+	keys := slices.Sorted(maps.Keys(mine))
+	sums := make([]int64, len(keys))
+	for i, k := range keys {
+		sums[i] = mine[k]
+	}
+	if err := j.Comm.AllreduceInt64(sums, mpi.Sum); err != nil {
+		return nil, err
 	}
 	var w *model.Writer
-	err = j.Phase("write", func() error {
-		w, err = model.CreateUnits(a.kind, a.path, a.header, units)
-		return err
-	})
-	if err != nil {
-		return total, nil, nil, a.keepUnits(units, err)
+	var werr error // rank 0: the first failure to write
+	if j.ID == 0 {
+		h := a.header
+		h.Counts = map[string]int64{}
+		for i, k := range keys {
+			h.Counts[k] = sums[i]
+		}
+		w, werr = model.Create(a.path, h)
 	}
-	return total, units, startCommit(w, a.path, a.kind.Unit()+"s", total), nil
+	// The time spent in w counts as writing, the rest as gathering.
+	var writing time.Duration
+	start := time.Now()
+	err = runner.Stream(j.Comm, own, 0, runner.StreamBytes, func(u int, data []byte) error {
+		if werr != nil {
+			return werr
+		}
+		t := time.Now()
+		werr = w.AddSection(a.kind.Section(u), data)
+		writing += time.Since(t)
+		return werr
+	})
+	j.AddPhase("gather", time.Since(start)-writing)
+	if j.ID != 0 && err != nil {
+		return nil, err
+	}
+	if j.ID == 0 {
+		if werr == nil {
+			werr = err
+		}
+		if werr == nil {
+			t := time.Now()
+			werr = w.Flush()
+			writing += time.Since(t)
+		}
+		j.AddPhase("write", writing)
+	}
+	// Every rank learns whether rank 0 wrote the model, and why not.
+	var msg []byte
+	if werr != nil {
+		msg = []byte(werr.Error())
+		if w != nil {
+			w.Abort()
+		}
+	}
+	if msg, err = j.Comm.Bcast(msg, 0); err != nil {
+		return nil, err
+	}
+	if len(msg) > 0 {
+		return nil, a.keepUnits(a.held(own), errors.New(string(msg)))
+	}
+	return w, nil
 }
 
 // pendingCommit is a model file's Commit running in the background: it

@@ -136,25 +136,21 @@ func predict(j *job.Rank, mode string, part, whole model.Model, test *data.Datas
 }
 
 // evaluate predicts the test set with the trained model of total units
-// and, on rank 0, prints and records the metrics. whole holds every
-// encoded unit on rank 0 when the model was gathered. When the ranks
-// predict with their own parts, it takes the encoded units out of own
-// (leaving Data nil).
-func (t *training) evaluate(own []runner.Result, whole [][]byte, total int) error {
+// and, on rank 0, prints and records the metrics. When the ranks predict
+// with their own parts, it takes the encoded units out of own (leaving
+// Data nil); when rank 0 predicts alone, the units are gathered to it.
+func (t *training) evaluate(own []runner.Result, total int) error {
 	j, c := t.j, t.c
 	var scores [][]model.Scored
 	err := j.Phase("predict", func() error {
 		var part, all model.Model
 		var err error
 		if c.PredictOn == PredictOnRoot {
-			// Unless the model was sharded or not written, its units
-			// were gathered to rank 0 to write it; otherwise every rank
-			// takes part in gathering them now. (Only rank 0 holds
-			// whole: the other ranks cannot decide by it.)
-			if c.Shard || c.ModelOut == "" {
-				if whole, err = runner.Gather(j.Comm, t.work.Units, own, 0); err != nil {
-					return err
-				}
+			// Rank 0 alone scores, with every unit: the one mode that
+			// holds the whole model in one process.
+			whole, err := runner.Gather(j.Comm, t.work.Units, own, 0)
+			if err != nil {
+				return err
 			}
 			if j.ID == 0 {
 				if all, err = t.kind.Decode(t.header, whole, total); err != nil {

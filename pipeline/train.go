@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"runtime"
 	"time"
 
 	"xmc/data"
@@ -132,7 +131,7 @@ func trainRank(j *job.Rank, c TrainConfig) error {
 	j.Summary.Data = map[string]any{"train": c.DataPath, "N": t.ds.N(), "D": t.ds.D(), "L": t.ds.L()}
 	a := &assembly{j: j, kind: t.kind, header: t.header, fingerprint: t.fingerprint, units: w.Units,
 		path: c.ModelOut, shard: c.Shard, checkpoint: c.Checkpoint, listUnits: t.schedule() == runner.ScheduleDynamic}
-	done, whole, commit, err := a.save(own)
+	done, commit, err := a.save(own)
 	if err != nil {
 		return err
 	}
@@ -140,15 +139,9 @@ func trainRank(j *job.Rank, c TrainConfig) error {
 		// Stopped after the last unit was taken: the model is whole.
 		complete = true
 	}
-	if c.PredictOn != PredictOnRoot {
-		// The ranks predict with their own parts: return the gathered
-		// copy's memory before prediction allocates its own.
-		whole = nil
-		runtime.GC()
-	}
 	var evalErr error
 	if t.test != nil && done > 0 {
-		evalErr = t.evaluate(own, whole, done)
+		evalErr = t.evaluate(own, done)
 	}
 	// The model is committed even if evaluation failed: it is whole.
 	if err := commit.wait(j); err != nil {

@@ -1,8 +1,11 @@
 package runner
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
+	"math"
+	"slices"
 
 	"xmc/mpi"
 	"xmc/numa"
@@ -103,6 +106,162 @@ func unpackResults(all [][]byte, rank int, p []byte) error {
 			return fmt.Errorf("gather: rank %d sent a malformed result for unit %d", rank, u)
 		}
 		all[u] = p[:n:n]
+		p = p[n:]
+	}
+	return nil
+}
+
+// StreamBytes is the budget of Stream in the training pipeline: rank 0,
+// writing the model, holds at most about this many bytes of other ranks'
+// units at once, whatever the size of the model.
+const StreamBytes = 64 << 20
+
+// Stream hands every rank's results to write on root, one unit at a time
+// in increasing unit order (so that the model file is the same on any
+// number of ranks), holding at once at most budget bytes of other ranks'
+// results beside its own (a single result larger than budget travels
+// alone). The ranks first send root the ids and sizes of their results;
+// root cuts the units into rounds, each the next units in id order whose
+// results held by other ranks fit in budget, and broadcasts the cuts; in
+// each round every rank sends root its results of the round (one Gatherv).
+//
+// Stream returns on root the first error of write or of a malformed
+// message, having taken part in every round all the same so that no rank
+// is left waiting; the other ranks return nil unless the communicator
+// fails. Callers agree on the outcome themselves.
+func Stream(c mpi.Comm, own []Result, root, budget int, write func(unit int, data []byte) error) error {
+	var list []byte
+	for _, r := range own {
+		list = binary.LittleEndian.AppendUint32(list, uint32(r.Unit))
+		list = binary.LittleEndian.AppendUint64(list, uint64(len(r.Data)))
+	}
+	lists, err := c.Gatherv(list, root)
+	if err != nil {
+		return err
+	}
+	var bad error // root: the first error; it goes on taking part
+	var cuts []byte
+	var entries []streamEntry
+	if c.Rank() == root {
+		if entries, bad = streamEntries(lists, root); bad == nil {
+			cuts = streamCuts(entries, root, budget)
+		} else {
+			cuts = binary.LittleEndian.AppendUint32(nil, 0) // one empty round
+		}
+	}
+	if cuts, err = c.Bcast(cuts, root); err != nil {
+		return err
+	}
+	if len(cuts)%4 != 0 {
+		return fmt.Errorf("stream: malformed cuts of %d bytes", len(cuts))
+	}
+	mine := make(map[int][]byte, len(own)) // root's own results by unit
+	next := 0                              // the next entry root writes
+	for k := 0; k < len(cuts)/4; k++ {
+		lo := int(binary.LittleEndian.Uint32(cuts[4*k:]))
+		hi := math.MaxInt
+		if 4*(k+1) < len(cuts) {
+			hi = int(binary.LittleEndian.Uint32(cuts[4*(k+1):]))
+		}
+		var buf []byte
+		for _, r := range own {
+			if r.Unit >= lo && r.Unit < hi && c.Rank() != root {
+				buf = binary.LittleEndian.AppendUint32(buf, uint32(r.Unit))
+				buf = binary.LittleEndian.AppendUint64(buf, uint64(len(r.Data)))
+				buf = append(buf, r.Data...)
+			}
+		}
+		parts, err := c.Gatherv(buf, root)
+		if err != nil {
+			return err
+		}
+		if c.Rank() != root || bad != nil {
+			continue
+		}
+		clear(mine)
+		for _, r := range own {
+			if r.Unit >= lo && r.Unit < hi {
+				mine[r.Unit] = r.Data
+			}
+		}
+		for rank, p := range parts {
+			if bad = unpackInto(mine, rank, p); bad != nil {
+				break
+			}
+		}
+		for ; bad == nil && next < len(entries) && entries[next].unit < hi; next++ {
+			u := entries[next].unit
+			data, ok := mine[u]
+			if !ok {
+				bad = fmt.Errorf("stream: rank %d did not send unit %d", entries[next].owner, u)
+				break
+			}
+			bad = write(u, data)
+		}
+	}
+	if bad == nil && next < len(entries) {
+		bad = fmt.Errorf("stream: %d units never arrived", len(entries)-next)
+	}
+	return bad
+}
+
+// streamEntry is a unit's result as a rank announced it to Stream's root.
+type streamEntry struct {
+	unit, owner, size int
+}
+
+// streamEntries decodes the ranks' lists of (unit, size) and returns them
+// in unit order; a unit announced twice is an error.
+func streamEntries(lists [][]byte, root int) ([]streamEntry, error) {
+	var entries []streamEntry
+	for rank, l := range lists {
+		if len(l)%12 != 0 {
+			return nil, fmt.Errorf("stream: rank %d sent a malformed list of %d bytes", rank, len(l))
+		}
+		for ; len(l) > 0; l = l[12:] {
+			entries = append(entries, streamEntry{unit: int(binary.LittleEndian.Uint32(l)), owner: rank, size: int(binary.LittleEndian.Uint64(l[4:]))})
+		}
+	}
+	slices.SortFunc(entries, func(a, b streamEntry) int { return cmp.Compare(a.unit, b.unit) })
+	for i := 1; i < len(entries); i++ {
+		if entries[i].unit == entries[i-1].unit {
+			return nil, fmt.Errorf("stream: unit %d held by ranks %d and %d", entries[i].unit, entries[i-1].owner, entries[i].owner)
+		}
+	}
+	return entries, nil
+}
+
+// streamCuts returns the first unit of every round, encoded: a round takes
+// units in id order while the results other ranks than root send for it
+// fit in budget, and at least one unit.
+func streamCuts(entries []streamEntry, root, budget int) []byte {
+	cuts := binary.LittleEndian.AppendUint32(nil, 0)
+	held := 0
+	for _, e := range entries {
+		if e.owner == root {
+			continue
+		}
+		if held > 0 && held+e.size > budget {
+			cuts = binary.LittleEndian.AppendUint32(cuts, uint32(e.unit))
+			held = 0
+		}
+		held += e.size
+	}
+	return cuts
+}
+
+// unpackInto adds to into each result u packed in p by Stream on rank.
+func unpackInto(into map[int][]byte, rank int, p []byte) error {
+	for len(p) > 0 {
+		if len(p) < 12 {
+			return fmt.Errorf("stream: rank %d sent a truncated result", rank)
+		}
+		u, n := int(binary.LittleEndian.Uint32(p)), binary.LittleEndian.Uint64(p[4:])
+		p = p[12:]
+		if _, dup := into[u]; dup || n > uint64(len(p)) {
+			return fmt.Errorf("stream: rank %d sent a malformed result for unit %d", rank, u)
+		}
+		into[u] = p[:n:n]
 		p = p[n:]
 	}
 	return nil

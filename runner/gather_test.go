@@ -1,7 +1,9 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -89,6 +91,108 @@ func TestGatherBadUnitOnRoot(t *testing.T) {
 	for r, err := range errs[1:] {
 		if err != nil {
 			t.Errorf("rank %d: %v, want a complete gather", r+1, err)
+		}
+	}
+}
+
+// rootRecorder records the largest round root receives in a Gatherv.
+type rootRecorder struct {
+	mpi.Comm
+	largest int
+}
+
+func (c *rootRecorder) Gatherv(buf []byte, root int) ([][]byte, error) {
+	parts, err := c.Comm.Gatherv(buf, root)
+	total := 0
+	for _, p := range parts {
+		total += len(p)
+	}
+	c.largest = max(c.largest, total)
+	return parts, err
+}
+
+// TestStream streams results of uneven sizes, dealt statically or
+// unevenly, through budgets smaller and larger than a result, to every
+// root: root must write every unit once, in id order, and never receive
+// much more than the budget in a round.
+func TestStream(t *testing.T) {
+	size := func(u int) int { return 1 + (u*37)%90 }
+	for _, c := range []struct {
+		name                 string
+		units, ranks, budget int
+		owner                func(u, ranks int) int
+	}{
+		{"static", 40, 3, 200, Owner},
+		{"one rank holds all", 25, 4, 150, func(u, ranks int) int { return ranks - 1 }},
+		{"budget below a result", 20, 2, 10, Owner},
+		{"one round", 30, 3, 1 << 20, Owner},
+		{"blocks of ids", 30, 3, 100, func(u, ranks int) int { return u * ranks / 30 }},
+		{"no units", 0, 2, 100, Owner},
+	} {
+		for root := range c.ranks {
+			var got []int
+			var largest int
+			err := mpi.Launch(c.ranks, func(comm mpi.Comm) error {
+				rec := &rootRecorder{Comm: comm}
+				var own []Result
+				for u := range c.units {
+					if c.owner(u, c.ranks) == comm.Rank() {
+						own = append(own, Result{Unit: u, Data: []byte(strings.Repeat(string(rune('a'+u%26)), size(u)))})
+					}
+				}
+				err := Stream(rec, own, root, c.budget, func(u int, data []byte) error {
+					if len(data) != size(u) || data[0] != byte('a'+u%26) {
+						return fmt.Errorf("unit %d: %d bytes %q", u, len(data), data[:1])
+					}
+					got = append(got, u)
+					return nil
+				})
+				if comm.Rank() == root {
+					largest = rec.largest
+				}
+				return err
+			})
+			if err != nil {
+				t.Fatalf("%s, root %d: %v", c.name, root, err)
+			}
+			if len(got) != c.units || !slices.IsSorted(got) || (c.units > 0 && got[len(got)-1] != c.units-1) {
+				t.Errorf("%s, root %d: wrote units %v", c.name, root, got)
+			}
+			// A round holds at most the budget, or one result, plus 12
+			// bytes of framing per result.
+			if limit := max(c.budget, 90) + 12*c.units; largest > limit {
+				t.Errorf("%s, root %d: a round brought %d bytes, budget %d", c.name, root, largest, c.budget)
+			}
+		}
+	}
+}
+
+// TestStreamErrors checks that a failing write and a unit held twice end
+// Stream on root with the error, every rank returning.
+func TestStreamErrors(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		dup  bool
+		fail int // the unit whose write fails, or -1
+		want string
+	}{
+		{"write fails", false, 3, "disk full"},
+		{"unit twice", true, -1, "held by ranks"},
+	} {
+		err := mpi.Launch(3, func(comm mpi.Comm) error {
+			own := []Result{{Unit: comm.Rank(), Data: []byte{1}}, {Unit: comm.Rank() + 3, Data: []byte{2}}}
+			if c.dup && comm.Rank() == 2 {
+				own = append(own, Result{Unit: 0, Data: []byte{3}})
+			}
+			return Stream(comm, own, 0, 1, func(u int, _ []byte) error {
+				if u == c.fail {
+					return errors.New("disk full")
+				}
+				return nil
+			})
+		})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error about %q", c.name, err, c.want)
 		}
 	}
 }
