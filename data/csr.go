@@ -46,6 +46,18 @@ func (m *CSR) Binary() bool {
 	return true
 }
 
+// Slice returns rows lo to hi-1 of m as a matrix of its own shape that
+// shares m's entries (only its row pointers are new): a batch of rows to
+// process without copying them.
+func (m *CSR) Slice(lo, hi int) CSR {
+	start, end := m.Indptr[lo], m.Indptr[hi]
+	ptr := make([]int64, hi-lo+1)
+	for i := range ptr {
+		ptr[i] = m.Indptr[lo+i] - start
+	}
+	return CSR{Rows: hi - lo, Cols: m.Cols, Indptr: ptr, Indices: m.Indices[start:end:end], Values: m.Values[start:end:end]}
+}
+
 // Clone returns a copy of m that shares no memory with it, allocated by the
 // calling goroutine: called on a pinned worker, the copy is first touched,
 // and so placed, in that worker's NUMA domain.

@@ -2,6 +2,7 @@ package data
 
 import (
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -83,5 +84,25 @@ func TestSubset(t *testing.T) {
 	}
 	if e := d.Subset(nil); e.N() != 0 || e.D() != 3 || e.L() != 2 {
 		t.Errorf("empty subset is %d×%d/%d", e.N(), e.D(), e.L())
+	}
+}
+
+func TestSlice(t *testing.T) {
+	m := rows(4, [][]int32{{0, 2}, {}, {1, 3}, {3}}, [][]float32{{1, 2}, {}, {3, 4}, {5}})
+	for _, c := range []struct{ lo, hi int }{{0, 4}, {1, 3}, {2, 2}, {3, 4}} {
+		s := m.Slice(c.lo, c.hi)
+		if err := s.Validate(); err != nil {
+			t.Errorf("[%d, %d): %v", c.lo, c.hi, err)
+		}
+		if s.Rows != c.hi-c.lo || s.Cols != 4 {
+			t.Errorf("[%d, %d): shape %d × %d", c.lo, c.hi, s.Rows, s.Cols)
+		}
+		for i := range s.Rows {
+			gi, gv := s.Row(i)
+			wi, wv := m.Row(c.lo + i)
+			if !slices.Equal(gi, wi) || !slices.Equal(gv, wv) {
+				t.Errorf("[%d, %d) row %d: %v %v, want %v %v", c.lo, c.hi, i, gi, gv, wi, wv)
+			}
+		}
 	}
 }

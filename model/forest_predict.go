@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sync"
 	"sync/atomic"
 	"text/tabwriter"
 
@@ -20,6 +21,12 @@ type Forest struct {
 	D, L       int
 	TotalTrees int
 	Trees      []*PackedTree
+
+	// tables, built by the first prediction, serve the later ones: a
+	// test set scored in batches builds them once.
+	tablesMu   sync.Mutex
+	tables     *projectionTables
+	tablesCols int
 }
 
 // AddTree checks the encoded tree b (see Tree.MarshalBinary) and adds it to
@@ -33,6 +40,9 @@ func (f *Forest) AddTree(b []byte) error {
 		return err
 	}
 	f.Trees = append(f.Trees, t)
+	f.tablesMu.Lock()
+	f.tables = nil // a table per tree
+	f.tablesMu.Unlock()
 	return nil
 }
 
@@ -76,6 +86,17 @@ type projectionTables struct {
 // maxTableEntries bounds the size of projection tables (trees × D entries
 // of 8 bytes): beyond it prediction hashes each non-zero instead.
 const maxTableEntries = 32 << 20
+
+// tablesFor returns the projection tables of d columns, made on first use
+// (nil when they would be too large).
+func (f *Forest) tablesFor(d int) *projectionTables {
+	f.tablesMu.Lock()
+	defer f.tablesMu.Unlock()
+	if f.tables == nil || f.tablesCols != d {
+		f.tables, f.tablesCols = f.newTables(d), d
+	}
+	return f.tables
+}
 
 func (f *Forest) newTables(d int) *projectionTables {
 	if d*len(f.Trees) > maxTableEntries {
@@ -259,7 +280,7 @@ func (f *Forest) checkInput(x *data.CSR) error {
 // memory is local to its NUMA domain).
 func (f *Forest) forBlocks(x *data.CSR, pool *numa.Pool, block func(s *forestScratch, lo, hi int)) error {
 	var next atomic.Int64
-	tables := f.newTables(x.Cols)
+	tables := f.tablesFor(x.Cols)
 	predictBlock := blockSize(x.Rows, len(pool.Workers()))
 	return pool.Run(func(numa.Worker) error {
 		s := f.newScratch(x, predictBlock)

@@ -91,6 +91,45 @@ type Metrics map[string]float64
 // [0, truth.Cols), a row's top k lists a label twice, or invProp does not
 // have one entry per label.
 func Evaluate(truth *data.CSR, pred [][]Scored, invProp []float64, ks []int) (Metrics, error) {
+	e, err := NewEvaluator(truth.Cols, invProp, ks)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.Add(truth, pred); err != nil {
+		return nil, err
+	}
+	return e.Metrics()
+}
+
+// Evaluator computes the metrics of Evaluate over rows added a batch at a
+// time, so that predictions need not be held for every row at once; added
+// in row order, batches give exactly Evaluate's figures.
+type Evaluator struct {
+	cols    int
+	invProp []float64
+	ks      []int
+	ranks   int
+	rows    int
+	// discount[r] is the DCG weight of rank r+1; idcg[m] the DCG of m
+	// hits at the top.
+	discount, idcg []float64
+	// Per-rank sums over rows of the cumulative per-row quantities.
+	hitSum    []float64 // Σ_i hits in top r+1
+	ndcgSum   []float64 // Σ_i nDCG@(r+1)
+	recallSum []float64 // Σ_i recall@(r+1)
+	psSum     []float64 // Σ_i propensity-weighted hits
+	psBest    []float64 // Σ_i the same for the best ranking
+	psdcgSum  []float64
+	psdcgBest []float64
+	scratch   []Scored
+	best      []float64 // a row's largest true inverse propensities
+	labels    []int32   // scratch for duplicateLabel
+}
+
+// NewEvaluator returns an evaluator of predictions over cols labels for
+// every k in ks (nil means 1, 3, 5), with the inverse propensities invProp
+// (nil: no propensity-scored metrics), as Evaluate.
+func NewEvaluator(cols int, invProp []float64, ks []int) (*Evaluator, error) {
 	if ks == nil {
 		ks = []int{1, 3, 5}
 	}
@@ -104,98 +143,98 @@ func Evaluate(truth *data.CSR, pred [][]Scored, invProp []float64, ks []int) (Me
 		}
 		kmax = max(kmax, k)
 	}
-	if len(pred) != truth.Rows {
-		return nil, fmt.Errorf("evaluate: %d prediction rows for %d rows of true labels", len(pred), truth.Rows)
+	if invProp != nil && len(invProp) != cols {
+		return nil, fmt.Errorf("evaluate: %d inverse propensities for %d labels", len(invProp), cols)
 	}
-	if truth.Rows == 0 {
-		return nil, errors.New("evaluate: no rows")
-	}
-	if invProp != nil && len(invProp) != truth.Cols {
-		return nil, fmt.Errorf("evaluate: %d inverse propensities for %d labels", len(invProp), truth.Cols)
-	}
-
-	// Only the first Cols ranks can hold distinct labels, so per-rank work
+	// Only the first cols ranks can hold distinct labels, so per-rank work
 	// stops there: k may exceed L (P@k still divides by k) without
 	// allocating k-sized arrays.
-	ranks := min(kmax, max(truth.Cols, 1))
-
-	// discount[r] is the DCG weight of rank r+1; idcg[m] the DCG of m hits
-	// at the top.
-	discount := make([]float64, ranks)
-	idcg := make([]float64, ranks+1)
+	ranks := min(kmax, max(cols, 1))
+	e := &Evaluator{cols: cols, invProp: invProp, ks: ks, ranks: ranks,
+		discount: make([]float64, ranks), idcg: make([]float64, ranks+1),
+		hitSum: make([]float64, ranks), ndcgSum: make([]float64, ranks), recallSum: make([]float64, ranks),
+		psSum: make([]float64, ranks), psBest: make([]float64, ranks),
+		psdcgSum: make([]float64, ranks), psdcgBest: make([]float64, ranks),
+		scratch: make([]Scored, 0, ranks), best: make([]float64, 0, ranks)}
 	for r := range ranks {
-		discount[r] = 1 / math.Log2(float64(r)+2)
-		idcg[r+1] = idcg[r] + discount[r]
+		e.discount[r] = 1 / math.Log2(float64(r)+2)
+		e.idcg[r+1] = e.idcg[r] + e.discount[r]
 	}
+	return e, nil
+}
 
-	// Per-rank sums over rows of the cumulative per-row quantities.
-	var (
-		hitSum    = make([]float64, ranks) // Σ_i hits in top r+1
-		ndcgSum   = make([]float64, ranks) // Σ_i nDCG@(r+1)
-		recallSum = make([]float64, ranks) // Σ_i recall@(r+1)
-		psSum     = make([]float64, ranks) // Σ_i propensity-weighted hits
-		psBest    = make([]float64, ranks) // Σ_i the same for the best ranking
-		psdcgSum  = make([]float64, ranks)
-		psdcgBest = make([]float64, ranks)
-	)
-	scratch := make([]Scored, 0, ranks)
-	best := make([]float64, 0, ranks) // a row's largest true inverse propensities
-	var labels []int32                // scratch for duplicateLabel
+// Add adds the rows of truth, predicted as pred.
+func (e *Evaluator) Add(truth *data.CSR, pred [][]Scored) error {
+	if len(pred) != truth.Rows {
+		return fmt.Errorf("evaluate: %d prediction rows for %d rows of true labels", len(pred), truth.Rows)
+	}
+	if truth.Cols != e.cols {
+		return fmt.Errorf("evaluate: rows of %d labels, evaluator of %d", truth.Cols, e.cols)
+	}
+	ranks, invProp := e.ranks, e.invProp
 	for i := range truth.Rows {
 		y, _ := truth.Row(i)
-		top, err := rankedPrefix(pred[i], ranks, truth.Cols, scratch)
+		top, err := rankedPrefix(pred[i], ranks, truth.Cols, e.scratch)
 		if err != nil {
-			return nil, fmt.Errorf("evaluate: prediction row %d: %w", i, err)
+			return fmt.Errorf("evaluate: prediction row %d: %w", e.rows+i, err)
 		}
-		if l, dup := duplicateLabel(top, &labels); dup {
-			return nil, fmt.Errorf("evaluate: prediction row %d: label %d listed twice", i, l)
+		if l, dup := duplicateLabel(top, &e.labels); dup {
+			return fmt.Errorf("evaluate: prediction row %d: label %d listed twice", e.rows+i, l)
 		}
 		var hits, dcg, ps, psdcg float64
 		for r := range ranks {
 			if r < len(top) {
 				if _, ok := slices.BinarySearch(y, top[r].Label); ok {
 					hits++
-					dcg += discount[r]
+					dcg += e.discount[r]
 					if invProp != nil {
 						w := invProp[top[r].Label]
 						ps += w
-						psdcg += w * discount[r]
+						psdcg += w * e.discount[r]
 					}
 				}
 			}
-			hitSum[r] += hits
+			e.hitSum[r] += hits
 			if len(y) > 0 {
-				ndcgSum[r] += dcg / idcg[min(r+1, len(y))]
-				recallSum[r] += hits / float64(len(y))
+				e.ndcgSum[r] += dcg / e.idcg[min(r+1, len(y))]
+				e.recallSum[r] += hits / float64(len(y))
 			}
-			psSum[r] += ps
-			psdcgSum[r] += psdcg
+			e.psSum[r] += ps
+			e.psdcgSum[r] += psdcg
 		}
 		if invProp == nil {
 			continue
 		}
-		best = largest(best[:0], y, invProp, ranks)
+		e.best = largest(e.best[:0], y, invProp, ranks)
 		var bps, bpsdcg float64
 		for r := range ranks {
-			if r < len(best) {
-				bps += best[r]
-				bpsdcg += best[r] * discount[r]
+			if r < len(e.best) {
+				bps += e.best[r]
+				bpsdcg += e.best[r] * e.discount[r]
 			}
-			psBest[r] += bps
-			psdcgBest[r] += bpsdcg
+			e.psBest[r] += bps
+			e.psdcgBest[r] += bpsdcg
 		}
 	}
+	e.rows += truth.Rows
+	return nil
+}
 
-	n := float64(truth.Rows)
-	m := make(Metrics, 5*len(ks))
-	for _, k := range ks {
-		r := min(k, ranks) - 1
-		m[fmt.Sprintf("P@%d", k)] = 100 * hitSum[r] / (float64(k) * n)
-		m[fmt.Sprintf("nDCG@%d", k)] = 100 * ndcgSum[r] / n
-		m[fmt.Sprintf("R@%d", k)] = 100 * recallSum[r] / n
-		if invProp != nil {
-			m[fmt.Sprintf("PSP@%d", k)] = 100 * ratio(psSum[r], psBest[r])
-			m[fmt.Sprintf("PSnDCG@%d", k)] = 100 * ratio(psdcgSum[r], psdcgBest[r])
+// Metrics returns the metrics of the rows added so far.
+func (e *Evaluator) Metrics() (Metrics, error) {
+	if e.rows == 0 {
+		return nil, errors.New("evaluate: no rows")
+	}
+	n := float64(e.rows)
+	m := make(Metrics, 5*len(e.ks))
+	for _, k := range e.ks {
+		r := min(k, e.ranks) - 1
+		m[fmt.Sprintf("P@%d", k)] = 100 * e.hitSum[r] / (float64(k) * n)
+		m[fmt.Sprintf("nDCG@%d", k)] = 100 * e.ndcgSum[r] / n
+		m[fmt.Sprintf("R@%d", k)] = 100 * e.recallSum[r] / n
+		if e.invProp != nil {
+			m[fmt.Sprintf("PSP@%d", k)] = 100 * ratio(e.psSum[r], e.psBest[r])
+			m[fmt.Sprintf("PSnDCG@%d", k)] = 100 * ratio(e.psdcgSum[r], e.psdcgBest[r])
 		}
 	}
 	return m, nil

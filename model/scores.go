@@ -116,29 +116,63 @@ func siftDown(h []Scored, i int) {
 // are written in the shortest form that reads back to the same float32.
 // Labels outside [0, L), duplicate labels in a row and NaN scores are errors.
 func WriteScores(w io.Writer, L int, rows [][]Scored) error {
-	if L < 0 {
-		return fmt.Errorf("write scores: negative label count %d", L)
+	sw, err := NewScoreWriter(w, len(rows), L)
+	if err != nil {
+		return err
 	}
-	bw := bufio.NewWriterSize(w, 1<<16)
-	b := make([]byte, 0, 256)
-	b = strconv.AppendInt(b, int64(len(rows)), 10)
-	b = append(b, ' ')
-	b = strconv.AppendInt(b, int64(L), 10)
-	b = append(b, '\n')
-	var sorted []Scored
-	var labels []int32 // scratch for duplicateLabel
-	for i, row := range rows {
+	if err := sw.Write(rows); err != nil {
+		return err
+	}
+	return sw.Close()
+}
+
+// ScoreWriter writes a score file (see WriteScores) a batch of rows at a
+// time, so that predictions need not be held for every row at once.
+type ScoreWriter struct {
+	bw         *bufio.Writer
+	n, L, rows int // rows expected, labels, rows written
+	b          []byte
+	sorted     []Scored
+	labels     []int32 // scratch for duplicateLabel
+}
+
+// NewScoreWriter writes the header of a score file of n rows over L labels
+// to w and returns the writer of its rows.
+func NewScoreWriter(w io.Writer, n, L int) (*ScoreWriter, error) {
+	if L < 0 || n < 0 {
+		return nil, fmt.Errorf("write scores: negative shape %d × %d", n, L)
+	}
+	sw := &ScoreWriter{bw: bufio.NewWriterSize(w, 1<<16), n: n, L: L, b: make([]byte, 0, 256)}
+	sw.b = strconv.AppendInt(sw.b, int64(n), 10)
+	sw.b = append(sw.b, ' ')
+	sw.b = strconv.AppendInt(sw.b, int64(L), 10)
+	sw.b = append(sw.b, '\n')
+	if _, err := sw.bw.Write(sw.b); err != nil {
+		return nil, fmt.Errorf("write scores: %w", err)
+	}
+	return sw, nil
+}
+
+// Write writes the next rows.
+func (sw *ScoreWriter) Write(rows [][]Scored) error {
+	if sw.rows+len(rows) > sw.n {
+		return fmt.Errorf("write scores: %d rows written to a file of %d", sw.rows+len(rows), sw.n)
+	}
+	for _, row := range rows {
+		i := sw.rows
+		sw.rows++
 		if !slices.IsSortedFunc(row, compareRank) {
-			sorted = append(sorted[:0], row...)
-			SortScored(sorted)
-			row = sorted
+			sw.sorted = append(sw.sorted[:0], row...)
+			SortScored(sw.sorted)
+			row = sw.sorted
 		}
-		if l, ok := duplicateLabel(row, &labels); ok {
+		if l, ok := duplicateLabel(row, &sw.labels); ok {
 			return fmt.Errorf("write scores: row %d: label %d listed twice", i, l)
 		}
+		b := sw.b[:0]
 		for j, s := range row {
-			if s.Label < 0 || int(s.Label) >= L {
-				return fmt.Errorf("write scores: row %d: label %d outside [0, %d)", i, s.Label, L)
+			if s.Label < 0 || int(s.Label) >= sw.L {
+				return fmt.Errorf("write scores: row %d: label %d outside [0, %d)", i, s.Label, sw.L)
 			}
 			if math.IsNaN(float64(s.Score)) {
 				return fmt.Errorf("write scores: row %d: label %d has a NaN score", i, s.Label)
@@ -151,15 +185,20 @@ func WriteScores(w io.Writer, L int, rows [][]Scored) error {
 			b = strconv.AppendFloat(b, float64(s.Score), 'g', -1, 32)
 		}
 		b = append(b, '\n')
-		if _, err := bw.Write(b); err != nil {
+		if _, err := sw.bw.Write(b); err != nil {
 			return fmt.Errorf("write scores: %w", err)
 		}
-		b = b[:0]
+		sw.b = b
 	}
-	if _, err := bw.Write(b); err != nil {
-		return fmt.Errorf("write scores: %w", err)
+	return nil
+}
+
+// Close flushes the rows written, which must be as many as the header says.
+func (sw *ScoreWriter) Close() error {
+	if sw.rows != sw.n {
+		return fmt.Errorf("write scores: %d rows written to a file of %d", sw.rows, sw.n)
 	}
-	if err := bw.Flush(); err != nil {
+	if err := sw.bw.Flush(); err != nil {
 		return fmt.Errorf("write scores: %w", err)
 	}
 	return nil

@@ -1,10 +1,11 @@
 package pipeline
 
 import (
-	"bufio"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"xmc/atomicfile"
 	"xmc/data"
@@ -88,18 +89,27 @@ func predictRank(j *job.Rank, c PredictConfig) error {
 		}
 	}
 	j.Summary.Algorithm = h.Algorithm
-	var scores [][]model.Scored
-	if err := j.Phase("predict", func() error {
-		var err error
-		scores, err = predict(j, c.PredictOn, part, whole, test, c.Eval.TopK)
-		return err
-	}); err != nil || j.ID != 0 {
+	var out *scoreFile
+	if j.ID == 0 {
+		if out, err = createScoreFile(c.Out, test.N(), h.L); err != nil {
+			return err
+		}
+		defer out.abort()
+	}
+	var shown [][]model.Scored // the first Show rows
+	err = j.Phase("predict", func() error {
+		return predict(j, c.PredictOn, part, whole, &test.X, c.Eval.TopK, func(lo int, rows [][]model.Scored) error {
+			shown = append(shown, rows[:max(0, min(len(rows), c.Show-lo))]...)
+			return out.write(rows)
+		})
+	})
+	if err != nil || j.ID != 0 {
 		return err
 	}
-	if err := j.Phase("write", func() error { return writeScoresFile(c.Out, h.L, scores) }); err != nil {
+	if err := j.Phase("write", out.commit); err != nil {
 		return err
 	}
-	j.Log.Info("scores written", "path", c.Out, "rows", len(scores), "predict_s", fmt.Sprintf("%.3f", j.PhaseSeconds("predict")))
+	j.Log.Info("scores written", "path", c.Out, "rows", test.N(), "predict_s", fmt.Sprintf("%.3f", j.PhaseSeconds("predict")))
 	if c.Show == 0 {
 		return nil
 	}
@@ -109,30 +119,134 @@ func predictRank(j *job.Rank, c PredictConfig) error {
 			return err
 		}
 	}
-	return model.WriteReadable(os.Stdout, scores, &test.Y, names, c.Show)
+	return model.WriteReadable(os.Stdout, shown, &test.Y, names, c.Show)
 }
 
-// predict scores test and returns every row's top k on rank 0 (nil
-// elsewhere). With PredictOnRanks each rank scores with its part and rank 0
+// scoreFile is a score file written a batch of rows at a time, atomically.
+// A nil *scoreFile writes nothing.
+type scoreFile struct {
+	f *atomicfile.File
+	w *model.ScoreWriter
+}
+
+// createScoreFile starts the score file of n rows over L labels at path.
+func createScoreFile(path string, n, L int) (*scoreFile, error) {
+	f, err := atomicfile.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("write %s: %w", path, err)
+	}
+	w, err := model.NewScoreWriter(f, n, L)
+	if err != nil {
+		f.Abort()
+		return nil, fmt.Errorf("write %s: %w", path, err)
+	}
+	return &scoreFile{f: f, w: w}, nil
+}
+
+func (s *scoreFile) write(rows [][]model.Scored) error {
+	if s == nil {
+		return nil
+	}
+	if err := s.w.Write(rows); err != nil {
+		return fmt.Errorf("write %s: %w", s.f.Path(), err)
+	}
+	return nil
+}
+
+// commit completes the file and moves it to its path.
+func (s *scoreFile) commit() error {
+	if s == nil {
+		return nil
+	}
+	err := s.w.Close()
+	if err == nil {
+		err = s.f.Commit()
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", s.f.Path(), err)
+	}
+	return nil
+}
+
+// abort removes an uncommitted file; it can be deferred.
+func (s *scoreFile) abort() {
+	if s != nil {
+		s.f.Abort()
+	}
+}
+
+// Batches of test rows: rank 0 receives the ranks' partial results of one
+// batch at a time, and sizes the next batch so that it brings about
+// predictBatchBytes, between minBatchRows and maxBatchRows rows; the first
+// batch has minBatchRows. Memory thus depends on the batch, never on the
+// number of test rows.
+const (
+	predictBatchBytes = 64 << 20
+	minBatchRows      = 1024
+	maxBatchRows      = 1 << 16
+)
+
+// predict scores the rows of x in batches and calls emit on rank 0 with
+// each batch's top k, in row order, lo being the batch's first row. With
+// PredictOnRanks each rank scores every batch with its part and rank 0
 // merges the sparse partial results (never dense L-vectors); with
 // PredictOnRoot rank 0 scores alone with whole, which only rank 0 needs to
-// hold.
-func predict(j *job.Rank, mode string, part, whole model.Model, test *data.Dataset, k int) ([][]model.Scored, error) {
+// hold. Every rank must pass an x of the same number of rows.
+func predict(j *job.Rank, mode string, part, whole model.Model, x *data.CSR, k int, emit func(lo int, rows [][]model.Scored) error) error {
 	if mode == PredictOnRoot {
 		if j.ID != 0 {
-			return nil, nil
+			return nil
 		}
-		return whole.Predict(&test.X, k, j.Pool)
+		for lo := 0; lo < x.Rows; lo += maxBatchRows {
+			batch := x.Slice(lo, min(lo+maxBatchRows, x.Rows))
+			rows, err := whole.Predict(&batch, k, j.Pool)
+			if err != nil {
+				return err
+			}
+			if err := emit(lo, rows); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
-	rows, err := part.Partial(&test.X, k, j.Pool)
-	if err != nil {
-		return nil, err
+	size := minBatchRows
+	for lo := 0; lo < x.Rows; {
+		hi := min(lo+size, x.Rows)
+		batch := x.Slice(lo, hi)
+		partial, err := part.Partial(&batch, k, j.Pool)
+		if err != nil {
+			return err
+		}
+		parts, err := j.Comm.Gatherv(model.EncodeSums(partial), 0)
+		if err != nil {
+			return err
+		}
+		next := []byte{}
+		if j.ID == 0 {
+			rows, err := part.Merge(parts, hi-lo, k)
+			if err != nil {
+				return err
+			}
+			if err := emit(lo, rows); err != nil {
+				return err
+			}
+			received := 0
+			for _, p := range parts {
+				received += len(p)
+			}
+			perRow := max(1, received/(hi-lo))
+			next = binary.LittleEndian.AppendUint64(nil, uint64(min(max(predictBatchBytes/perRow, minBatchRows), maxBatchRows)))
+		}
+		if next, err = j.Comm.Bcast(next, 0); err != nil {
+			return err
+		}
+		if len(next) != 8 {
+			return fmt.Errorf("predict: malformed batch size of %d bytes", len(next))
+		}
+		size = int(binary.LittleEndian.Uint64(next))
+		lo = hi
 	}
-	parts, err := j.Comm.Gatherv(model.EncodeSums(rows), 0)
-	if err != nil || j.ID != 0 {
-		return nil, err
-	}
-	return part.Merge(parts, test.N(), k)
+	return nil
 }
 
 // evaluate predicts the test set with the trained model of total units
@@ -141,7 +255,23 @@ func predict(j *job.Rank, mode string, part, whole model.Model, test *data.Datas
 // Data nil); when rank 0 predicts alone, the units are gathered to it.
 func (t *training) evaluate(own []runner.Result, total int) error {
 	j, c := t.j, t.c
-	var scores [][]model.Scored
+	// Rank 0 evaluates, and writes the scores, a batch of rows at a time.
+	var eval *model.Evaluator
+	var out *scoreFile
+	if j.ID == 0 {
+		var err error
+		inv := model.InversePropensity(model.LabelCounts(&t.ds.Y), t.ds.N(), c.Eval.PropA, c.Eval.PropB)
+		if eval, err = model.NewEvaluator(t.test.L(), inv, c.Eval.Ks()); err != nil {
+			return err
+		}
+		if c.ScoresOut != "" {
+			if out, err = createScoreFile(c.ScoresOut, t.test.N(), t.test.L()); err != nil {
+				return err
+			}
+			defer out.abort()
+		}
+	}
+	var evalTime time.Duration
 	err := j.Phase("predict", func() error {
 		var part, all model.Model
 		var err error
@@ -169,21 +299,27 @@ func (t *training) evaluate(own []runner.Result, total int) error {
 				return err
 			}
 		}
-		scores, err = predict(j, c.PredictOn, part, all, t.test, c.Eval.TopK)
-		return err
+		return predict(j, c.PredictOn, part, all, &t.test.X, c.Eval.TopK, func(lo int, rows [][]model.Scored) error {
+			start := time.Now()
+			truth := t.test.Y.Slice(lo, lo+len(rows))
+			err := eval.Add(&truth, rows)
+			evalTime += time.Since(start)
+			if err != nil {
+				return err
+			}
+			return out.write(rows)
+		})
 	})
+	j.AddPhase("predict", -evalTime)
+	j.AddPhase("eval", evalTime)
 	if err != nil || j.ID != 0 {
 		return err
 	}
-	if c.ScoresOut != "" {
-		if err := writeScoresFile(c.ScoresOut, t.test.L(), scores); err != nil {
-			return err
-		}
+	if err := out.commit(); err != nil {
+		return err
 	}
 	return j.Phase("eval", func() error {
-		ds := t.ds
-		inv := model.InversePropensity(model.LabelCounts(&ds.Y), ds.N(), c.Eval.PropA, c.Eval.PropB)
-		m, err := model.Evaluate(&t.test.Y, scores, inv, c.Eval.Ks())
+		m, err := eval.Metrics()
 		if err != nil {
 			return err
 		}
@@ -195,9 +331,4 @@ func (t *training) evaluate(own []runner.Result, total int) error {
 		fmt.Printf("%s: %d test rows, %s, %d ranks x %d threads\n", testPath, t.test.N(), c.Algorithm, j.Size, j.Threads)
 		return model.WriteTable(os.Stdout, []string{c.Algorithm}, []model.Metrics{m}, c.Eval.Ks())
 	})
-}
-
-// writeScoresFile writes rows in the XMC score format, atomically.
-func writeScoresFile(path string, L int, rows [][]model.Scored) error {
-	return atomicfile.Write(path, func(w *bufio.Writer) error { return model.WriteScores(w, L, rows) })
 }
