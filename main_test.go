@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"xmc/job"
+	"xmc/runner"
 )
 
 // The CLI tests run the real xmc binary, built once by TestMain, on the
@@ -393,7 +394,7 @@ func TestBadInput(t *testing.T) {
 	if code == 0 || !strings.Contains(out, unwritable) {
 		t.Errorf("unwritable model path: exit %d, output:\n%s", code, out)
 	}
-	if units, _ := filepath.Glob(filepath.Join(ckpt, "unit-*.bin")); len(units) != 2 {
+	if units, _ := runner.CheckpointUnits(ckpt); len(units) != 2 {
 		t.Errorf("after a failed model write the checkpoint holds %d units, want 2", len(units))
 	}
 
@@ -415,12 +416,11 @@ func TestBadInput(t *testing.T) {
 // of synchronous rounds (lsq).
 func TestInterruptAndResume(t *testing.T) {
 	for _, c := range []struct {
-		name  string
-		args  []string
-		saved string // what the checkpoint holds after the stop
+		name string
+		args []string
 	}{
-		{"units", []string{"--trees", "40"}, "unit-*.bin"},
-		{"rounds", []string{"--algo", "lsq", "--epochs", "20", "--tol", "0"}, "round-*/unit-*.bin"},
+		{"units", []string{"--trees", "40"}},
+		{"rounds", []string{"--algo", "lsq", "--epochs", "20", "--tol", "0"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -435,9 +435,14 @@ func TestInterruptAndResume(t *testing.T) {
 			if code == 0 || !strings.Contains(out, "interrupted") {
 				t.Fatalf("time limit: exit %d, output:\n%s", code, out)
 			}
-			units, _ := filepath.Glob(filepath.Join(resumed+".ckpt", c.saved))
-			if len(units) == 0 || c.name == "units" && len(units) >= 40 {
-				t.Fatalf("checkpoint holds %d files %s after the time limit, want some (and for units not all)", len(units), c.saved)
+			units, _ := runner.CheckpointUnits(resumed + ".ckpt")
+			saved := len(units)
+			if c.name == "rounds" {
+				files, _ := filepath.Glob(filepath.Join(resumed+".ckpt", "round-*", "unit-*.bin"))
+				saved = len(files)
+			}
+			if saved == 0 || c.name == "units" && saved >= 40 {
+				t.Fatalf("checkpoint holds %d units after the time limit, want some (and of trees not all)", saved)
 			}
 			out = mustXMC(t, append(common, "--model-out", resumed, "--ranks", "3")...)
 			if !strings.Contains(out, "resuming") {
@@ -452,6 +457,45 @@ func TestInterruptAndResume(t *testing.T) {
 				t.Errorf("checkpoint left after the resumed run completed: %v", err)
 			}
 		})
+	}
+}
+
+// TestCrashResume kills a training with SIGKILL, as a node failure would,
+// once units have been saved (--checkpoint-every 0 saves each at once),
+// and checks that the rerun resumes from every unit saved and writes the
+// model of an uninterrupted run.
+func TestCrashResume(t *testing.T) {
+	dir := t.TempDir()
+	ref, crashed := filepath.Join(dir, "ref.model"), filepath.Join(dir, "crashed.model")
+	common := []string{"train", "--trees", "60", "--seed", "4", "--threads", "1", "--data", bibtexTrain}
+	mustXMC(t, append(common, "--model-out", ref, "--checkpoint", "none")...)
+	cmd := exec.Command(xmcBin, append(common, "--model-out", crashed, "--checkpoint-every", "0")...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if units, _ := runner.CheckpointUnits(crashed + ".ckpt"); len(units) >= 5 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("no unit saved within a minute")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	saved, _ := runner.CheckpointUnits(crashed + ".ckpt")
+	if len(saved) >= 60 {
+		t.Fatalf("the run finished before it was killed (%d units saved)", len(saved))
+	}
+	out := mustXMC(t, append(common, "--model-out", crashed, "--ranks", "2")...)
+	if !strings.Contains(out, "resuming") {
+		t.Errorf("rerun after the crash did not resume:\n%s", out)
+	}
+	if !bytes.Equal(readFile(t, ref), readFile(t, crashed)) {
+		t.Error("the model resumed after a crash differs from the uninterrupted one")
 	}
 }
 

@@ -182,7 +182,7 @@ func (a *assembly) keepUnits(units [][]byte, writeErr error) error {
 	if a.checkpoint == "" {
 		return writeErr
 	}
-	if err := runner.SaveUnits(a.checkpoint, a.fingerprint, units); err != nil {
+	if err := runner.SaveUnits(a.checkpoint, a.fingerprint, a.j.ID, units); err != nil {
 		return fmt.Errorf("%w; saving the finished %ss to the checkpoint failed too: %v", writeErr, a.kind.Unit(), err)
 	}
 	held := 0

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"xmc/job"
+	"xmc/runner"
 	"xmc/train"
 )
 
@@ -120,7 +121,7 @@ func TestFailedWriteKeepsUnits(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), "no-such-dir") {
 				t.Fatalf("unwritable model: %v", err)
 			}
-			if units, _ := filepath.Glob(filepath.Join(cfg.Checkpoint, "unit-*.bin")); len(units) != 4 {
+			if units, _ := runner.CheckpointUnits(cfg.Checkpoint); len(units) != 4 {
 				t.Errorf("checkpoint holds %d units, want 4", len(units))
 			}
 		})

@@ -1,8 +1,13 @@
 package runner
 
 import (
+	"bufio"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
+	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,13 +17,43 @@ import (
 	"xmc/atomicfile"
 )
 
-// checkpoint saves finished units as files unit-NNNNNNN.bin in a directory
-// stamped with the run's fingerprint. A nil *checkpoint saves nothing.
+// checkpoint keeps finished units in a directory stamped with the run's
+// fingerprint, in append-only files, one per rank ("units-rank-RRRR.ckpt"):
+// a batch of units is one append and one fsync, however many units a run
+// has (a file per unit would be 10^5 files in one directory at the scale of
+// XMC data, which parallel file systems create slowly). A record is
+//
+//	magic "XCKU" uint32, unit uint32, length uint64, CRC-32C uint32, payload
+//
+// little-endian. A crash may leave a partial record at the end of a file:
+// reading stops at the first record that is incomplete or fails its
+// checksum, and the rank that owns the file cuts it there before appending,
+// so a rerun resumes from every unit saved whole. On a shared directory
+// every rank sees every file; on node-local disks each its own. A nil
+// *checkpoint saves nothing.
 type checkpoint struct {
-	dir string
+	dir  string
+	rank int
+	// found locates every unit saved in the directory's files when it was
+	// opened; own is the valid length of this rank's file then.
+	found map[int]unitRecord
+	own   int64
+	out   *os.File // this rank's file, opened for appending on first save
 }
 
-const fingerprintFile = "FINGERPRINT"
+// unitRecord is where a saved unit's payload lies.
+type unitRecord struct {
+	file string
+	off  int64 // of the payload
+	n    int
+	crc  uint32
+}
+
+const (
+	fingerprintFile = "FINGERPRINT"
+	recordMagic     = 0x554B4358 // "XCKU"
+	recordHeader    = 20
+)
 
 func openCheckpoint(dir, fingerprint string, rank int) (*checkpoint, error) {
 	if dir == "" {
@@ -41,43 +76,180 @@ func openCheckpoint(dir, fingerprint string, rank int) (*checkpoint, error) {
 	case err != nil:
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
-	return &checkpoint{dir: dir}, nil
+	c := &checkpoint{dir: dir, rank: rank, found: map[int]unitRecord{}}
+	files, err := filepath.Glob(filepath.Join(dir, "units-rank-*.ckpt"))
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	slices.Sort(files)
+	for _, f := range files {
+		valid, err := c.scan(f)
+		if err != nil {
+			return nil, err
+		}
+		if f == c.path() {
+			c.own = valid
+		}
+	}
+	return c, nil
 }
 
-func (c *checkpoint) file(u int) string {
-	return filepath.Join(c.dir, fmt.Sprintf("unit-%07d.bin", u))
+// path is this rank's file.
+func (c *checkpoint) path() string {
+	return filepath.Join(c.dir, fmt.Sprintf("units-rank-%04d.ckpt", c.rank))
 }
+
+// scan records the units of file and returns the length of its whole
+// records; the first incomplete or damaged record ends it.
+func (c *checkpoint) scan(file string) (int64, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return 0, fmt.Errorf("checkpoint: %w", err)
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 64<<10)
+	var off int64
+	head := make([]byte, recordHeader)
+	var payload []byte
+	for {
+		if _, err := io.ReadFull(r, head); err != nil {
+			return off, nil // the end, or a partial header
+		}
+		le := binary.LittleEndian
+		if le.Uint32(head) != recordMagic {
+			return off, nil
+		}
+		u, n, sum := int(le.Uint32(head[4:])), le.Uint64(head[8:]), le.Uint32(head[16:])
+		if n > 1<<40 {
+			return off, nil
+		}
+		payload = slices.Grow(payload[:0], int(n))[:n]
+		if _, err := io.ReadFull(r, payload); err != nil || crc32.Checksum(payload, crcTable) != sum {
+			return off, nil
+		}
+		if _, dup := c.found[u]; !dup { // the same unit saved twice has the same bytes
+			c.found[u] = unitRecord{file: file, off: off + recordHeader, n: int(n), crc: sum}
+		}
+		off += recordHeader + int64(n)
+	}
+}
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
 func (c *checkpoint) load(u int) ([]byte, bool, error) {
 	if c == nil {
 		return nil, false, nil
 	}
-	data, err := os.ReadFile(c.file(u))
-	if errors.Is(err, os.ErrNotExist) {
+	rec, ok := c.found[u]
+	if !ok {
 		return nil, false, nil
 	}
+	f, err := os.Open(rec.file)
 	if err != nil {
 		return nil, false, fmt.Errorf("checkpoint: %w", err)
 	}
+	defer f.Close()
+	data := make([]byte, rec.n)
+	if _, err := f.ReadAt(data, rec.off); err != nil {
+		return nil, false, fmt.Errorf("checkpoint: unit %d in %s: %w", u, rec.file, err)
+	}
+	if crc32.Checksum(data, crcTable) != rec.crc {
+		return nil, false, fmt.Errorf("checkpoint: unit %d in %s: %w", u, rec.file, errors.New("checksum mismatch"))
+	}
 	return data, true, nil
+}
+
+// CheckpointUnits returns the units saved whole in the checkpoint
+// directory dir, in increasing order: what a rerun resumes from.
+func CheckpointUnits(dir string) ([]int, error) {
+	c := &checkpoint{dir: dir, found: map[int]unitRecord{}}
+	files, err := filepath.Glob(filepath.Join(dir, "units-rank-*.ckpt"))
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range files {
+		if _, err := c.scan(f); err != nil {
+			return nil, err
+		}
+	}
+	return c.list(math.MaxInt)
 }
 
 // list returns the units below units saved in the directory, in
 // increasing order.
 func (c *checkpoint) list(units int) ([]int, error) {
-	entries, err := os.ReadDir(c.dir)
-	if err != nil {
-		return nil, fmt.Errorf("checkpoint: %w", err)
-	}
 	var found []int
-	for _, e := range entries {
-		var u int
-		if n, err := fmt.Sscanf(e.Name(), "unit-%07d.bin", &u); n == 1 && err == nil && u >= 0 && u < units && e.Name() == filepath.Base(c.file(u)) {
+	for u := range c.found {
+		if u < units {
 			found = append(found, u)
 		}
 	}
 	slices.Sort(found)
 	return found, nil
+}
+
+// save appends the results to this rank's file, with one fsync.
+func (c *checkpoint) save(batch []Result) error {
+	if c == nil || len(batch) == 0 {
+		return nil
+	}
+	if c.out == nil {
+		f, err := os.OpenFile(c.path(), os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			return fmt.Errorf("checkpoint: %w", err)
+		}
+		// Cut a partial record a crash left, so that what follows is read.
+		if err := f.Truncate(c.own); err != nil {
+			f.Close()
+			return fmt.Errorf("checkpoint: %w", err)
+		}
+		if _, err := f.Seek(c.own, io.SeekStart); err != nil {
+			f.Close()
+			return fmt.Errorf("checkpoint: %w", err)
+		}
+		c.out = f
+		if err := syncDir(c.dir); err != nil {
+			return fmt.Errorf("checkpoint: %w", err)
+		}
+	}
+	w := bufio.NewWriterSize(c.out, 1<<20)
+	for _, r := range batch {
+		var head [recordHeader]byte
+		le := binary.LittleEndian
+		le.PutUint32(head[0:], recordMagic)
+		le.PutUint32(head[4:], uint32(r.Unit))
+		le.PutUint64(head[8:], uint64(len(r.Data)))
+		le.PutUint32(head[16:], crc32.Checksum(r.Data, crcTable))
+		w.Write(head[:])
+		w.Write(r.Data)
+	}
+	err := w.Flush()
+	if err == nil {
+		err = c.out.Sync()
+	}
+	if err != nil {
+		return fmt.Errorf("checkpoint %s: %w", c.path(), err)
+	}
+	return nil
+}
+
+// close closes this rank's file, if it was opened.
+func (c *checkpoint) close() {
+	if c != nil && c.out != nil {
+		c.out.Close()
+		c.out = nil
+	}
+}
+
+// syncDir fsyncs directory dir, so that a file created in it survives a
+// crash.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 // saver writes finished units to the checkpoint in the background, so that
@@ -113,11 +285,8 @@ func (s *saver) run() {
 	var waiting []Result
 	var due <-chan time.Time // fires when the oldest waiting unit is due
 	save := func() {
-		for _, r := range waiting {
-			if s.failed() != nil {
-				break // a failed save ends the run
-			}
-			if err := s.ck.save(r.Unit, r.Data); err != nil {
+		if s.failed() == nil { // a failed save ends the run
+			if err := s.ck.save(waiting); err != nil {
 				s.mu.Lock()
 				s.err = err
 				s.mu.Unlock()
@@ -171,30 +340,20 @@ func (s *saver) close(last bool) error {
 }
 
 // SaveUnits saves encoded units (index = unit id, nil = not held) to the
-// checkpoint directory dir of the run fingerprint, for a run that finished
-// its units but could not write its model: a rerun then loads them.
-func SaveUnits(dir, fingerprint string, units [][]byte) error {
-	ck, err := openCheckpoint(dir, fingerprint, 0)
+// checkpoint directory dir of the run fingerprint as rank, for a run that
+// finished its units but could not write its model: a rerun then loads
+// them.
+func SaveUnits(dir, fingerprint string, rank int, units [][]byte) error {
+	ck, err := openCheckpoint(dir, fingerprint, rank)
 	if err != nil || ck == nil {
 		return err
 	}
+	defer ck.close()
+	var batch []Result
 	for u, data := range units {
-		if data == nil {
-			continue
-		}
-		if err := ck.save(u, data); err != nil {
-			return err
+		if data != nil {
+			batch = append(batch, Result{Unit: u, Data: data})
 		}
 	}
-	return nil
-}
-
-func (c *checkpoint) save(u int, data []byte) error {
-	if c == nil {
-		return nil
-	}
-	if err := atomicfile.WriteBytes(c.file(u), data); err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
-	}
-	return nil
+	return ck.save(batch)
 }

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -42,7 +43,7 @@ func testCheckpointResume(t *testing.T, schedule string) {
 	if !errors.Is(err, ErrInterrupted) {
 		t.Fatalf("first run: %v, want ErrInterrupted", err)
 	}
-	saved, _ := filepath.Glob(filepath.Join(dir, "unit-*.bin"))
+	saved, _ := CheckpointUnits(dir)
 	if len(saved) == 0 || len(saved) >= 10 {
 		t.Fatalf("%d units saved after the interruption", len(saved))
 	}
@@ -182,8 +183,8 @@ func runSaving(t *testing.T, schedule string, every time.Duration, ctxOf func(ra
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, _ := filepath.Glob(filepath.Join(dir, "unit-*.bin"))
-	return len(files), 10 - countNil(gathered)
+	units, _ := CheckpointUnits(dir)
+	return len(units), 10 - countNil(gathered)
 }
 
 func countNil(units [][]byte) int {
@@ -194,4 +195,52 @@ func countNil(units [][]byte) int {
 		}
 	}
 	return n
+}
+
+// TestCheckpointCrashAtAnyByte cuts a rank's checkpoint file at every byte,
+// as a crash while appending would, and checks that the units saved whole
+// before the cut are found, the partial one is not, and that appending
+// after reopening continues the file where the whole records end.
+func TestCheckpointCrashAtAnyByte(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ckpt")
+	units := [][]byte{0: unitBytes(0), 3: unitBytes(3), 4: bytes.Repeat([]byte{9}, 100)}
+	if err := SaveUnits(dir, "fp", 2, units); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "units-rank-0002.ckpt")
+	whole, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends := []int{recordHeader + len(units[0]), 2*recordHeader + len(units[0]) + len(units[3]), len(whole)}
+	for cut := 0; cut <= len(whole); cut++ {
+		os.WriteFile(path, whole[:cut], 0o644)
+		want := 0
+		for _, e := range ends {
+			if cut >= e {
+				want++
+			}
+		}
+		found, err := CheckpointUnits(dir)
+		if err != nil || len(found) != want {
+			t.Fatalf("cut at %d: units %v (%v), want %d", cut, found, err, want)
+		}
+		// The owner appends unit 5 after the whole records: it is found,
+		// and so is everything saved whole before.
+		ck, err := openCheckpoint(dir, "fp", 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ck.save([]Result{{Unit: 5, Data: unitBytes(5)}}); err != nil {
+			t.Fatal(err)
+		}
+		ck.close()
+		if found, _ := CheckpointUnits(dir); len(found) != want+1 || found[len(found)-1] != 5 {
+			t.Fatalf("cut at %d, then unit 5 appended: units %v", cut, found)
+		}
+		ck, _ = openCheckpoint(dir, "fp", 0)
+		if data, ok, err := ck.load(5); !ok || err != nil || string(data) != string(unitBytes(5)) {
+			t.Fatalf("cut at %d: unit 5 loads as %q, %v, %v", cut, data, ok, err)
+		}
+	}
 }

@@ -121,6 +121,7 @@ func (p Plan) Run(ctx context.Context, work WorkFunc) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer ck.close()
 	var d dealer
 	var results []Result // units loaded from the checkpoint, then computed ones
 	switch p.Schedule {

@@ -17,13 +17,8 @@ func TestRunnerProgressWeights(t *testing.T) {
 	for _, schedule := range schedules {
 		dir := filepath.Join(t.TempDir(), "ckpt")
 		// Units 0 and 7 are already done: a checkpoint of the same run.
-		for _, u := range []int{0, 7} {
-			if _, err := openCheckpoint(dir, "test", 0); err != nil {
-				t.Fatal(err)
-			}
-			if err := (&checkpoint{dir: dir}).save(u, unitBytes(u)); err != nil {
-				t.Fatal(err)
-			}
+		if err := SaveUnits(dir, "test", 0, [][]byte{0: unitBytes(0), 7: unitBytes(7)}); err != nil {
+			t.Fatal(err)
 		}
 		prog := &countingProgress{}
 		pools := rankPools(t, 3, 2)
