@@ -3,6 +3,8 @@ package train
 import (
 	"bytes"
 	"hash/maphash"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"xmc/data"
@@ -150,6 +152,22 @@ func TestForestRoutesAsPrediction(t *testing.T) {
 			if reached[n] != size {
 				t.Fatalf("node %d: %d training instances routed there, Size says %d", n, reached[n], size)
 			}
+		}
+	}
+}
+
+// TestNthSmallest checks selection against sorting, with ties.
+func TestNthSmallest(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := range 200 {
+		a := make([]float32, 1+rng.IntN(300))
+		for i := range a {
+			a[i] = float32(rng.IntN(1 + trial%20))
+		}
+		sorted := slices.Sorted(slices.Values(a))
+		n := rng.IntN(len(a))
+		if got := nthSmallest(slices.Clone(a), n); got != sorted[n] {
+			t.Fatalf("trial %d: nthSmallest(n=%d) = %v, sorted gives %v", trial, n, got, sorted[n])
 		}
 	}
 }
