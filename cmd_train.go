@@ -29,6 +29,7 @@ func trainFlags(fs *flag.FlagSet, c *pipeline.TrainConfig, jo *job.Options, algo
 	fs.StringVar(&c.TestSplit, "test-split", "", "DXML tstSplit `FILE`: rows of --data to test on")
 	fs.StringVar(&c.ModelOut, "model-out", "", "write the model to `FILE`")
 	fs.BoolVar(&c.Shard, "shard", false, "write one model file per rank plus a manifest at --model-out, instead of gathering")
+	fs.Int64Var(&c.ShardAbove, "shard-above", 8<<30, "shard the model, as --shard, when its units add up to more than `BYTES` (0: only with --shard)")
 	fs.StringVar(&c.Checkpoint, "checkpoint", "", "directory keeping finished work for resumption (default: <model-out>.ckpt; \"none\" disables)")
 	fs.DurationVar(&c.CheckpointEvery, "checkpoint-every", time.Minute, "save finished work to the checkpoint at most this long after it finishes, together (0: at once); a signal or --time-limit saves it all before exit")
 	fs.StringVar(&c.PredictOn, "predict-on", pipeline.PredictOnRanks, "with --test: ranks (each rank scores with its part of the model, merged on rank 0) or root (rank 0 scores with the gathered model)")

@@ -27,6 +27,7 @@ type assembly struct {
 	units       int // units of the whole model
 	path        string
 	shard       bool
+	shardAbove  int64 // shard a model larger than this (0: never by size)
 	checkpoint  string
 	// listUnits says that a shard's units were dealt on request, so its
 	// header lists them; otherwise unit u lies on rank Owner(u, P).
@@ -38,7 +39,11 @@ type assembly struct {
 // commit, under way (nil where this rank wrote no single model file).
 func (a *assembly) save(own []runner.Result) (int, *pendingCommit, error) {
 	j := a.j
-	count := []int64{int64(len(own))}
+	var bytes int64
+	for _, r := range own {
+		bytes += int64(len(r.Data))
+	}
+	count := []int64{int64(len(own)), bytes}
 	if err := j.Comm.AllreduceInt64(count, mpi.Sum); err != nil {
 		return 0, nil, err
 	}
@@ -49,6 +54,11 @@ func (a *assembly) save(own []runner.Result) (int, *pendingCommit, error) {
 	if total == 0 {
 		j.Log.Warn("no " + a.kind.Unit() + " finished: no model written")
 		return 0, nil, nil
+	}
+	if !a.shard && a.shardAbove > 0 && count[1] > a.shardAbove {
+		a.shard = true
+		j.Log.Info("sharding the model: its units exceed --shard-above", "bytes", count[1], "shard_above", a.shardAbove,
+			"manifest", a.path, "shards", j.Size)
 	}
 	if a.shard {
 		return total, nil, a.writeShards(own, total)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"xmc/job"
+	"xmc/model"
 	"xmc/runner"
 	"xmc/train"
 )
@@ -229,5 +230,34 @@ func TestUnusualData(t *testing.T) {
 				t.Errorf("non-finite scores:\n%s", s)
 			}
 		})
+	}
+}
+
+// TestShardAbove checks that a model larger than ShardAbove is sharded,
+// with the scores of the gathered one.
+func TestShardAbove(t *testing.T) {
+	dir := t.TempDir()
+	var scores [][]byte
+	for _, above := range []int64{0, 1} {
+		cfg := config(t, "forest", "--trees", "3")
+		cfg.ModelOut = filepath.Join(dir, fmt.Sprintf("m%d", above))
+		cfg.ShardAbove = above
+		if err := Train(options(2), cfg); err != nil {
+			t.Fatal(err)
+		}
+		if sharded, err := model.IsManifest(cfg.ModelOut); err != nil || sharded != (above == 1) {
+			t.Errorf("--shard-above %d: manifest %v, %v", above, sharded, err)
+		}
+		out := cfg.ModelOut + ".scores"
+		p := PredictConfig{ModelPath: cfg.ModelOut, DataPath: bibtexTest, Out: out, PredictOn: PredictOnRanks,
+			Eval: DefaultEvalOptions(), Input: Input{SplitCol: 1}}
+		if err := Predict(options(2), p); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := os.ReadFile(out)
+		scores = append(scores, b)
+	}
+	if !bytes.Equal(scores[0], scores[1]) {
+		t.Error("the model sharded by size predicts differently")
 	}
 }

@@ -178,11 +178,13 @@ func (s *scoreFile) abort() {
 // Batches of test rows: rank 0 receives the ranks' partial results of one
 // batch at a time, and sizes the next batch so that it brings about
 // predictBatchBytes, between minBatchRows and maxBatchRows rows; the first
-// batch has minBatchRows. Memory thus depends on the batch, never on the
-// number of test rows.
+// batch has firstBatchRows (the test sets of Bibtex and Delicious fit in
+// it, whose forests' partial results are 2-3 KB a row). Memory thus
+// depends on the batch, never on the number of test rows.
 const (
 	predictBatchBytes = 64 << 20
 	minBatchRows      = 1024
+	firstBatchRows    = 8192
 	maxBatchRows      = 1 << 16
 )
 
@@ -209,7 +211,7 @@ func predict(j *job.Rank, mode string, part, whole model.Model, x *data.CSR, k i
 		}
 		return nil
 	}
-	size := minBatchRows
+	size := firstBatchRows
 	for lo := 0; lo < x.Rows; {
 		hi := min(lo+size, x.Rows)
 		batch := x.Slice(lo, hi)

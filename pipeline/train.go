@@ -45,6 +45,9 @@ type TrainConfig struct {
 	// empty writes none.
 	ModelOut string
 	Shard    bool
+	// ShardAbove shards the model, as Shard, when its units add up to more
+	// than this many bytes (0: never by size).
+	ShardAbove int64
 	// Checkpoint is the directory of finished work (empty: none), saved
 	// at most CheckpointEvery apart.
 	Checkpoint      string
@@ -130,7 +133,7 @@ func trainRank(j *job.Rank, c TrainConfig) error {
 	j.Summary.Params = t.header.Params
 	j.Summary.Data = map[string]any{"train": c.DataPath, "N": t.ds.N(), "D": t.ds.D(), "L": t.ds.L()}
 	a := &assembly{j: j, kind: t.kind, header: t.header, fingerprint: t.fingerprint, units: w.Units,
-		path: c.ModelOut, shard: c.Shard, checkpoint: c.Checkpoint, listUnits: t.schedule() == runner.ScheduleDynamic}
+		path: c.ModelOut, shard: c.Shard, shardAbove: c.ShardAbove, checkpoint: c.Checkpoint, listUnits: t.schedule() == runner.ScheduleDynamic}
 	done, commit, err := a.save(own)
 	if err != nil {
 		return err

@@ -120,7 +120,8 @@ const StreamBytes = 64 << 20
 // in increasing unit order (so that the model file is the same on any
 // number of ranks), holding at once at most budget bytes of other ranks'
 // results beside its own (a single result larger than budget travels
-// alone). The ranks first send root the ids and sizes of their results;
+// alone), each other rank sending at most gatherBatchBytes (16 MiB) in a
+// round but for a single larger result. The ranks first send root the ids and sizes of their results;
 // root cuts the units into rounds, each the next units in id order whose
 // results held by other ranks fit in budget, and broadcasts the cuts; in
 // each round every rank sends root its results of the round (one Gatherv).
@@ -155,15 +156,37 @@ func Stream(c mpi.Comm, own []Result, root, budget int, write func(unit int, dat
 	if len(cuts)%4 != 0 {
 		return fmt.Errorf("stream: malformed cuts of %d bytes", len(cuts))
 	}
-	mine := make(map[int][]byte, len(own)) // root's own results by unit
-	next := 0                              // the next entry root writes
-	for k := 0; k < len(cuts)/4; k++ {
-		lo := int(binary.LittleEndian.Uint32(cuts[4*k:]))
-		hi := math.MaxInt
-		if 4*(k+1) < len(cuts) {
+	rounds := len(cuts) / 4
+	bounds := func(k int) (lo, hi int) {
+		lo, hi = int(binary.LittleEndian.Uint32(cuts[4*k:])), math.MaxInt
+		if k+1 < rounds {
 			hi = int(binary.LittleEndian.Uint32(cuts[4*(k+1):]))
 		}
-		var buf []byte
+		return lo, hi
+	}
+	// A rank packs each round into one buffer sized for its largest round
+	// and reused, in huge pages where the system has them, as Gather does:
+	// growing a fresh buffer per round left twice its size in garbage and
+	// first-touch page faults.
+	var buf []byte
+	if c.Rank() != root {
+		largest, k, size := 0, 0, 0
+		for _, r := range own {
+			for k+1 < rounds {
+				if _, hi := bounds(k); r.Unit < hi {
+					break
+				}
+				largest, k, size = max(largest, size), k+1, 0
+			}
+			size += 12 + len(r.Data)
+		}
+		buf = numa.LargeBytes(max(largest, size))[:0]
+	}
+	mine := make(map[int][]byte, len(own)) // root's own results by unit
+	next := 0                              // the next entry root writes
+	for k := range rounds {
+		lo, hi := bounds(k)
+		buf = buf[:0]
 		for _, r := range own {
 			if r.Unit >= lo && r.Unit < hi && c.Rank() != root {
 				buf = binary.LittleEndian.AppendUint32(buf, uint32(r.Unit))
@@ -233,19 +256,23 @@ func streamEntries(lists [][]byte, root int) ([]streamEntry, error) {
 
 // streamCuts returns the first unit of every round, encoded: a round takes
 // units in id order while the results other ranks than root send for it
-// fit in budget, and at least one unit.
+// fit in budget, and those of each rank in gatherBatchBytes (each rank
+// packs its part of a round into one buffer), and at least one unit.
 func streamCuts(entries []streamEntry, root, budget int) []byte {
 	cuts := binary.LittleEndian.AppendUint32(nil, 0)
 	held := 0
+	perRank := map[int]int{}
 	for _, e := range entries {
 		if e.owner == root {
 			continue
 		}
-		if held > 0 && held+e.size > budget {
+		if held > 0 && (held+e.size > budget || perRank[e.owner]+e.size > gatherBatchBytes) {
 			cuts = binary.LittleEndian.AppendUint32(cuts, uint32(e.unit))
 			held = 0
+			clear(perRank)
 		}
 		held += e.size
+		perRank[e.owner] += e.size
 	}
 	return cuts
 }
