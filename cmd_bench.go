@@ -29,6 +29,7 @@ func benchCommands() []command {
 		{"compare", "run the C++ DXML program (or another reference) and xmc on the same problem and compare", runBenchCompare},
 		{"report", "tabulate and plot the run summaries in a directory (e.g. from a Slurm scaling sweep)", runBenchReport},
 		{"accuracy", "train every algorithm on every data set of a directory with several seeds: P@k, PSP@k, time and memory", runBenchAccuracy},
+		{"shapes", "costs at the shapes of EURLex-4K, Wiki10-31K, Amazon-670K (generated data), and against the number of labels", runBenchShapes},
 		{"peakrss", "run a command and report its peak resident memory (used by compare under mpirun)", runBenchPeakRSS},
 	}
 }
@@ -50,7 +51,7 @@ func runBench(args []string) error {
 			return c.run(args[1:])
 		}
 	}
-	fmt.Fprintf(os.Stderr, "xmc bench: unknown subcommand %q (want scale, compare, report, accuracy or peakrss)\n", args[0])
+	fmt.Fprintf(os.Stderr, "xmc bench: unknown subcommand %q (want scale, compare, report, accuracy, shapes or peakrss)\n", args[0])
 	return errUsage
 }
 
@@ -149,16 +150,10 @@ func runBenchScale(args []string) error {
 	if err := checkData("data", dataPath); err != nil {
 		return err
 	}
-	a, err := train.Lookup(algo)
-	if err != nil {
+	if _, err := train.Lookup(algo); err != nil {
 		return err
 	}
-	trainArgs := []string{"--algo", algo, "--data", dataPath, "--seed", strconv.FormatUint(seed, 10)}
-	algoFlags := flag.NewFlagSet(algo, flag.ContinueOnError)
-	a.New().Flags(algoFlags)
-	if algoFlags.Lookup("trees") != nil {
-		trainArgs = append(trainArgs, "--trees", strconv.Itoa(trees))
-	}
+	trainArgs := append([]string{"--algo", algo, "--data", dataPath, "--seed", strconv.FormatUint(seed, 10)}, treesArgs(algo, trees)...)
 	if testPath != "" {
 		if err := checkData("test", testPath); err != nil {
 			return err
@@ -285,6 +280,106 @@ func runBenchAccuracy(args []string) error {
 	}
 	fmt.Fprintf(os.Stderr, "wrote %s\n", strings.Join(append(written, plots...), ", "))
 	return nil
+}
+
+func runBenchShapes(args []string) error {
+	fs := newFlagSet("bench shapes", "bench shapes --out DIR [--shapes eurlex-4k,wiki10-31k,amazon-670k --n 25000 --algos forest,dismec,ppdsparse --sweep-l 10000,100000,670091] [flags] [-- xmc train flags]")
+	var lf launcherFlags
+	lf.register(fs, bench.InProc)
+	var shapes, algos, sweep, sweepAlgos, out string
+	var n, ranks, threads int
+	var seed uint64
+	var names []string
+	for _, s := range bench.Shapes() {
+		names = append(names, s.Name)
+	}
+	fs.StringVar(&shapes, "shapes", strings.Join(names, ","), "comma-separated shapes of generated data sets; the last one's D and densities are the sweep's")
+	fs.IntVar(&n, "n", 25000, "rows generated per data set, the first 80% to train on, the rest to test")
+	fs.StringVar(&algos, "algos", "forest,dismec,ppdsparse", "comma-separated algorithms trained on every shape")
+	fs.StringVar(&sweep, "sweep-l", "10000,31000,100000,300000,670091", "comma-separated label counts of the sweep (empty: none)")
+	fs.StringVar(&sweepAlgos, "sweep-algos", train.DefaultAlgorithm, "comma-separated algorithms of the sweep")
+	fs.IntVar(&ranks, "ranks", 2, "ranks of every run")
+	fs.IntVar(&threads, "threads", 1, "worker threads per rank")
+	fs.Uint64Var(&seed, "seed", 1, "seed of the data and of every run")
+	var trees int
+	fs.IntVar(&trees, "trees", 50, "trees of a forest")
+	fs.StringVar(&out, "out", "", "`DIR` of the generated data, run summaries (reused when present), logs, shapes.md/.json/.csv and the sweep's plots")
+	if err := parseFlags(fs, args, true); err != nil {
+		return err
+	}
+	extra, err := extraArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if out == "" {
+		return errors.New("--out is required")
+	}
+	var cfg bench.ShapesConfig
+	for _, name := range strings.Split(shapes, ",") {
+		s, err := bench.ShapeByName(strings.TrimSpace(name))
+		if err != nil {
+			return fmt.Errorf("--shapes: %w", err)
+		}
+		cfg.Shapes = append(cfg.Shapes, s)
+	}
+	for _, list := range []struct {
+		flag, value string
+		into        *[]string
+	}{{"algos", algos, &cfg.Algorithms}, {"sweep-algos", sweepAlgos, &cfg.SweepAlgorithms}} {
+		for _, a := range strings.Split(list.value, ",") {
+			if _, err := train.Lookup(a); err != nil {
+				return fmt.Errorf("--%s: %w", list.flag, err)
+			}
+			*list.into = append(*list.into, a)
+		}
+	}
+	if sweep != "" {
+		if cfg.SweepL, err = intList("sweep-l", sweep); err != nil {
+			return err
+		}
+	}
+	cfg.Launcher, cfg.Layout, cfg.N, cfg.Seed = lf.launcher(), bench.Layout{Ranks: ranks, Threads: threads}, n, seed
+	cfg.TrainArgs, cfg.Dir, cfg.Progress = extra, out, os.Stderr
+	cfg.AlgoArgs = func(algo string) []string { return treesArgs(algo, trees) }
+	ctx, stop := signalContext()
+	defer stop()
+	if err := bench.RunShapes(ctx, cfg); err != nil {
+		return err
+	}
+	st, err := bench.LoadShapes(out)
+	if err != nil {
+		return err
+	}
+	if err := st.WriteTable(os.Stdout); err != nil {
+		return err
+	}
+	written, err := writeFiles(out, map[string]func(io.Writer) error{
+		"shapes.md": st.WriteTable, "shapes.json": st.WriteJSON, "shapes.csv": st.WriteCSV,
+	})
+	if err != nil {
+		return err
+	}
+	plots, err := st.Plot(out)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "wrote %s\n", strings.Join(append(written, plots...), ", "))
+	return nil
+}
+
+// treesArgs returns --trees trees for an algorithm that has that flag (a
+// forest), and nothing for the others.
+func treesArgs(algo string, trees int) []string {
+	a, err := train.Lookup(algo)
+	if err != nil {
+		return nil
+	}
+	fs := flag.NewFlagSet(algo, flag.ContinueOnError)
+	a.New().Flags(fs)
+	if fs.Lookup("trees") == nil {
+		return nil
+	}
+	return []string{"--trees", strconv.Itoa(trees)}
 }
 
 // datasetNames lists the data sets of dir, for messages.

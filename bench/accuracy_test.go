@@ -98,3 +98,32 @@ func TestAccuracyCommand(t *testing.T) {
 		t.Errorf("table:\n%s", table)
 	}
 }
+
+// TestShapesCommand runs a tiny scale study with the real binary: one
+// shape, two algorithms, a sweep of two label counts.
+func TestShapesCommand(t *testing.T) {
+	needXMC(t)
+	out := filepath.Join(t.TempDir(), "shapes")
+	table := mustXMC(t, "bench", "shapes", "--shapes", "eurlex-4k", "--n", "300", "--algos", "forest,dismec",
+		"--sweep-l", "500,2000", "--trees", "2", "--ranks", "2", "--out", out)
+	st, err := LoadShapes(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Rows) != 4 {
+		t.Fatalf("%d runs, want 4:\n%s", len(st.Rows), table)
+	}
+	for _, r := range st.Rows {
+		if r.Status != "ok" || r.N != 240 || r.TrainS <= 0 || len(r.PeakRSS) != 2 || r.CommBytes <= 0 || r.ModelBytes <= 0 || r.PredictUSPerRow <= 0 {
+			t.Errorf("%s %s: %+v", r.Dataset, r.Algorithm, r)
+		}
+	}
+	if st.Rows[0].Dataset != "eurlex-4k" || st.Rows[2].L != 2000 && st.Rows[3].L != 2000 {
+		t.Errorf("rows %+v", st.Rows)
+	}
+	for _, f := range []string{"shapes.md", "shapes.json", "shapes.csv", "sweep-time.png", "sweep-memory.svg", "data/eurlex-4k/train.txt"} {
+		if st, err := os.Stat(filepath.Join(out, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}

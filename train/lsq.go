@@ -86,6 +86,9 @@ func (p LSQParams) Validate() error {
 	return nil
 }
 
+// maxLSQBytes bounds the dense weights one rank of lsq may hold.
+const maxLSQBytes = 4 << 30
+
 // lsqAlgorithm is the Trainer of --algo lsq.
 type lsqAlgorithm struct{ p LSQParams }
 
@@ -112,6 +115,13 @@ func (a *lsqAlgorithm) Prepare(env Env, ds *data.Dataset) (*Work, error) {
 	p.Seed = env.Seed
 	if err := p.Validate(); err != nil {
 		return nil, err
+	}
+	// The weights are dense while training: refuse what would not fit
+	// rather than fail later.
+	perRank := (ds.L() + env.Comm.Size() - 1) / env.Comm.Size()
+	if bytes := 8 * float64(p.Cols(ds.D())) * float64(perRank); bytes > maxLSQBytes {
+		return nil, fmt.Errorf("lsq keeps its weights dense: %.1f GiB per rank for D=%d and %d labels per rank (at most %d GiB); it is a method for small problems: use dismec or ppdsparse",
+			bytes/(1<<30), ds.D(), perRank, maxLSQBytes>>30)
 	}
 	replicas, err := numa.NewReplicas(env.Pool, func(int) (*lsqData, error) {
 		d, err := NewLinearData(ds, p.Preprocess)

@@ -1,0 +1,386 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+
+	"xmc/atomicfile"
+	"xmc/data"
+	"xmc/job"
+)
+
+// Shape is the shape of a data set of the Extreme Classification
+// Repository: its features, labels, and the mean numbers of labels and
+// non-zero features per row. A scale study generates synthetic data of
+// such shapes (data.Generate), with fewer rows to fit the machine: its
+// costs, not its accuracy, are those of the real set (generated data is
+// far easier than real text).
+type Shape struct {
+	Name                   string
+	D, L                   int
+	AvgLabels, AvgFeatures float64
+}
+
+// Shapes are the repository's data sets a scale study knows, by name.
+func Shapes() []Shape {
+	return []Shape{
+		{"eurlex-4k", 5000, 3993, 5.31, 236.8},
+		{"wiki10-31k", 101938, 30938, 18.64, 673.4},
+		{"amazon-670k", 135909, 670091, 5.45, 75.68},
+	}
+}
+
+// ShapeByName returns the shape called name.
+func ShapeByName(name string) (Shape, error) {
+	var names []string
+	for _, s := range Shapes() {
+		if s.Name == name {
+			return s, nil
+		}
+		names = append(names, s.Name)
+	}
+	return Shape{}, fmt.Errorf("shape %q: want one of %s", name, strings.Join(names, ", "))
+}
+
+// ShapesConfig describes a scale study: every algorithm trained on
+// generated data of every shape with N rows (the first TrainFraction to
+// train on, the rest to test), and a sweep of the label count at the last
+// shape's other dimensions.
+type ShapesConfig struct {
+	Launcher Launcher
+	Layout   Layout
+	Shapes   []Shape
+	// N is the rows generated per data set.
+	N          int
+	Algorithms []string
+	// SweepL lists label counts for the sweep, trained with
+	// SweepAlgorithms on data of the last shape's D and densities.
+	SweepL          []int
+	SweepAlgorithms []string
+	Seed            uint64
+	// TrainArgs are more xmc train flags of every run, for example a
+	// --time-limit: a run stopped by it is reported with the work done.
+	TrainArgs []string
+	// AlgoArgs, if set, returns flags of one algorithm's runs.
+	AlgoArgs func(algo string) []string
+	// Dir receives the data (Dir/data), the summaries, logs and reports.
+	// Data and runs already there are reused.
+	Dir      string
+	Progress io.Writer
+}
+
+// trainFraction of the generated rows are the training split.
+const trainFraction = 0.8
+
+// shapeData generates, unless present, the train/test files of s with n
+// rows under dir, and returns their paths.
+func shapeData(dir string, s Shape, n int, seed uint64) (train, test string, err error) {
+	sub := filepath.Join(dir, "data", s.Name)
+	train, test = filepath.Join(sub, "train.txt"), filepath.Join(sub, "test.txt")
+	if _, err1 := os.Stat(train); err1 == nil {
+		if _, err2 := os.Stat(test); err2 == nil {
+			return train, test, nil
+		}
+	}
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		return "", "", err
+	}
+	ds, err := data.GenerateDataset(data.GenConfig{N: n, D: s.D, L: s.L, AvgLabels: s.AvgLabels,
+		AvgFeatures: s.AvgFeatures, LabelExponent: 1, Seed: seed})
+	if err != nil {
+		return "", "", fmt.Errorf("generate %s: %w", s.Name, err)
+	}
+	cut := int(trainFraction * float64(n))
+	rows := func(lo, hi int) []int {
+		r := make([]int, hi-lo)
+		for i := range r {
+			r[i] = lo + i
+		}
+		return r
+	}
+	for _, part := range []struct {
+		path   string
+		lo, hi int
+	}{{train, 0, cut}, {test, cut, n}} {
+		sub := ds.Subset(rows(part.lo, part.hi))
+		if err := atomicfile.Write(part.path, func(w *bufio.Writer) error { return data.WriteXMC(w, sub) }); err != nil {
+			return "", "", err
+		}
+	}
+	return train, test, nil
+}
+
+// shapeRunName is the summary file of one run of a scale study.
+func shapeRunName(set, algo string) string { return set + "__" + algo + ".json" }
+
+// RunShapes runs the study's missing runs.
+func RunShapes(ctx context.Context, c ShapesConfig) error {
+	switch {
+	case len(c.Shapes) == 0 || len(c.Algorithms) == 0:
+		return errors.New("shapes: give shapes and algorithms")
+	case c.N < 10:
+		return fmt.Errorf("shapes: --n %d: need at least 10 rows", c.N)
+	}
+	if err := checkOwnFlags(c.TrainArgs, "ranks", "threads", "summary", "checkpoint", "data", "test", "algo", "model-out"); err != nil {
+		return err
+	}
+	if err := c.Launcher.Check(); err != nil {
+		return err
+	}
+	logs := filepath.Join(c.Dir, "logs")
+	if err := os.MkdirAll(logs, 0o755); err != nil {
+		return fmt.Errorf("shapes: %w", err)
+	}
+	progress := c.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	type run struct {
+		set, algo string
+		shape     Shape
+	}
+	var runs []run
+	for _, s := range c.Shapes {
+		for _, a := range c.Algorithms {
+			runs = append(runs, run{s.Name, a, s})
+		}
+	}
+	last := c.Shapes[len(c.Shapes)-1]
+	for _, l := range c.SweepL {
+		s := last
+		s.Name, s.L = fmt.Sprintf("%s-L%d", last.Name, l), l
+		s.AvgLabels = min(s.AvgLabels, float64(l+1)/2)
+		for _, a := range c.SweepAlgorithms {
+			runs = append(runs, run{s.Name, a, s})
+		}
+	}
+	scratch := filepath.Join(c.Dir, "scratch.model")
+	defer removeScratch(scratch)
+	for i, r := range runs {
+		summary := filepath.Join(c.Dir, shapeRunName(r.set, r.algo))
+		if _, err := os.Stat(summary); err == nil {
+			fmt.Fprintf(progress, "[%d/%d] %s %s: done before\n", i+1, len(runs), r.set, r.algo)
+			continue
+		}
+		train, test, err := shapeData(c.Dir, r.shape, c.N, c.Seed)
+		if err != nil {
+			return err
+		}
+		args := append([]string{"--algo", r.algo, "--data", train, "--test", test, "--model-out", scratch,
+			"--checkpoint", "none", "--summary", summary, "--seed", strconv.FormatUint(c.Seed, 10)}, c.TrainArgs...)
+		if c.AlgoArgs != nil {
+			args = append(args, c.AlgoArgs(r.algo)...)
+		}
+		log := filepath.Join(logs, strings.TrimSuffix(shapeRunName(r.set, r.algo), ".json")+".log")
+		_, runErr := runLogged(ctx, c.Launcher.Command(c.Layout, "train", args), log)
+		removeScratch(scratch)
+		s, err := job.ReadSummary(summary)
+		if err != nil {
+			if runErr != nil {
+				return fmt.Errorf("run %s %s: %w", r.set, r.algo, runErr)
+			}
+			return fmt.Errorf("run %s %s: %w", r.set, r.algo, err)
+		}
+		fmt.Fprintf(progress, "[%d/%d] %s %s: %s, train %.1f s, peak RSS %s%s\n", i+1, len(runs), r.set, r.algo, s.Status,
+			s.TrainS, HumanBytes(float64(slices.Max(append([]int64{0}, s.PeakRSSBytes...)))), metricNote(s.Metrics))
+	}
+	return nil
+}
+
+// ShapeRow is one run of a scale study.
+type ShapeRow struct {
+	Dataset   string  `json:"dataset"`
+	Algorithm string  `json:"algorithm"`
+	Status    string  `json:"status"`
+	N         int     `json:"n_train"`
+	D         int     `json:"d"`
+	L         int     `json:"l"`
+	TrainS    float64 `json:"train_s"`
+	// PeakRSS is each rank's peak resident memory, in bytes.
+	PeakRSS []int64 `json:"peak_rss_bytes"`
+	// CommBytes is the bytes every rank sent and received, summed.
+	CommBytes  int64 `json:"comm_bytes"`
+	ModelBytes int64 `json:"model_bytes"`
+	TestRows   int   `json:"test_rows"`
+	// PredictUSPerRow is the prediction time per test row, microseconds.
+	PredictUSPerRow float64 `json:"predict_us_per_row"`
+	P1              float64 `json:"p_at_1"`
+}
+
+// ShapesStudy is a scale study's result.
+type ShapesStudy struct {
+	Ranks   int        `json:"ranks"`
+	Threads int        `json:"threads_per_rank"`
+	Rows    []ShapeRow `json:"rows"`
+}
+
+// LoadShapes reads the summaries of a scale study in dir.
+func LoadShapes(dir string) (*ShapesStudy, error) {
+	runs, _, err := LoadSummaries(dir)
+	if err != nil {
+		return nil, err
+	}
+	st := &ShapesStudy{}
+	for _, s := range runs {
+		name := strings.TrimSuffix(filepath.Base(s.Source), ".json")
+		set, algo, ok := strings.Cut(name, "__")
+		if !ok {
+			continue
+		}
+		r := ShapeRow{Dataset: set, Algorithm: algo, Status: s.Status, TrainS: s.TrainS, PeakRSS: s.PeakRSSBytes,
+			ModelBytes: s.ModelBytes, P1: s.Metrics["P@1"]}
+		for k, v := range map[string]*int{"N": &r.N, "D": &r.D, "L": &r.L} {
+			if f, ok := s.Data[k].(float64); ok {
+				*v = int(f)
+			}
+		}
+		for _, b := range CommBytes(s.Comm) {
+			r.CommBytes += b
+		}
+		if rows, ok := testRows(s); ok && rows > 0 {
+			r.TestRows = rows
+			r.PredictUSPerRow = s.PredictS / float64(rows) * 1e6
+		}
+		st.Ranks, st.Threads = s.Ranks, s.ThreadsPerRank
+		st.Rows = append(st.Rows, r)
+	}
+	if len(st.Rows) == 0 {
+		return nil, fmt.Errorf("no scale study summaries in %s", dir)
+	}
+	slices.SortFunc(st.Rows, func(a, b ShapeRow) int {
+		if c := strings.Compare(a.Dataset, b.Dataset); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Algorithm, b.Algorithm)
+	})
+	return st, nil
+}
+
+// testRows reads the test rows a training scored from its summary's test
+// file, counting its header's N.
+func testRows(s *job.Summary) (int, bool) {
+	for i, a := range s.CommandLine {
+		if a == "--test" && i+1 < len(s.CommandLine) {
+			f, err := os.Open(s.CommandLine[i+1])
+			if err != nil {
+				return 0, false
+			}
+			defer f.Close()
+			var n int
+			_, err = fmt.Fscan(f, &n)
+			return n, err == nil
+		}
+	}
+	return 0, false
+}
+
+// WriteTable writes the study as a markdown table.
+func (st *ShapesStudy) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
+	fmt.Fprintf(tw, "| data set\t| N train\t| D\t| L\t| algorithm\t| status\t| train s\t| peak RSS, largest rank\t| bytes communicated\t| model\t| predict µs/row\t| P@1\t|\n")
+	fmt.Fprintf(tw, "| ---\t| ---\t| ---\t| ---\t| ---\t| ---\t| ---\t| ---\t| ---\t| ---\t| ---\t| ---\t|\n")
+	for _, r := range st.Rows {
+		fmt.Fprintf(tw, "| %s\t| %d\t| %d\t| %d\t| %s\t| %s\t| %.1f\t| %s\t| %s\t| %s\t| %.0f\t| %.2f\t|\n", r.Dataset, r.N, r.D, r.L, r.Algorithm, r.Status,
+			r.TrainS, HumanBytes(float64(slices.Max(append([]int64{0}, r.PeakRSS...)))), HumanBytes(float64(r.CommBytes)),
+			HumanBytes(float64(r.ModelBytes)), r.PredictUSPerRow, r.P1)
+	}
+	return tw.Flush()
+}
+
+// WriteJSON writes the study as indented JSON.
+func (st *ShapesStudy) WriteJSON(w io.Writer) error {
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// WriteCSV writes a line per run.
+func (st *ShapesStudy) WriteCSV(w io.Writer) error {
+	fmt.Fprintln(w, "dataset,n_train,d,l,algorithm,status,train_s,peak_rss_bytes_max,comm_bytes,model_bytes,predict_us_per_row,p_at_1")
+	for _, r := range st.Rows {
+		if _, err := fmt.Fprintf(w, "%s,%d,%d,%d,%s,%s,%.3f,%d,%d,%d,%.1f,%.2f\n", r.Dataset, r.N, r.D, r.L, r.Algorithm, r.Status,
+			r.TrainS, slices.Max(append([]int64{0}, r.PeakRSS...)), r.CommBytes, r.ModelBytes, r.PredictUSPerRow, r.P1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Plot draws, for the runs of the label sweep (data sets named
+// "<shape>-L<labels>"), training time and the largest rank's peak memory
+// against the number of labels, on log-log axes, a line per algorithm, into
+// dir as sweep.png and sweep.svg.
+func (st *ShapesStudy) Plot(dir string) ([]string, error) {
+	lines := map[string]plotter.XYs{}
+	mem := map[string]plotter.XYs{}
+	for _, r := range st.Rows {
+		if !strings.Contains(r.Dataset, "-L") || r.TrainS <= 0 {
+			continue
+		}
+		lines[r.Algorithm] = append(lines[r.Algorithm], plotter.XY{X: float64(r.L), Y: r.TrainS})
+		mem[r.Algorithm] = append(mem[r.Algorithm], plotter.XY{X: float64(r.L), Y: float64(slices.Max(append([]int64{0}, r.PeakRSS...))) / (1 << 20)})
+	}
+	if len(lines) == 0 {
+		return nil, nil
+	}
+	var written []string
+	for _, c := range []struct {
+		name, title, ylabel string
+		series              map[string]plotter.XYs
+	}{
+		{"sweep-time", "training time against labels, at fixed N and D", "train s", lines},
+		{"sweep-memory", "peak memory of the largest rank against labels, at fixed N and D", "peak RSS (MiB)", mem},
+	} {
+		p := plot.New()
+		p.Title.Text = c.title
+		p.X.Label.Text = "labels L"
+		p.Y.Label.Text = c.ylabel
+		p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
+		p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
+		algos := slices.Sorted(func(yield func(string) bool) {
+			for a := range c.series {
+				if !yield(a) {
+					return
+				}
+			}
+		})
+		for i, a := range algos {
+			pts := c.series[a]
+			slices.SortFunc(pts, func(x, y plotter.XY) int { return int(math.Copysign(1, x.X-y.X)) })
+			l, s, err := plotter.NewLinePoints(pts)
+			if err != nil {
+				return written, fmt.Errorf("plot sweep: %w", err)
+			}
+			l.Color, s.Color, s.Shape = plotutil.Color(i), plotutil.Color(i), plotutil.Shape(i)
+			s.Radius = vg.Points(3)
+			p.Add(l, s)
+			p.Legend.Add(a, l, s)
+		}
+		p.Legend.Top, p.Legend.Left = true, true
+		paths, err := savePlot(p, filepath.Join(dir, c.name))
+		written = append(written, paths...)
+		if err != nil {
+			return written, err
+		}
+	}
+	return written, nil
+}
