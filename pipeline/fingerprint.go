@@ -11,13 +11,18 @@ import (
 )
 
 // fingerprint identifies the algorithm, hyper-parameters and training data
-// of a run, for checkpoints: a CRC-32C of the parameters and of the data
-// matrices (their entries little-endian, through one small buffer: an
-// encoding of the whole matrix in fresh memory cost 11 ms of page faults per
-// rank on Bibtex).
-func fingerprint(algo string, params any, d *data.Dataset) string {
+// of a run, for checkpoints: the algorithm, a CRC-32C of the parameters,
+// and dataCRC, the training data's (see dataCRC).
+func fingerprint(algo string, params any, dataCRC uint32) string {
+	return fmt.Sprintf("%s %08x %08x", algo, crc32.Checksum(mustJSON(params), crc32.MakeTable(crc32.Castagnoli)), dataCRC)
+}
+
+// dataCRC is the CRC-32C of the shapes and entries of d's matrices, the
+// entries little-endian, hashed through one small buffer (an encoding of
+// the whole matrix in fresh memory cost 11 ms of page faults per rank on
+// Bibtex).
+func dataCRC(d *data.Dataset) uint32 {
 	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
-	h.Write(mustJSON(params))
 	buf := make([]byte, 0, 64<<10)
 	flushIfFull := func() {
 		if len(buf)+4 > cap(buf) {
@@ -38,7 +43,7 @@ func fingerprint(algo string, params any, d *data.Dataset) string {
 		h.Write(buf)
 		buf = buf[:0]
 	}
-	return fmt.Sprintf("%s %08x", algo, h.Sum32())
+	return h.Sum32()
 }
 
 func mustJSON(v any) []byte {

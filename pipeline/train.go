@@ -213,15 +213,20 @@ func (t *training) prepare() error {
 		set = func(string) bool { return false }
 	}
 	env := train.Env{Pool: j.Pool, Comm: j.Comm, Log: j.Log, Seed: c.Seed, Set: set}
+	crc := dataCRC(ds)
 	if t.work, err = c.Trainer.Prepare(env, ds); err != nil {
 		return err
 	}
+	// The trainer holds what it needs of the features, in its replicas;
+	// the loaded copy goes (a forest on one NUMA domain trains on it and
+	// keeps it).
+	ds.X = data.CSR{Rows: ds.X.Rows, Cols: ds.X.Cols}
 	if err := t.work.Check(); err != nil {
 		return fmt.Errorf("%s: %w", c.Algorithm, err)
 	}
 	t.kind = t.work.Kind
 	t.header = model.NewHeader(t.kind, c.Algorithm, ds.D(), ds.L(), c.Seed, mustJSON(t.work.Params))
-	t.fingerprint = fingerprint(c.Algorithm, t.work.Params, ds)
+	t.fingerprint = fingerprint(c.Algorithm, t.work.Params, crc)
 	return nil
 }
 
