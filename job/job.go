@@ -328,6 +328,18 @@ func (r *Rank) setupWorkers(opts Options, sharing int) error {
 		topo.Domains = topo.Domains[:threads]
 	}
 	r.Topo, r.Threads = topo, threads
+	// The workers are locked to their threads and keep every P of the Go
+	// scheduler busy while they train; one P more lets the goroutines that
+	// serve other ranks (rank 0's dealer of units and progress listener,
+	// receives that poll) run when a message comes rather than when a
+	// worker is next preempted.
+	procs := threads + 1
+	if inProcess {
+		procs = threads*sharing + 1
+	}
+	if runtime.GOMAXPROCS(0) < procs {
+		runtime.GOMAXPROCS(procs)
+	}
 	r.Pool, err = numa.NewPool(topo, threads, r.Log)
 	if err != nil {
 		return err

@@ -18,6 +18,9 @@ type Balance struct {
 	// rank had no unit left to compute, and Units the units it computed.
 	BusyS []float64 `json:"busy_s"`
 	Units []int64   `json:"units"`
+	// ScheduleS is, per rank, the seconds its workers waited for units
+	// from rank 0 under the dynamic schedule: the schedule's cost.
+	ScheduleS []float64 `json:"schedule_s,omitempty"`
 	// Imbalance is the largest BusyS over their mean: 1 is a perfect
 	// balance, and the time lost to imbalance is (Imbalance − 1)/Imbalance
 	// of the training time.

@@ -256,11 +256,11 @@ func (t *training) runUnits() ([]runner.Result, bool, error) {
 	j, c, w := t.j, t.c, t.work
 	schedule := t.schedule()
 	trainStart := time.Now()
-	var busy time.Duration
+	var busy, scheduling time.Duration
 	plan := runner.Plan{
 		Units: w.Units, Kind: t.kind.Unit(), Comm: j.Comm, Schedule: schedule, Pool: j.Pool, Log: j.Log,
 		Checkpoint: c.Checkpoint, CheckpointEvery: c.CheckpointEvery, Fingerprint: t.fingerprint,
-		OnIdle: func() { busy = time.Since(trainStart) }, Weight: w.Weight,
+		OnIdle: func(wait time.Duration) { busy, scheduling = time.Since(trainStart), wait }, Weight: w.Weight,
 	}
 	what, total := t.kind.Unit()+"s", w.Units
 	if w.Weight != nil {
@@ -286,7 +286,7 @@ func (t *training) runUnits() ([]runner.Result, bool, error) {
 	if err := j.Comm.AllreduceInt64(flag, mpi.Max); err != nil {
 		return nil, false, err
 	}
-	if err := recordBalance(j, schedule, busy, len(own)); err != nil {
+	if err := recordBalance(j, schedule, busy, scheduling, len(own)); err != nil {
 		return nil, false, err
 	}
 	return own, flag[0] == 0, nil
@@ -330,12 +330,13 @@ func (t *training) trainPhase(run func() ([]runner.Result, error)) ([]runner.Res
 	return own, err
 }
 
-// recordBalance gathers every rank's busy time and unit count into the
-// summary and logs the imbalance on rank 0.
-func recordBalance(j *job.Rank, schedule string, busy time.Duration, units int) error {
+// recordBalance gathers every rank's busy time, time waiting for units
+// and unit count into the summary and logs the imbalance on rank 0.
+func recordBalance(j *job.Rank, schedule string, busy, scheduling time.Duration, units int) error {
 	var buf []byte
 	buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(busy.Seconds()))
 	buf = binary.LittleEndian.AppendUint64(buf, uint64(units))
+	buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(scheduling.Seconds()))
 	all, err := j.Comm.Gather(buf, 0)
 	if err != nil || j.ID != 0 {
 		return err
@@ -346,6 +347,7 @@ func recordBalance(j *job.Rank, schedule string, busy time.Duration, units int) 
 		s := math.Float64frombits(binary.LittleEndian.Uint64(r))
 		b.BusyS = append(b.BusyS, s)
 		b.Units = append(b.Units, int64(binary.LittleEndian.Uint64(r[8:])))
+		b.ScheduleS = append(b.ScheduleS, math.Float64frombits(binary.LittleEndian.Uint64(r[16:])))
 		sum += s
 		most = max(most, s)
 	}
@@ -354,6 +356,6 @@ func recordBalance(j *job.Rank, schedule string, busy time.Duration, units int) 
 	}
 	j.Summary.Balance = b
 	j.Log.Info("load balance", "schedule", schedule, "imbalance", fmt.Sprintf("%.3f", b.Imbalance),
-		"busy_s", fmt.Sprint(b.BusyS), "units", fmt.Sprint(b.Units))
+		"busy_s", fmt.Sprint(b.BusyS), "units", fmt.Sprint(b.Units), "waiting_for_units_s", fmt.Sprint(b.ScheduleS))
 	return nil
 }

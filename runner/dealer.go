@@ -6,12 +6,16 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"xmc/mpi"
 )
 
 // dealer hands a rank's workers the units to compute.
 type dealer interface {
+	// start is called once, before next, with the rank's progress
+	// tracker.
+	start(t *tracker)
 	// next returns the next unit to compute, or false when there is none
 	// left for this rank. It is safe for concurrent use.
 	next() (unit int, ok bool, err error)
@@ -19,6 +23,9 @@ type dealer interface {
 	// units were left undone (by this rank under the static schedule, by
 	// any rank under the dynamic one as far as this rank knows).
 	close() (left bool, err error)
+	// waited returns the time this rank waited for units from another
+	// rank: the cost of scheduling.
+	waited() time.Duration
 }
 
 // staticDealer deals this rank's units, u ≡ rank (mod size), less those
@@ -48,6 +55,9 @@ type queueDealer struct {
 	cut  atomic.Bool
 }
 
+func (d *queueDealer) start(*tracker)        {}
+func (d *queueDealer) waited() time.Duration { return 0 }
+
 func (d *queueDealer) next() (int, bool, error) {
 	if d.stop != nil && d.stop() {
 		if d.taken.Load() < int64(len(d.queue)) {
@@ -64,6 +74,23 @@ func (d *queueDealer) next() (int, bool, error) {
 
 func (d *queueDealer) close() (bool, error) {
 	return d.cut.Load() || d.taken.Load() < int64(len(d.queue)), nil
+}
+
+// take hands out up to n units at once, in order (none once stopped), and
+// returns them with the number of units left after them.
+func (d *queueDealer) take(n int) ([]int, int) {
+	if d.stop != nil && d.stop() {
+		if d.taken.Load() < int64(len(d.queue)) {
+			d.cut.Store(true)
+		}
+		return nil, 0
+	}
+	k := int(d.taken.Add(int64(n))) - n
+	if k >= len(d.queue) {
+		return nil, 0
+	}
+	hi := min(k+n, len(d.queue))
+	return d.queue[k:hi], len(d.queue) - hi
 }
 
 // dynamicDealer prepares the dynamic schedule: the ranks agree on which
@@ -99,13 +126,7 @@ func (p Plan) dynamicDealer(ctx context.Context, ck *checkpoint) (dealer, []Resu
 			q.queue = append(q.queue, u)
 		}
 	}
-	co := &coordinator{queue: q, comm: c, served: make(chan error, 1)}
-	if c.Size() > 1 {
-		go func() { co.served <- co.serve() }()
-	} else {
-		co.served <- nil
-	}
-	return co, loaded, nil
+	return &coordinator{queue: q, comm: c, served: make(chan error, 1)}, loaded, nil
 }
 
 // claimCheckpoint returns, for every unit, the rank that keeps it from the
@@ -159,44 +180,70 @@ func (p Plan) claimCheckpoint(ck *checkpoint) ([]int32, error) {
 
 // coordinator is rank 0's dealer under the dynamic schedule: its workers
 // take units from the queue directly, and a goroutine serves the requests
-// of the other ranks from the same queue.
+// of the other ranks from the same queue. A request carries the progress
+// the rank made since its last one, so progress costs no message of its
+// own, and is answered with a chunk of units, guided: a fraction of those
+// left, so that a request serves many units while many are left and one
+// as the end nears, when the ranks must finish together.
 type coordinator struct {
-	queue  *queueDealer
-	comm   mpi.Comm
-	served chan error
+	queue   *queueDealer
+	comm    mpi.Comm
+	tracker *tracker
+	served  chan error
 }
 
-// Request kinds, the one byte of a tagRequest message.
+// Request kinds, the first byte of a tagRequest message; the 8 bytes that
+// follow are the weight of the units finished since the last request.
 const (
-	requestUnit byte = 0 // send me a unit, or -1 if none is left
-	requestStop byte = 1 // I stop asking (interrupted)
+	requestUnits byte = 0 // send me units; none means none is left
+	requestStop  byte = 1 // I stop asking (interrupted)
 )
+
+// maxChunk bounds the units of one answer: the first units (the most
+// frequent labels) cost the most, and one rank should not take too many.
+const maxChunk = 64
+
+func (c *coordinator) start(t *tracker) {
+	c.tracker = t
+	if c.comm.Size() > 1 {
+		go func() { c.served <- c.serve() }()
+	} else {
+		c.served <- nil
+	}
+}
+
+func (c *coordinator) waited() time.Duration { return 0 }
 
 func (c *coordinator) next() (int, bool, error) { return c.queue.next() }
 
-// serve answers requests until every other rank has received a -1 or said
-// it stops. It waits in a receive from any source, which the watchdog
-// leaves alone: a rank busy with a long unit is not a dead node.
+// serve answers requests until every other rank has received an empty
+// chunk or said it stops. It waits in a receive from any source, which the
+// watchdog leaves alone: a rank busy with a long unit is not a dead node.
 func (c *coordinator) serve() error {
-	for open := c.comm.Size() - 1; open > 0; {
+	size := c.comm.Size()
+	for open := size - 1; open > 0; {
 		msg, from, err := c.comm.Recv(mpi.AnySource, tagRequest)
 		if err != nil {
 			return fmt.Errorf("schedule: %w", err)
 		}
-		if len(msg) != 1 {
+		if len(msg) != 9 {
 			return fmt.Errorf("schedule: malformed request of %d bytes from rank %d", len(msg), from)
 		}
+		c.tracker.add(int(binary.LittleEndian.Uint64(msg[1:])))
 		if msg[0] == requestStop {
 			open--
 			continue
 		}
-		reply := int32(-1)
-		if u, ok, _ := c.queue.next(); ok {
-			reply = int32(u)
-		} else {
+		left := len(c.queue.queue) - int(min(c.queue.taken.Load(), int64(len(c.queue.queue))))
+		units, _ := c.queue.take(max(1, min(maxChunk, left/(2*size))))
+		if len(units) == 0 {
 			open--
 		}
-		if err := c.comm.Send(binary.LittleEndian.AppendUint32(nil, uint32(reply)), from, tagAssign); err != nil {
+		reply := make([]byte, 0, 4*len(units))
+		for _, u := range units {
+			reply = binary.LittleEndian.AppendUint32(reply, uint32(u))
+		}
+		if err := c.comm.Send(reply, from, tagAssign); err != nil {
 			return fmt.Errorf("schedule: %w", err)
 		}
 	}
@@ -210,45 +257,69 @@ func (c *coordinator) close() (bool, error) {
 	return c.queue.close()
 }
 
-// remoteDealer asks rank 0 for units, one request at a time per rank.
+// remoteDealer asks rank 0 for chunks of units, one request at a time per
+// rank, and hands them to the rank's workers.
 type remoteDealer struct {
-	comm mpi.Comm
-	mu   sync.Mutex
-	done bool // rank 0 answered -1 or this rank said it stops
+	comm    mpi.Comm
+	tracker *tracker
+	mu      sync.Mutex
+	chunk   []int         // units received and not yet handed out
+	done    bool          // rank 0 answered with no unit, or this rank said it stops
+	wait    time.Duration // spent waiting for answers
+}
+
+func (d *remoteDealer) start(t *tracker) { d.tracker = t }
+
+func (d *remoteDealer) waited() time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.wait
+}
+
+// request sends rank 0 a request of kind with the progress to report.
+func (d *remoteDealer) request(kind byte) error {
+	msg := binary.LittleEndian.AppendUint64([]byte{kind}, uint64(d.tracker.take()))
+	return d.comm.Send(msg, 0, tagRequest)
 }
 
 func (d *remoteDealer) next() (int, bool, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.done {
+	if len(d.chunk) == 0 && !d.done {
+		start := time.Now()
+		if err := d.request(requestUnits); err != nil {
+			return 0, false, err
+		}
+		msg, _, err := d.comm.Recv(0, tagAssign)
+		d.wait += time.Since(start)
+		if err != nil {
+			return 0, false, err
+		}
+		if len(msg)%4 != 0 {
+			return 0, false, fmt.Errorf("schedule: malformed answer of %d bytes", len(msg))
+		}
+		for ; len(msg) > 0; msg = msg[4:] {
+			d.chunk = append(d.chunk, int(binary.LittleEndian.Uint32(msg)))
+		}
+		d.done = len(d.chunk) == 0
+	}
+	if len(d.chunk) == 0 {
 		return 0, false, nil
 	}
-	if err := d.comm.Send([]byte{requestUnit}, 0, tagRequest); err != nil {
-		return 0, false, err
-	}
-	msg, _, err := d.comm.Recv(0, tagAssign)
-	if err != nil {
-		return 0, false, err
-	}
-	if len(msg) != 4 {
-		return 0, false, fmt.Errorf("schedule: malformed answer of %d bytes", len(msg))
-	}
-	u := int32(binary.LittleEndian.Uint32(msg))
-	if u < 0 {
-		d.done = true
-		return 0, false, nil
-	}
-	return int(u), true, nil
+	u := d.chunk[0]
+	d.chunk = d.chunk[1:]
+	return u, true, nil
 }
 
 // close tells rank 0 that this rank stops asking, if it stopped before
-// being told that no unit is left; that is then what it reports.
+// being told that no unit is left; that is then what it reports, with the
+// units of its last chunk it did not start.
 func (d *remoteDealer) close() (bool, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.done {
+	if d.done && len(d.chunk) == 0 {
 		return false, nil
 	}
 	d.done = true
-	return true, d.comm.Send([]byte{requestStop}, 0, tagRequest)
+	return true, d.request(requestStop)
 }

@@ -77,9 +77,10 @@ type Plan struct {
 	// checkpoint written under another fingerprint is refused.
 	Fingerprint string
 	// OnIdle, if set, is called once this rank has no unit left to compute,
-	// before it waits for the other ranks: the time until then is the
-	// rank's busy time, which shows the load balance.
-	OnIdle func()
+	// before it waits for the other ranks, with the time the rank's workers
+	// waited for units from rank 0 (the dynamic schedule's cost): the time
+	// until then is the rank's busy time, which shows the load balance.
+	OnIdle func(scheduling time.Duration)
 }
 
 // Schedules of Plan.Schedule.
@@ -144,7 +145,8 @@ func (p Plan) Run(ctx context.Context, work WorkFunc) ([]Result, error) {
 	for _, r := range results {
 		resumedWeight += p.weight(r.Unit)
 	}
-	tracker := p.startTracker(resumedWeight)
+	tracker := p.startTracker(resumedWeight, p.Schedule == ScheduleDynamic)
+	d.start(tracker)
 	saves := startSaver(ck, p.CheckpointEvery)
 	var mu sync.Mutex
 	var interrupted atomic.Bool
@@ -179,7 +181,7 @@ func (p Plan) Run(ctx context.Context, work WorkFunc) ([]Result, error) {
 		return nil, runErr
 	}
 	if p.OnIdle != nil {
-		p.OnIdle()
+		p.OnIdle(d.waited())
 	}
 	left, err := d.close()
 	if err == nil {

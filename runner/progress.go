@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -40,11 +41,13 @@ func (p Plan) totalWeight() int {
 	return total
 }
 
-// tracker counts finished units of all ranks on rank 0, by weight: other
-// ranks send a 4-byte message with the weight of each unit they finish and,
-// when they stop, an 8-byte message with the weight of the units they
-// loaded from a checkpoint; a goroutine of rank 0 receives them. The
-// messages are tiny and appear in the comm report under "send"/"recv".
+// tracker counts finished units of all ranks on rank 0, by weight. Other
+// ranks report the weight they finished: under the dynamic schedule with
+// their requests for units; under the static one in a 4-byte message at
+// most every progressInterval; and when they stop, in an 8-byte message
+// with the weight still unreported and that of the units they loaded from
+// a checkpoint. A goroutine of rank 0 receives the messages, which appear
+// in the comm report under "send"/"recv".
 type tracker struct {
 	p        Plan
 	total    int
@@ -52,10 +55,21 @@ type tracker struct {
 	done     int // on rank 0: weight finished by all ranks
 	resumed  int // on other ranks: weight loaded from the checkpoint
 	received chan error
+	// On other ranks: the weight finished and not yet reported, and when
+	// the last progress message left.
+	pending  atomic.Int64
+	lastSent time.Time
+	// piggyback: the dealer's requests carry the progress.
+	piggyback bool
 }
 
-func (p Plan) startTracker(resumed int) *tracker {
-	t := &tracker{p: p}
+// progressInterval is the least time between two progress messages of a
+// rank under the static schedule: a message per unit would be 10^5
+// messages to rank 0 for a model of 10^5 label blocks.
+const progressInterval = 250 * time.Millisecond
+
+func (p Plan) startTracker(resumed int, piggyback bool) *tracker {
+	t := &tracker{p: p, piggyback: piggyback, lastSent: time.Now()}
 	if p.Comm.Rank() != 0 {
 		// Units loaded from a checkpoint are reported in the final message.
 		t.resumed = resumed
@@ -96,8 +110,25 @@ func (t *tracker) unitDone(weight int) error {
 		t.add(weight)
 		return nil
 	}
-	return t.p.Comm.Send(binary.LittleEndian.AppendUint32(nil, uint32(weight)), 0, tagProgress)
+	t.pending.Add(int64(weight))
+	if t.piggyback {
+		return nil
+	}
+	t.mu.Lock()
+	due := time.Since(t.lastSent) >= progressInterval
+	if due {
+		t.lastSent = time.Now()
+	}
+	t.mu.Unlock()
+	if !due {
+		return nil
+	}
+	return t.p.Comm.Send(binary.LittleEndian.AppendUint32(nil, uint32(t.take())), 0, tagProgress)
 }
+
+// take returns the weight finished on this rank and not yet reported, and
+// counts it as reported.
+func (t *tracker) take() int { return int(t.pending.Swap(0)) }
 
 // add records n more finished weight and reports progress on rank 0.
 func (t *tracker) add(n int) {
@@ -123,7 +154,7 @@ func (t *tracker) add(n int) {
 func (t *tracker) finish() error {
 	c := t.p.Comm
 	if c.Rank() != 0 {
-		if err := c.Send(binary.LittleEndian.AppendUint64(nil, uint64(t.resumed)), 0, tagProgress); err != nil {
+		if err := c.Send(binary.LittleEndian.AppendUint64(nil, uint64(t.resumed+t.take())), 0, tagProgress); err != nil {
 			return err
 		}
 		_, _, err := c.Recv(mpi.AnySource, tagAllDone)
