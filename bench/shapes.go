@@ -205,9 +205,12 @@ func RunShapes(ctx context.Context, c ShapesConfig) error {
 
 // ShapeRow is one run of a scale study.
 type ShapeRow struct {
-	Dataset   string  `json:"dataset"`
-	Algorithm string  `json:"algorithm"`
-	Status    string  `json:"status"`
+	Dataset   string `json:"dataset"`
+	Algorithm string `json:"algorithm"`
+	Status    string `json:"status"`
+	// UnitsDone is the work units (trees, blocks of labels) the run
+	// finished, over all ranks: fewer than planned when it was interrupted.
+	UnitsDone int64   `json:"units_done"`
 	N         int     `json:"n_train"`
 	D         int     `json:"d"`
 	L         int     `json:"l"`
@@ -253,6 +256,11 @@ func LoadShapes(dir string) (*ShapesStudy, error) {
 		for _, b := range CommBytes(s.Comm) {
 			r.CommBytes += b
 		}
+		if s.Balance != nil {
+			for _, u := range s.Balance.Units {
+				r.UnitsDone += u
+			}
+		}
 		if rows, ok := testRows(s); ok && rows > 0 {
 			r.TestRows = rows
 			r.PredictUSPerRow = s.PredictS / float64(rows) * 1e6
@@ -295,12 +303,27 @@ func (st *ShapesStudy) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
 	fmt.Fprintf(tw, "| data set\t| N train\t| D\t| L\t| algorithm\t| status\t| train s\t| peak RSS, largest rank\t| bytes communicated\t| model\t| predict µs/row\t| P@1\t|\n")
 	fmt.Fprintf(tw, "| ---\t| ---\t| ---\t| ---\t| ---\t| ---\t| ---\t| ---\t| ---\t| ---\t| ---\t| ---\t|\n")
+	partial := false
 	for _, r := range st.Rows {
-		fmt.Fprintf(tw, "| %s\t| %d\t| %d\t| %d\t| %s\t| %s\t| %.1f\t| %s\t| %s\t| %s\t| %.0f\t| %.2f\t|\n", r.Dataset, r.N, r.D, r.L, r.Algorithm, r.Status,
+		status, p1 := r.Status, fmt.Sprintf("%.2f", r.P1)
+		if r.Status != "ok" {
+			partial = true
+			status = fmt.Sprintf("%s after %d units", r.Status, r.UnitsDone)
+			p1 += " (partial)"
+		}
+		fmt.Fprintf(tw, "| %s\t| %d\t| %d\t| %d\t| %s\t| %s\t| %.1f\t| %s\t| %s\t| %s\t| %.0f\t| %s\t|\n", r.Dataset, r.N, r.D, r.L, r.Algorithm, status,
 			r.TrainS, HumanBytes(float64(slices.Max(append([]int64{0}, r.PeakRSS...)))), HumanBytes(float64(r.CommBytes)),
-			HumanBytes(float64(r.ModelBytes)), r.PredictUSPerRow, r.P1)
+			HumanBytes(float64(r.ModelBytes)), r.PredictUSPerRow, p1)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if partial {
+		_, err := fmt.Fprintln(w, "\nAn interrupted run's model holds only the units it finished within the time limit, and its",
+			"P@1 is that partial model's: labels without a unit score nothing.")
+		return err
+	}
+	return nil
 }
 
 // WriteJSON writes the study as indented JSON.
@@ -315,10 +338,10 @@ func (st *ShapesStudy) WriteJSON(w io.Writer) error {
 
 // WriteCSV writes a line per run.
 func (st *ShapesStudy) WriteCSV(w io.Writer) error {
-	fmt.Fprintln(w, "dataset,n_train,d,l,algorithm,status,train_s,peak_rss_bytes_max,comm_bytes,model_bytes,predict_us_per_row,p_at_1")
+	fmt.Fprintln(w, "dataset,n_train,d,l,algorithm,status,units_done,train_s,peak_rss_bytes_max,comm_bytes,model_bytes,predict_us_per_row,p_at_1")
 	for _, r := range st.Rows {
-		if _, err := fmt.Fprintf(w, "%s,%d,%d,%d,%s,%s,%.3f,%d,%d,%d,%.1f,%.2f\n", r.Dataset, r.N, r.D, r.L, r.Algorithm, r.Status,
-			r.TrainS, slices.Max(append([]int64{0}, r.PeakRSS...)), r.CommBytes, r.ModelBytes, r.PredictUSPerRow, r.P1); err != nil {
+		if _, err := fmt.Fprintf(w, "%s,%d,%d,%d,%s,%s,%d,%.3f,%d,%d,%d,%.1f,%.2f\n", r.Dataset, r.N, r.D, r.L, r.Algorithm, r.Status,
+			r.UnitsDone, r.TrainS, slices.Max(append([]int64{0}, r.PeakRSS...)), r.CommBytes, r.ModelBytes, r.PredictUSPerRow, r.P1); err != nil {
 			return err
 		}
 	}
