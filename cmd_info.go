@@ -26,7 +26,7 @@ func runInfo(args []string) error {
 		for _, line := range strings.Split(strings.TrimRight(j.Topo.String(), "\n"), "\n") {
 			fmt.Fprintf(&b, "    %s\n", line)
 		}
-		parts, err := j.Comm.Gatherv([]byte(b.String()), 0)
+		parts, err := j.Comm.Gatherv([]byte(b.String()), 0, nil)
 		if err != nil || j.ID != 0 {
 			return err
 		}

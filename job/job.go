@@ -250,7 +250,7 @@ func runRank(ctx context.Context, command string, opts Options, raw mpi.Comm, ba
 	}
 	defer r.Pool.Close()
 	host, _ := os.Hostname()
-	hosts, err := r.Comm.Gatherv([]byte(host), 0)
+	hosts, err := r.Comm.Gatherv([]byte(host), 0, nil)
 	if err != nil {
 		return err
 	}

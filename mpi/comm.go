@@ -110,7 +110,12 @@ type Comm interface {
 	// undefined under MPI: use Gatherv.
 	Gather(buf []byte, root int) ([][]byte, error)
 	// Gatherv is Gather for buffers whose lengths differ between ranks.
-	Gatherv(buf []byte, root int) ([][]byte, error)
+	// Root receives the buffers one after another in into when its
+	// capacity holds them all, and in a new buffer otherwise (into may be
+	// nil): a caller gathering in rounds passes the same into every round,
+	// so that its rounds leave no garbage behind, and must be done with one
+	// round's buffers before the next.
+	Gatherv(buf []byte, root int, into []byte) ([][]byte, error)
 	// Send delivers buf to rank dest with tag (tag >= 0). buf may be reused
 	// once Send returns. Under MPI, Send may block until the matching Recv
 	// starts (large messages); in-process it never blocks.

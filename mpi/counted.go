@@ -260,9 +260,9 @@ func (c *Counted) Gather(buf []byte, root int) ([][]byte, error) {
 }
 
 // Gatherv is the wrapped Gatherv, counted and watched.
-func (c *Counted) Gatherv(buf []byte, root int) ([][]byte, error) {
+func (c *Counted) Gatherv(buf []byte, root int, into []byte) ([][]byte, error) {
 	f := c.begin(opGatherv, 0, 0, true)
-	out, err := c.inner.Gatherv(buf, root)
+	out, err := c.inner.Gatherv(buf, root, into)
 	c.endGather(f, err, buf, out, root)
 	return out, err
 }
@@ -309,7 +309,7 @@ func GatherStats(c Comm, s Stats) ([]Stats, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gather stats: encode rank %d: %w", s.Rank, err)
 	}
-	parts, err := c.Gatherv(b, 0)
+	parts, err := c.Gatherv(b, 0, nil)
 	if err != nil {
 		return nil, fmt.Errorf("gather stats: %w", err)
 	}

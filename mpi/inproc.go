@@ -452,16 +452,17 @@ func combine[T float64 | int64](dst, src []T, op Op) {
 }
 
 func (c *inprocComm) Gather(buf []byte, root int) ([][]byte, error) {
-	return c.gather(opGather, buf, root)
+	return c.gather(opGather, buf, root, nil)
 }
 
-func (c *inprocComm) Gatherv(buf []byte, root int) ([][]byte, error) {
-	return c.gather(opGatherv, buf, root)
+func (c *inprocComm) Gatherv(buf []byte, root int, into []byte) ([][]byte, error) {
+	return c.gather(opGatherv, buf, root, into)
 }
 
 // gather has every rank copy its own contribution (in parallel) and root
-// collect the copies, with a single wait.
-func (c *inprocComm) gather(op opKind, buf []byte, root int) ([][]byte, error) {
+// collect the copies, with a single wait; root moves them into into where
+// it holds them all, as the MPI backend receives them there.
+func (c *inprocComm) gather(op opKind, buf []byte, root int, into []byte) ([][]byte, error) {
 	if err := checkRoot(op, root, c.w.size); err != nil {
 		return nil, err
 	}
@@ -485,7 +486,7 @@ func (c *inprocComm) gather(op opKind, buf []byte, root int) ([][]byte, error) {
 	for q, p := range parts {
 		out[q] = p.bytes
 	}
-	return out, nil
+	return packInto(into, out), nil
 }
 
 // mailbox holds the messages sent to one rank, in arrival order.

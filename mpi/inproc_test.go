@@ -57,8 +57,8 @@ func TestLimitRefusesLargeTransfers(t *testing.T) {
 	}{
 		{"send", func(c mpi.Comm) error { return c.Send(big, 0, 1) }},
 		{"bcast", func(c mpi.Comm) error { _, err := c.Bcast(big, 0); return err }},
-		{"gatherv", func(c mpi.Comm) error { _, err := c.Gatherv(big, 0); return err }},
-		{"gatherv total", func(c mpi.Comm) error { _, err := c.Gatherv(big[:limit/2+1], 0); return err }},
+		{"gatherv", func(c mpi.Comm) error { _, err := c.Gatherv(big, 0, nil); return err }},
+		{"gatherv total", func(c mpi.Comm) error { _, err := c.Gatherv(big[:limit/2+1], 0, nil); return err }},
 		{"allreduce", func(c mpi.Comm) error { return c.AllreduceFloat64(make([]float64, limit/8+1), mpi.Sum) }},
 	} {
 		err := mpi.LaunchLimit(2, limit, c.call)

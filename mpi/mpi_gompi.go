@@ -346,7 +346,7 @@ func (m *mpiComm) Gather(buf []byte, root int) ([][]byte, error) {
 // Gatherv calls MPI_Allgather for the lengths, so that every rank can check
 // the limits and skip an empty gather alike, then MPI_Gatherv (see Gather
 // for the choice of MPI's collectives over Send and Recv).
-func (m *mpiComm) Gatherv(buf []byte, root int) ([][]byte, error) {
+func (m *mpiComm) Gatherv(buf []byte, root int, into []byte) ([][]byte, error) {
 	if err := checkRoot(opGatherv, root, m.size); err != nil {
 		return nil, err
 	}
@@ -368,7 +368,11 @@ func (m *mpiComm) Gatherv(buf []byte, root int) ([][]byte, error) {
 		// Large gathers (encoded trees, tens of MiB) land in huge
 		// pages where the system has them: first touching the buffer
 		// is most of a gather's cost when page faults are dear.
-		all = numa.LargeBytes(int(total))
+		if total > 0 && int64(cap(into)) >= total {
+			all = into[:total]
+		} else {
+			all = numa.LargeBytes(int(total))
+		}
 		counts, displs = make([]C.int, m.size), make([]C.int, m.size)
 		off := 0
 		for q, n := range lens {

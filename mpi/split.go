@@ -145,7 +145,7 @@ func (s *splitComm) Gather(buf []byte, root int) ([][]byte, error) {
 	return s.gatherRounds(s.Comm.Gather, buf, len(buf), root)
 }
 
-func (s *splitComm) Gatherv(buf []byte, root int) ([][]byte, error) {
+func (s *splitComm) Gatherv(buf []byte, root int, into []byte) ([][]byte, error) {
 	if err := checkRoot(opGatherv, root, s.Size()); err != nil {
 		return nil, err
 	}
@@ -154,9 +154,17 @@ func (s *splitComm) Gatherv(buf []byte, root int) ([][]byte, error) {
 		return nil, err
 	}
 	if int(longest[0])*s.Size() <= s.limit {
-		return s.Comm.Gatherv(buf, root)
+		return s.Comm.Gatherv(buf, root, into)
 	}
-	return s.gatherRounds(s.Comm.Gatherv, buf, int(longest[0]), root)
+	// A split gather assembles the buffers from its rounds, then moves
+	// them into into: it leaves garbage, but a gather of more than the
+	// message limit is rare.
+	gatherv := func(b []byte, root int) ([][]byte, error) { return s.Comm.Gatherv(b, root, nil) }
+	out, err := s.gatherRounds(gatherv, buf, int(longest[0]), root)
+	if err != nil || s.Rank() != root {
+		return out, err
+	}
+	return packInto(into, out), nil
 }
 
 // gatherRounds gathers buf in rounds with gather, each rank sending the
@@ -220,4 +228,23 @@ func (s *splitComm) Recv(src, tag int) ([]byte, int, error) {
 		whole = append(whole, msg...)
 	}
 	return whole, from, nil
+}
+
+// packInto moves parts one after another into into when its capacity
+// holds them all (and there are any), each with its capacity capped so that appending to one
+// never overwrites the next, and returns them; otherwise it returns parts.
+func packInto(into []byte, parts [][]byte) [][]byte {
+	total := 0
+	for _, p := range parts {
+		total += len(p)
+	}
+	if total == 0 || cap(into) < total {
+		return parts
+	}
+	all := into[:0]
+	for q, p := range parts {
+		all = append(all, p...)
+		parts[q] = all[len(all)-len(p) : len(all) : len(all)]
+	}
+	return parts
 }

@@ -238,7 +238,7 @@ func (a *assembly) writeShards(own []runner.Result, total int) error {
 	if err != nil {
 		return err
 	}
-	refs, err := j.Comm.Gatherv(ref, 0)
+	refs, err := j.Comm.Gatherv(ref, 0, nil)
 	if err != nil || j.ID != 0 {
 		return err
 	}

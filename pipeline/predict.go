@@ -11,6 +11,7 @@ import (
 	"xmc/data"
 	"xmc/job"
 	"xmc/model"
+	"xmc/numa"
 	"xmc/runner"
 )
 
@@ -212,6 +213,7 @@ func predict(j *job.Rank, mode string, part, whole model.Model, x *data.CSR, k i
 		return nil
 	}
 	size := firstBatchRows
+	var recv []byte // rank 0 receives every batch's sums here, grown as needed
 	for lo := 0; lo < x.Rows; {
 		hi := min(lo+size, x.Rows)
 		batch := x.Slice(lo, hi)
@@ -219,7 +221,7 @@ func predict(j *job.Rank, mode string, part, whole model.Model, x *data.CSR, k i
 		if err != nil {
 			return err
 		}
-		parts, err := j.Comm.Gatherv(model.EncodeSums(partial), 0)
+		parts, err := j.Comm.Gatherv(model.EncodeSums(partial), 0, recv)
 		if err != nil {
 			return err
 		}
@@ -235,6 +237,12 @@ func predict(j *job.Rank, mode string, part, whole model.Model, x *data.CSR, k i
 			received := 0
 			for _, p := range parts {
 				received += len(p)
+			}
+			if cap(recv) < received {
+				// The batches after the first are sized to about
+				// predictBatchBytes; a quarter more spares most
+				// regrowths.
+				recv = numa.LargeBytes(received + received/4)[:0]
 			}
 			perRow := max(1, received/(hi-lo))
 			next = binary.LittleEndian.AppendUint64(nil, uint64(min(max(predictBatchBytes/perRow, minBatchRows), maxBatchRows)))

@@ -149,7 +149,7 @@ func (p Plan) claimCheckpoint(ck *checkpoint) ([]int32, error) {
 	for _, u := range found {
 		buf = binary.LittleEndian.AppendUint32(buf, uint32(u))
 	}
-	lists, err := c.Gatherv(buf, 0)
+	lists, err := c.Gatherv(buf, 0, nil)
 	if err != nil {
 		return nil, err
 	}

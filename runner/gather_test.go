@@ -17,9 +17,9 @@ type sizeRecorder struct {
 	largest int
 }
 
-func (c *sizeRecorder) Gatherv(buf []byte, root int) ([][]byte, error) {
+func (c *sizeRecorder) Gatherv(buf []byte, root int, into []byte) ([][]byte, error) {
 	c.largest = max(c.largest, len(buf))
-	return c.Comm.Gatherv(buf, root)
+	return c.Comm.Gatherv(buf, root, into)
 }
 
 // TestGatherBatches gathers results of uneven sizes (none on some ranks,
@@ -95,26 +95,32 @@ func TestGatherBadUnitOnRoot(t *testing.T) {
 	}
 }
 
-// rootRecorder records the largest round root receives in a Gatherv.
+// rootRecorder records the largest round root receives in a Gatherv, and
+// the rounds after the first (Stream's lists of units) that did not fit in
+// the buffer root offered to receive them.
 type rootRecorder struct {
 	mpi.Comm
-	largest int
+	calls, largest, unfit int
 }
 
-func (c *rootRecorder) Gatherv(buf []byte, root int) ([][]byte, error) {
-	parts, err := c.Comm.Gatherv(buf, root)
+func (c *rootRecorder) Gatherv(buf []byte, root int, into []byte) ([][]byte, error) {
+	parts, err := c.Comm.Gatherv(buf, root, into)
 	total := 0
 	for _, p := range parts {
 		total += len(p)
 	}
 	c.largest = max(c.largest, total)
+	if c.calls++; c.calls > 1 && c.Rank() == root && total > 0 && cap(into) < total {
+		c.unfit++
+	}
 	return parts, err
 }
 
 // TestStream streams results of uneven sizes, dealt statically or
 // unevenly, through budgets smaller and larger than a result, to every
-// root: root must write every unit once, in id order, and never receive
-// much more than the budget in a round.
+// root: root must write every unit once, in id order, never receive much
+// more than the budget in a round, and receive every round into the one
+// buffer it allocated (the lists of units announced first aside).
 func TestStream(t *testing.T) {
 	size := func(u int) int { return 1 + (u*37)%90 }
 	for _, c := range []struct {
@@ -131,7 +137,7 @@ func TestStream(t *testing.T) {
 	} {
 		for root := range c.ranks {
 			var got []int
-			var largest int
+			var largest, unfit int
 			err := mpi.Launch(c.ranks, func(comm mpi.Comm) error {
 				rec := &rootRecorder{Comm: comm}
 				var own []Result
@@ -148,7 +154,7 @@ func TestStream(t *testing.T) {
 					return nil
 				})
 				if comm.Rank() == root {
-					largest = rec.largest
+					largest, unfit = rec.largest, rec.unfit
 				}
 				return err
 			})
@@ -162,6 +168,9 @@ func TestStream(t *testing.T) {
 			// bytes of framing per result.
 			if limit := max(c.budget, 90) + 12*c.units; largest > limit {
 				t.Errorf("%s, root %d: a round brought %d bytes, budget %d", c.name, root, largest, c.budget)
+			}
+			if unfit > 0 {
+				t.Errorf("%s, root %d: %d rounds did not fit the receive buffer", c.name, root, unfit)
 			}
 		}
 	}

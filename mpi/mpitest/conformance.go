@@ -114,7 +114,7 @@ func (s *suite) argumentErrors() error {
 		{"reduce op 7", func() error { return s.c.ReduceInt64([]int64{1}, mpi.Op(7), 0) }},
 		{"allreduce op -1", func() error { return s.c.AllreduceFloat64([]float64{1}, mpi.Op(-1)) }},
 		{"gather root -2", func() error { _, err := s.c.Gather(nil, -2); return err }},
-		{"gatherv root size", func() error { _, err := s.c.Gatherv(nil, s.size); return err }},
+		{"gatherv root size", func() error { _, err := s.c.Gatherv(nil, s.size, nil); return err }},
 		{"send to size", func() error { return s.c.Send([]byte{1}, s.size, 0) }},
 		{"send to -1", func() error { return s.c.Send([]byte{1}, -1, 0) }},
 		{"send tag -1", func() error { return s.c.Send([]byte{1}, 0, -1) }},
@@ -308,7 +308,7 @@ func (s *suite) gather() error {
 			for q := range lens {
 				lens[q] = n
 			}
-			if err := s.gatherOne(false, lens, root, k); err != nil {
+			if err := s.gatherOne(false, lens, root, k, nil); err != nil {
 				return fmt.Errorf("%d bytes to root %d: %w", n, root, err)
 			}
 		}
@@ -331,19 +331,29 @@ func (s *suite) gatherv() error {
 			if k == 2 && root != 0 {
 				continue // one root for the large case
 			}
-			if err := s.gatherOne(true, lens, root, 50+k); err != nil {
-				return fmt.Errorf("lengths %v to root %d: %w", lens, root, err)
+			// Root receives into nothing, into a buffer one byte
+			// short, and into one large enough.
+			total := 0
+			for _, n := range lens {
+				total += n
+			}
+			for _, into := range [][]byte{nil, make([]byte, 0, max(total-1, 0)), make([]byte, 3, total+7)} {
+				if err := s.gatherOne(true, lens, root, 50+k, into); err != nil {
+					return fmt.Errorf("lengths %v to root %d, into of capacity %d: %w", lens, root, cap(into), err)
+				}
 			}
 		}
 	}
 	return nil
 }
 
-// gatherOne gathers pattern(lens[q], seed+q) from every rank q.
-func (s *suite) gatherOne(variable bool, lens []int, root, seed int) error {
+// gatherOne gathers pattern(lens[q], seed+q) from every rank q, by Gatherv
+// into into where variable; where into holds them all, the buffers must lie
+// in it.
+func (s *suite) gatherOne(variable bool, lens []int, root, seed int, into []byte) error {
 	gather := s.c.Gather
 	if variable {
-		gather = s.c.Gatherv
+		gather = func(buf []byte, root int) ([][]byte, error) { return s.c.Gatherv(buf, root, into) }
 	}
 	buf := pattern(lens[s.rank], seed+s.rank)
 	got, err := gather(buf, root)
@@ -367,6 +377,20 @@ func (s *suite) gatherOne(variable bool, lens []int, root, seed int) error {
 		}
 		if b == nil {
 			return fmt.Errorf("buffer of rank %d is nil, want an empty buffer", q)
+		}
+	}
+	total := 0
+	for _, n := range lens {
+		total += n
+	}
+	if variable && cap(into) >= total && total > 0 {
+		whole := into[:total]
+		off := 0
+		for q, b := range got {
+			if len(b) > 0 && &b[0] != &whole[off] {
+				return fmt.Errorf("buffer of rank %d is not at offset %d of into (capacity %d)", q, off, cap(into))
+			}
+			off += len(b)
 		}
 	}
 	// Appending to one rank's buffer must not overwrite the next one's.

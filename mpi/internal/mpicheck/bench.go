@@ -53,7 +53,7 @@ func bench(c mpi.Comm, iters int) error {
 		}{
 			{"allreduce", func() error { return c.AllreduceFloat64(data, mpi.Sum) }},
 			{"gather/MPI_Gather", func() error { _, err := c.Gather(buf, 0); return err }},
-			{"gatherv/MPI_Gatherv", func() error { _, err := c.Gatherv(buf, 0); return err }},
+			{"gatherv/MPI_Gatherv", func() error { _, err := c.Gatherv(buf, 0, nil); return err }},
 			{"gatherv/send-recv", func() error { _, err := gatherP2P(c, buf, 0); return err }},
 		}
 		times := make([][]float64, len(cases))
