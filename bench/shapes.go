@@ -398,7 +398,11 @@ func (st *ShapesStudy) Plot(dir string) ([]string, error) {
 			p.Add(l, s)
 			p.Legend.Add(a, l, s)
 		}
-		p.Legend.Top, p.Legend.Left = true, true
+		// At least a decade on the y axis (autoscaled to the data, a
+		// curve that grows by 5% climbed the whole height), some room
+		// above, and the legend below the curves.
+		p.Y.Min, p.Y.Max = min(p.Y.Min, p.Y.Max/10), p.Y.Max*1.3
+		p.Legend.Top, p.Legend.Left = false, false
 		paths, err := savePlot(p, filepath.Join(dir, c.name))
 		written = append(written, paths...)
 		if err != nil {
