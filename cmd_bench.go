@@ -265,21 +265,7 @@ func runBenchAccuracy(args []string) error {
 	for _, sk := range a.Skipped {
 		fmt.Fprintf(os.Stderr, "left out %s\n", sk)
 	}
-	if err := a.WriteTable(os.Stdout); err != nil {
-		return err
-	}
-	written, err := writeFiles(out, map[string]func(io.Writer) error{
-		"accuracy.md": a.WriteTable, "accuracy.json": a.WriteJSON, "accuracy.csv": a.WriteCSV,
-	})
-	if err != nil {
-		return err
-	}
-	plots, err := a.Plot(out)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(os.Stderr, "wrote %s\n", strings.Join(append(written, plots...), ", "))
-	return nil
+	return writeStudy(a, "accuracy", out)
 }
 
 func runBenchShapes(args []string) error {
@@ -350,21 +336,7 @@ func runBenchShapes(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := st.WriteTable(os.Stdout); err != nil {
-		return err
-	}
-	written, err := writeFiles(out, map[string]func(io.Writer) error{
-		"shapes.md": st.WriteTable, "shapes.json": st.WriteJSON, "shapes.csv": st.WriteCSV,
-	})
-	if err != nil {
-		return err
-	}
-	plots, err := st.Plot(out)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(os.Stderr, "wrote %s\n", strings.Join(append(written, plots...), ", "))
-	return nil
+	return writeStudy(st, "shapes", out)
 }
 
 // treesArgs returns --trees trees for an algorithm that has that flag (a
@@ -428,8 +400,9 @@ func runBenchReport(args []string) error {
 	return writeScaling(s, out)
 }
 
-// study is the result of a scaling study or a comparison, which xmc bench
-// reports alike: a table on stdout, JSON and CSV files, and plots.
+// study is the result of a benchmark (a scaling study, a comparison, an
+// accuracy or a scale study), which xmc bench reports alike: a table on
+// stdout and in markdown, JSON and CSV files, and plots.
 type study interface {
 	WriteTable(io.Writer) error
 	WriteJSON(io.Writer) error
@@ -437,14 +410,14 @@ type study interface {
 	Plot(dir string) ([]string, error)
 }
 
-// writeStudy prints the study's table and writes name.json, name.csv and
-// its plots into dir.
+// writeStudy prints the study's table and writes it into dir as name.md,
+// name.json and name.csv, with its plots.
 func writeStudy(s study, name, dir string) error {
 	if err := s.WriteTable(os.Stdout); err != nil {
 		return err
 	}
 	written, err := writeFiles(dir, map[string]func(io.Writer) error{
-		name + ".json": s.WriteJSON, name + ".csv": s.WriteCSV,
+		name + ".md": s.WriteTable, name + ".json": s.WriteJSON, name + ".csv": s.WriteCSV,
 	})
 	if err != nil {
 		return err

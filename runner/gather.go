@@ -170,33 +170,32 @@ func Stream(c mpi.Comm, own []Result, root, budget int, write func(unit int, dat
 	// first-touch page faults. Root likewise receives every round into one
 	// buffer: a fresh one per round left the rounds' garbage to the
 	// collector, 140 MiB more at rank 0's peak on the Amazon-670K shape.
+	// largest returns the most bytes a round carries of n results in unit
+	// order, result i being of unit unitOf(i) and framed in bytesOf(i).
+	largest := func(n int, unitOf, bytesOf func(i int) int) int {
+		most, k, size := 0, 0, 0
+		for i := range n {
+			for k+1 < rounds {
+				if _, hi := bounds(k); unitOf(i) < hi {
+					break
+				}
+				most, k, size = max(most, size), k+1, 0
+			}
+			size += bytesOf(i)
+		}
+		return max(most, size)
+	}
 	var buf, recv []byte
 	if c.Rank() == root {
-		largest, k, size := 0, 0, 0
-		for _, e := range entries {
-			for k+1 < rounds {
-				if _, hi := bounds(k); e.unit < hi {
-					break
-				}
-				largest, k, size = max(largest, size), k+1, 0
+		recv = numa.LargeBytes(largest(len(entries), func(i int) int { return entries[i].unit }, func(i int) int {
+			if entries[i].owner == root {
+				return 0 // root's own results are not received
 			}
-			if e.owner != root {
-				size += 12 + e.size
-			}
-		}
-		recv = numa.LargeBytes(max(largest, size))[:0]
+			return 12 + entries[i].size
+		}))[:0]
 	} else {
-		largest, k, size := 0, 0, 0
-		for _, r := range own {
-			for k+1 < rounds {
-				if _, hi := bounds(k); r.Unit < hi {
-					break
-				}
-				largest, k, size = max(largest, size), k+1, 0
-			}
-			size += 12 + len(r.Data)
-		}
-		buf = numa.LargeBytes(max(largest, size))[:0]
+		buf = numa.LargeBytes(largest(len(own), func(i int) int { return own[i].Unit },
+			func(i int) int { return 12 + len(own[i].Data) }))[:0]
 	}
 	mine := make(map[int][]byte, len(own)) // root's own results by unit
 	next := 0                              // the next entry root writes
