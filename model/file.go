@@ -410,8 +410,7 @@ func ReadSections(path string, keep func(name string) bool) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read model: %w", err)
 	}
-	r := &windowReader{f: fh, size: st.Size()}
-	f, err := decodeSelected(r, keep)
+	f, err := decode(&windowReader{f: fh, len: st.Size()}, keep)
 	if err != nil {
 		return nil, fmt.Errorf("read model %s: %w", path, err)
 	}
@@ -419,36 +418,61 @@ func ReadSections(path string, keep func(name string) bool) (*File, error) {
 	return f, nil
 }
 
+// source is where a model file's bytes are decoded from: the whole file in
+// memory (ReadFile) or an open file read piece by piece (ReadSections).
+type source interface {
+	// size returns the file's length.
+	size() int64
+	// peek returns n bytes at off, or io.ErrUnexpectedEOF past the end;
+	// they may be overwritten by the next call.
+	peek(off int64, n int) ([]byte, error)
+	// payload returns n bytes at off, which the caller keeps.
+	payload(off int64, n int) ([]byte, error)
+}
+
+// memSource is a file held whole in memory; what it returns aliases it.
+type memSource []byte
+
+func (m memSource) size() int64 { return int64(len(m)) }
+
+func (m memSource) peek(off int64, n int) ([]byte, error) {
+	if off < 0 || int64(n) > int64(len(m))-off {
+		return nil, io.ErrUnexpectedEOF
+	}
+	return m[off : off+int64(n) : off+int64(n)], nil
+}
+
+func (m memSource) payload(off int64, n int) ([]byte, error) { return m.peek(off, n) }
+
 // windowReader reads small pieces of a file at increasing offsets through
 // a window it refills with one ReadAt, and large pieces directly, so that
 // walking a section table costs a system call per window, not per field.
 type windowReader struct {
 	f          *os.File
-	size       int64
+	len        int64
 	buf        []byte
 	start, end int64 // the file bytes buf holds
 }
 
-// read returns n bytes at off, or io.ErrUnexpectedEOF past the end. The
-// result aliases the window unless n exceeds it; copy what must outlive the
-// next read.
-func (r *windowReader) read(off int64, n int) ([]byte, error) {
-	if off < 0 || int64(n) > r.size-off {
+// window is the bytes windowReader reads at once.
+const window = 64 << 10
+
+func (r *windowReader) size() int64 { return r.len }
+
+func (r *windowReader) peek(off int64, n int) ([]byte, error) {
+	if off < 0 || int64(n) > r.len-off {
 		return nil, io.ErrUnexpectedEOF
 	}
 	if off >= r.start && off+int64(n) <= r.end {
 		return r.buf[off-r.start : off-r.start+int64(n)], nil
 	}
-	const window = 64 << 10
 	if n > window {
-		b := make([]byte, n)
-		_, err := r.f.ReadAt(b, off)
-		return b, err
+		return r.payload(off, n)
 	}
 	if r.buf == nil {
 		r.buf = make([]byte, window)
 	}
-	m, err := r.f.ReadAt(r.buf[:min(window, r.size-off)], off)
+	m, err := r.f.ReadAt(r.buf[:min(window, r.len-off)], off)
 	if m < n {
 		return nil, err
 	}
@@ -456,115 +480,53 @@ func (r *windowReader) read(off int64, n int) ([]byte, error) {
 	return r.buf[:n], nil
 }
 
-// decodeSelected is decodeContainer over r, keeping the sections keep
-// accepts and skipping the others' payloads.
-func decodeSelected(r *windowReader, keep func(name string) bool) (*File, error) {
-	le := binary.LittleEndian
-	b, err := r.read(0, len(Magic)+4)
-	if err != nil {
-		return nil, ErrNotModel
+// payload reads a large piece straight into its own memory, and copies a
+// small one out of the window.
+func (r *windowReader) payload(off int64, n int) ([]byte, error) {
+	if n <= window {
+		b, err := r.peek(off, n)
+		return bytes.Clone(b), err
 	}
-	if string(b[:len(Magic)]) != Magic {
-		return nil, ErrNotModel
+	if off < 0 || int64(n) > r.len-off {
+		return nil, io.ErrUnexpectedEOF
 	}
-	switch v := le.Uint32(b[len(Magic):]); {
-	case v > FormatVersion:
-		return nil, fmt.Errorf("%w: model format version %d is newer than this xmc supports (%d): upgrade xmc", ErrVersion, v, FormatVersion)
-	case v == 0:
-		return nil, fmt.Errorf("%w: format version 0", ErrCorrupt)
+	b := make([]byte, n)
+	if _, err := r.f.ReadAt(b, off); err != nil {
+		return nil, err
 	}
-	pos := int64(len(Magic) + 4)
-	f := &File{index: map[string]int{}}
-	seen := map[string]bool{}
-	count := 0
-	for {
-		b, err := r.read(pos, 2)
-		if err != nil {
-			return nil, fmt.Errorf("%w: file ends after %d sections, end marker missing", ErrTruncated, count)
-		}
-		n := int(le.Uint16(b))
-		pos += 2
-		if n == 0 {
-			break
-		}
-		if b, err = r.read(pos, n+12); err != nil {
-			return nil, fmt.Errorf("%w: file ends inside the table entry of section %d", ErrTruncated, count)
-		}
-		name := string(b[:n])
-		size, sum := le.Uint64(b[n:]), le.Uint32(b[n+8:])
-		pos += int64(n + 12)
-		if err := checkSectionName(name); err != nil {
-			return nil, fmt.Errorf("%w: section %d: %v", ErrCorrupt, count, err)
-		}
-		if size > uint64(r.size-pos) {
-			return nil, fmt.Errorf("%w: section %q: expected %d bytes, got %d", ErrTruncated, name, size, r.size-pos)
-		}
-		if seen[name] || (count > 0 && name == HeaderSection) {
-			return nil, fmt.Errorf("%w: duplicate section %q", ErrCorrupt, name)
-		}
-		seen[name] = true
-		switch {
-		case count == 0 && name != HeaderSection:
-			return nil, fmt.Errorf("%w: first section is %q, expected %q", ErrCorrupt, name, HeaderSection)
-		case count == 0 || keep(name):
-			data, err := r.read(pos, int(size))
-			if err != nil {
-				return nil, fmt.Errorf("%w: section %q: %v", ErrTruncated, name, err)
-			}
-			data = append([]byte(nil), data...) // its own memory, not the window's
-			if got := crc32.Checksum(data, crcTable()); got != sum {
-				return nil, fmt.Errorf("%w in section %q: stored %08x, computed %08x", ErrChecksum, name, sum, got)
-			}
-			if count == 0 {
-				if err := json.Unmarshal(data, &f.Header); err != nil {
-					return nil, fmt.Errorf("%w: header section: %v", ErrCorrupt, err)
-				}
-			} else {
-				f.index[name] = len(f.Sections)
-				f.Sections = append(f.Sections, Section{Name: name, Data: data})
-			}
-		}
-		pos += int64(size)
-		count++
-	}
-	b, err = r.read(pos, 8)
-	if err != nil {
-		return nil, fmt.Errorf("%w: file ends inside the end marker", ErrTruncated)
-	}
-	if stored := le.Uint32(b); stored != uint32(count) {
-		return nil, fmt.Errorf("%w: end marker records %d sections, file has %d", ErrCorrupt, stored, count)
-	}
-	if pos+8 != r.size {
-		return nil, fmt.Errorf("%w: %d bytes after the end marker", ErrCorrupt, r.size-pos-8)
-	}
-	if count == 0 {
-		return nil, fmt.Errorf("%w: no header section", ErrCorrupt)
-	}
-	if h := f.Header; h.Algorithm == "" || h.D < 0 || h.L < 0 {
-		return nil, fmt.Errorf("%w: header: algorithm %q, D=%d, L=%d", ErrCorrupt, h.Algorithm, h.D, h.L)
-	}
-	return f, nil
+	return b, nil
 }
 
-// decodeContainer parses a whole model file held in b. Every length is checked
-// against the bytes left before use, so garbage input yields an error, never
-// a panic or a huge allocation.
-func decodeContainer(b []byte) (*File, error) {
+// decodeContainer parses a whole model file held in b, verifying every
+// checksum. Every length is checked against the bytes left before use, so
+// garbage input yields an error, never a panic or a huge allocation.
+func decodeContainer(b []byte) (*File, error) { return decode(memSource(b), nil) }
+
+// decode parses the model file in src. With keep nil it reads and verifies
+// every section and the final checksum, which covers every byte; otherwise
+// it reads and verifies only the header and the sections keep accepts,
+// skipping the others' payloads, and not the final checksum, which would
+// mean reading them. The section table's structure and the end marker are
+// checked either way.
+func decode(src source, keep func(name string) bool) (*File, error) {
 	le := binary.LittleEndian
-	if len(b) < len(Magic) {
-		if bytes.HasPrefix([]byte(Magic), b) {
-			return nil, fmt.Errorf("%w: %d bytes, shorter than the magic", ErrTruncated, len(b))
+	size := src.size()
+	if size < int64(len(Magic)) {
+		head, _ := src.peek(0, int(size))
+		if bytes.HasPrefix([]byte(Magic), head) {
+			return nil, fmt.Errorf("%w: %d bytes, shorter than the magic", ErrTruncated, size)
 		}
 		return nil, ErrNotModel
 	}
-	if string(b[:len(Magic)]) != Magic {
+	if b, err := src.peek(0, len(Magic)); err != nil || string(b) != Magic {
 		return nil, ErrNotModel
 	}
-	pos := len(Magic)
-	if len(b)-pos < 4 {
+	pos := int64(len(Magic))
+	b, err := src.peek(pos, 4)
+	if err != nil {
 		return nil, fmt.Errorf("%w: file ends inside the format version", ErrTruncated)
 	}
-	switch v := le.Uint32(b[pos:]); {
+	switch v := le.Uint32(b); {
 	case v > FormatVersion:
 		return nil, fmt.Errorf("%w: model format version %d is newer than this xmc supports (%d): upgrade xmc", ErrVersion, v, FormatVersion)
 	case v == 0:
@@ -573,6 +535,7 @@ func decodeContainer(b []byte) (*File, error) {
 	pos += 4
 
 	f := &File{index: map[string]int{}}
+	seen := map[string]bool{}
 	count, last := 0, "" // sections read, and the last one's name
 	// after names the place of a truncation for error messages.
 	after := func() string {
@@ -582,72 +545,86 @@ func decodeContainer(b []byte) (*File, error) {
 		return fmt.Sprintf("after section %q", last)
 	}
 	for {
-		if len(b)-pos < 2 {
+		b, err := src.peek(pos, 2)
+		if err != nil {
 			return nil, fmt.Errorf("%w: file ends %s, end marker missing", ErrTruncated, after())
 		}
-		n := int(le.Uint16(b[pos:]))
+		n := int(le.Uint16(b))
 		pos += 2
 		if n == 0 {
 			break
 		}
-		if len(b)-pos < n {
+		if b, err = src.peek(pos, n); err != nil {
 			return nil, fmt.Errorf("%w: file ends inside a section name %s", ErrTruncated, after())
 		}
-		name := string(b[pos : pos+n])
-		pos += n
+		name := string(b)
+		pos += int64(n)
 		if err := checkSectionName(name); err != nil {
 			return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, after(), err)
 		}
-		if len(b)-pos < 12 {
+		if b, err = src.peek(pos, 12); err != nil {
 			return nil, fmt.Errorf("%w: file ends inside the length of section %q", ErrTruncated, name)
 		}
-		size := le.Uint64(b[pos:])
-		sum := le.Uint32(b[pos+8:])
+		length, sum := le.Uint64(b), le.Uint32(b[8:])
 		pos += 12
-		if left := uint64(len(b) - pos); size > left {
-			return nil, fmt.Errorf("%w: section %q: expected %d bytes, got %d", ErrTruncated, name, size, left)
+		if left := uint64(size - pos); length > left {
+			return nil, fmt.Errorf("%w: section %q: expected %d bytes, got %d", ErrTruncated, name, length, left)
 		}
-		data := b[pos : pos+int(size) : pos+int(size)]
-		pos += int(size)
-		if got := crc32.Checksum(data, crcTable()); got != sum {
-			return nil, fmt.Errorf("%w in section %q: stored %08x, computed %08x", ErrChecksum, name, sum, got)
-		}
-		if _, dup := f.index[name]; dup || (count > 0 && name == HeaderSection) {
+		if count == 0 || keep == nil || keep(name) {
+			data, err := src.payload(pos, int(length))
+			if err != nil {
+				return nil, fmt.Errorf("%w: section %q: %v", ErrTruncated, name, err)
+			}
+			if got := crc32.Checksum(data, crcTable()); got != sum {
+				return nil, fmt.Errorf("%w in section %q: stored %08x, computed %08x", ErrChecksum, name, sum, got)
+			}
+			if seen[name] || (count > 0 && name == HeaderSection) {
+				return nil, fmt.Errorf("%w: duplicate section %q", ErrCorrupt, name)
+			}
+			if count == 0 {
+				if name != HeaderSection {
+					return nil, fmt.Errorf("%w: first section is %q, expected %q", ErrCorrupt, name, HeaderSection)
+				}
+				if err := json.Unmarshal(data, &f.Header); err != nil {
+					return nil, fmt.Errorf("%w: header section: %v", ErrCorrupt, err)
+				}
+			} else {
+				f.index[name] = len(f.Sections)
+				f.Sections = append(f.Sections, Section{Name: name, Data: data})
+			}
+		} else if seen[name] || name == HeaderSection {
 			return nil, fmt.Errorf("%w: duplicate section %q", ErrCorrupt, name)
 		}
-		if count == 0 {
-			if name != HeaderSection {
-				return nil, fmt.Errorf("%w: first section is %q, expected %q", ErrCorrupt, name, HeaderSection)
-			}
-			if err := json.Unmarshal(data, &f.Header); err != nil {
-				return nil, fmt.Errorf("%w: header section: %v", ErrCorrupt, err)
-			}
-		} else {
-			f.index[name] = len(f.Sections)
-			f.Sections = append(f.Sections, Section{Name: name, Data: data})
-		}
+		seen[name] = true
+		pos += int64(length)
 		count++
 		last = name
 	}
-	if len(b)-pos < 8 {
+	b, err = src.peek(pos, 8)
+	if err != nil {
 		return nil, fmt.Errorf("%w: file ends inside the end marker", ErrTruncated)
 	}
-	if stored := le.Uint32(b[pos:]); stored != uint32(count) {
+	stored, sum := le.Uint32(b), le.Uint32(b[4:]) // b may not outlive the next read
+	if stored != uint32(count) {
 		return nil, fmt.Errorf("%w: end marker records %d sections, file has %d", ErrCorrupt, stored, count)
 	}
-	pos += 4
-	if got, sum := crc32.Checksum(b[:pos], crcTable()), le.Uint32(b[pos:]); got != sum {
-		return nil, fmt.Errorf("%w in section table (names and lengths): stored %08x, computed %08x", ErrChecksum, sum, got)
+	if keep == nil {
+		whole, err := src.payload(0, int(pos+4))
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrTruncated, err)
+		}
+		if got := crc32.Checksum(whole, crcTable()); got != sum {
+			return nil, fmt.Errorf("%w in section table (names and lengths): stored %08x, computed %08x", ErrChecksum, sum, got)
+		}
 	}
-	pos += 4
-	if pos != len(b) {
-		return nil, fmt.Errorf("%w: %d bytes after the end marker", ErrCorrupt, len(b)-pos)
+	pos += 8
+	if pos != size {
+		return nil, fmt.Errorf("%w: %d bytes after the end marker", ErrCorrupt, size-pos)
 	}
 	if count == 0 {
 		return nil, fmt.Errorf("%w: no header section", ErrCorrupt)
 	}
-	h := f.Header
-	if h.Algorithm == "" || h.D < 0 || h.L < 0 {
+	if h := f.Header; h.Algorithm == "" || h.D < 0 || h.L < 0 {
 		return nil, fmt.Errorf("%w: header: algorithm %q, D=%d, L=%d", ErrCorrupt, h.Algorithm, h.D, h.L)
 	}
 	return f, nil

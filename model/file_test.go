@@ -552,8 +552,10 @@ func TestManifest(t *testing.T) {
 	})
 }
 
-// FuzzReadModel checks that no input panics the decoder, and that whatever
-// decodes re-encodes to a file that decodes to the same model.
+// FuzzReadModel checks that no input panics the decoder, that whatever
+// decodes re-encodes to a file that decodes to the same model, and that
+// reading it from disk section by section (ReadSections, keeping every
+// section) gives the same model.
 func FuzzReadModel(f *testing.F) {
 	good := encodeModel(f, testHeader(), testSections())
 	f.Add(good)
@@ -572,6 +574,18 @@ func FuzzReadModel(f *testing.F) {
 		}
 		if !reflect.DeepEqual(again, m) {
 			t.Fatalf("re-encoded model differs: %+v vs %+v", again, m)
+		}
+		path := filepath.Join(t.TempDir(), "m.xmc")
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		read, err := ReadSections(path, func(string) bool { return true })
+		if err != nil {
+			t.Fatalf("ReadSections refuses what decodes whole: %v", err)
+		}
+		read.Path = ""
+		if !reflect.DeepEqual(read, m) {
+			t.Fatalf("ReadSections differs: %+v vs %+v", read, m)
 		}
 	})
 }
