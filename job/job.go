@@ -102,9 +102,7 @@ type Rank struct {
 func (r *Rank) Phase(name string, fn func() error) error {
 	start := time.Now()
 	err := fn()
-	r.mu.Lock()
-	r.phases[name] += time.Since(start).Seconds()
-	r.mu.Unlock()
+	r.AddPhase(name, time.Since(start))
 	return err
 }
 

@@ -211,14 +211,13 @@ func (a *assembly) writeShards(own []runner.Result, total int) error {
 	j := a.j
 	path := fmt.Sprintf("%s.rank-%04d-of-%04d", a.path, j.ID, j.Size)
 	sh := a.header
-	units := make([][]byte, a.units)
-	held := make([]int64, 0, len(own))
-	for _, r := range own {
-		units[r.Unit] = r.Data
-		held = append(held, int64(r.Unit))
-	}
+	units := a.held(own)
 	if a.listUnits {
 		// Units went to whichever rank asked: list them.
+		held := make([]int64, len(own))
+		for i, r := range own {
+			held[i] = int64(r.Unit)
+		}
 		sh.Shard = &model.ShardInfo{Rank: j.ID, Ranks: j.Size, Axis: a.kind.Axis(), Lo: 0, Hi: int64(a.units), Units: held}
 	} else {
 		sh.Shard = runner.StaticShard(j.ID, j.Size, a.units, a.kind.Axis())

@@ -262,14 +262,11 @@ func (t *training) runUnits() ([]runner.Result, bool, error) {
 		Checkpoint: c.Checkpoint, CheckpointEvery: c.CheckpointEvery, Fingerprint: t.fingerprint,
 		OnIdle: func(wait time.Duration) { busy, scheduling = time.Since(trainStart), wait }, Weight: w.Weight,
 	}
-	what, total := t.kind.Unit()+"s", w.Units
+	what := t.kind.Unit() + "s"
 	if w.Weight != nil {
-		what, total = t.kind.Axis(), 0
-		for u := range w.Units {
-			total += w.Weight(u)
-		}
+		what = t.kind.Axis()
 	}
-	plan.Progress = t.progress(what, total)
+	plan.Progress = t.progress(what, plan.TotalWeight())
 	own, runErr := t.trainPhase(func() ([]runner.Result, error) { return plan.Run(j.Ctx, w.Unit) })
 	if runErr != nil && !errors.Is(runErr, runner.ErrInterrupted) {
 		return nil, false, runErr

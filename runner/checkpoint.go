@@ -76,22 +76,32 @@ func openCheckpoint(dir, fingerprint string, rank int) (*checkpoint, error) {
 	case err != nil:
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
-	c := &checkpoint{dir: dir, rank: rank, found: map[int]unitRecord{}}
-	files, err := filepath.Glob(filepath.Join(dir, "units-rank-*.ckpt"))
+	c := &checkpoint{dir: dir, rank: rank}
+	if err := c.scanAll(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// scanAll records the units of every rank's file in the directory, and the
+// valid length of this rank's.
+func (c *checkpoint) scanAll() error {
+	c.found = map[int]unitRecord{}
+	files, err := filepath.Glob(filepath.Join(c.dir, "units-rank-*.ckpt"))
 	if err != nil {
-		return nil, fmt.Errorf("checkpoint: %w", err)
+		return fmt.Errorf("checkpoint: %w", err)
 	}
 	slices.Sort(files)
 	for _, f := range files {
 		valid, err := c.scan(f)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if f == c.path() {
 			c.own = valid
 		}
 	}
-	return c, nil
+	return nil
 }
 
 // path is this rank's file.
@@ -107,6 +117,10 @@ func (c *checkpoint) scan(file string) (int64, error) {
 		return 0, fmt.Errorf("checkpoint: %w", err)
 	}
 	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("checkpoint: %w", err)
+	}
 	r := bufio.NewReaderSize(f, 64<<10)
 	var off int64
 	head := make([]byte, recordHeader)
@@ -120,8 +134,8 @@ func (c *checkpoint) scan(file string) (int64, error) {
 			return off, nil
 		}
 		u, n, sum := int(le.Uint32(head[4:])), le.Uint64(head[8:]), le.Uint32(head[16:])
-		if n > 1<<40 {
-			return off, nil
+		if n > uint64(st.Size()-off-recordHeader) {
+			return off, nil // a record cut short, or a damaged length
 		}
 		payload = slices.Grow(payload[:0], int(n))[:n]
 		if _, err := io.ReadFull(r, payload); err != nil || crc32.Checksum(payload, crcTable) != sum {
@@ -162,22 +176,16 @@ func (c *checkpoint) load(u int) ([]byte, bool, error) {
 // CheckpointUnits returns the units saved whole in the checkpoint
 // directory dir, in increasing order: what a rerun resumes from.
 func CheckpointUnits(dir string) ([]int, error) {
-	c := &checkpoint{dir: dir, found: map[int]unitRecord{}}
-	files, err := filepath.Glob(filepath.Join(dir, "units-rank-*.ckpt"))
-	if err != nil {
+	c := &checkpoint{dir: dir, rank: -1}
+	if err := c.scanAll(); err != nil {
 		return nil, err
 	}
-	for _, f := range files {
-		if _, err := c.scan(f); err != nil {
-			return nil, err
-		}
-	}
-	return c.list(math.MaxInt)
+	return c.list(math.MaxInt), nil
 }
 
 // list returns the units below units saved in the directory, in
 // increasing order.
-func (c *checkpoint) list(units int) ([]int, error) {
+func (c *checkpoint) list(units int) []int {
 	var found []int
 	for u := range c.found {
 		if u < units {
@@ -185,7 +193,7 @@ func (c *checkpoint) list(units int) ([]int, error) {
 		}
 	}
 	slices.Sort(found)
-	return found, nil
+	return found
 }
 
 // save appends the results to this rank's file, with one fsync.

@@ -59,38 +59,30 @@ func (d *queueDealer) start(*tracker)        {}
 func (d *queueDealer) waited() time.Duration { return 0 }
 
 func (d *queueDealer) next() (int, bool, error) {
-	if d.stop != nil && d.stop() {
-		if d.taken.Load() < int64(len(d.queue)) {
-			d.cut.Store(true)
-		}
+	units := d.take(1)
+	if len(units) == 0 {
 		return 0, false, nil
 	}
-	k := d.taken.Add(1) - 1
-	if k >= int64(len(d.queue)) {
-		return 0, false, nil
-	}
-	return d.queue[k], true, nil
+	return units[0], true, nil
 }
 
 func (d *queueDealer) close() (bool, error) {
 	return d.cut.Load() || d.taken.Load() < int64(len(d.queue)), nil
 }
 
-// take hands out up to n units at once, in order (none once stopped), and
-// returns them with the number of units left after them.
-func (d *queueDealer) take(n int) ([]int, int) {
+// take hands out up to n units at once, in order (none once stopped).
+func (d *queueDealer) take(n int) []int {
 	if d.stop != nil && d.stop() {
 		if d.taken.Load() < int64(len(d.queue)) {
 			d.cut.Store(true)
 		}
-		return nil, 0
+		return nil
 	}
 	k := int(d.taken.Add(int64(n))) - n
 	if k >= len(d.queue) {
-		return nil, 0
+		return nil
 	}
-	hi := min(k+n, len(d.queue))
-	return d.queue[k:hi], len(d.queue) - hi
+	return d.queue[k:min(k+n, len(d.queue))]
 }
 
 // dynamicDealer prepares the dynamic schedule: the ranks agree on which
@@ -141,10 +133,7 @@ func (p Plan) claimCheckpoint(ck *checkpoint) ([]int32, error) {
 	if ck == nil {
 		return owner, nil
 	}
-	found, err := ck.list(p.Units)
-	if err != nil {
-		return nil, err
-	}
+	found := ck.list(p.Units)
 	var buf []byte
 	for _, u := range found {
 		buf = binary.LittleEndian.AppendUint32(buf, uint32(u))
@@ -235,7 +224,7 @@ func (c *coordinator) serve() error {
 			continue
 		}
 		left := len(c.queue.queue) - int(min(c.queue.taken.Load(), int64(len(c.queue.queue))))
-		units, _ := c.queue.take(max(1, min(maxChunk, left/(2*size))))
+		units := c.queue.take(max(1, min(maxChunk, left/(2*size))))
 		if len(units) == 0 {
 			open--
 		}

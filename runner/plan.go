@@ -11,8 +11,9 @@
 // same runtime: progress across ranks, the time limit and signals honoured
 // (between units, or at round boundaries), a checkpoint saved at most
 // every so often and resumed from, and the communication accounting of
-// the communicator they run on. [Gather] collects the ranks' results on one
-// rank in bounded rounds, to write the model.
+// the communicator they run on. [Stream] hands the ranks' results to one
+// rank in unit order, holding a bounded number of bytes at once, to write
+// the model; [Gather] collects them all on one rank.
 package runner
 
 import (
@@ -93,7 +94,8 @@ const (
 	// rank asks next (a goroutine of rank 0 answers, blocked in a receive
 	// between requests, and rank 0's own workers take units from the same
 	// queue): ranks whose units turn out cheap take more of them. It costs
-	// a request and a reply per unit; units should be costly first.
+	// a request and a reply per chunk of units (see coordinator); units
+	// should be costly first.
 	ScheduleDynamic = "dynamic"
 )
 

@@ -29,8 +29,8 @@ func (p Plan) weight(u int) int {
 	return p.Weight(u)
 }
 
-// totalWeight is the progress reports' total: the weight of every unit.
-func (p Plan) totalWeight() int {
+// TotalWeight is the progress reports' total: the weight of every unit.
+func (p Plan) TotalWeight() int {
 	if p.Weight == nil {
 		return p.Units
 	}
@@ -75,7 +75,7 @@ func (p Plan) startTracker(resumed int, piggyback bool) *tracker {
 		t.resumed = resumed
 		return t
 	}
-	t.total = p.totalWeight()
+	t.total = p.TotalWeight()
 	t.add(resumed)
 	if p.Comm.Size() > 1 {
 		t.received = make(chan error, 1)

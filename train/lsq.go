@@ -379,7 +379,9 @@ func (t *lsqTrainer) Save() ([][]byte, []byte, error) {
 	state := make([][]byte, len(t.units))
 	for i, lu := range t.units {
 		b := make([]byte, 0, 8*(2+len(lu.v)))
-		for _, f := range append([]float64{lu.scale, lu.loss}, lu.v...) {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(lu.scale))
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(lu.loss))
+		for _, f := range lu.v {
 			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(f))
 		}
 		state[i] = b
