@@ -93,11 +93,12 @@ func (c *checkpoint) scanAll() error {
 	}
 	slices.Sort(files)
 	for _, f := range files {
-		valid, err := c.scan(f)
+		own := f == c.path()
+		valid, err := c.scan(f, own)
 		if err != nil {
 			return err
 		}
-		if f == c.path() {
+		if own {
 			c.own = valid
 		}
 	}
@@ -110,8 +111,13 @@ func (c *checkpoint) path() string {
 }
 
 // scan records the units of file and returns the length of its whole
-// records; the first incomplete or damaged record ends it.
-func (c *checkpoint) scan(file string) (int64, error) {
+// records; the first incomplete or damaged record ends it. Payloads are
+// read and their checksums verified only if verify (this rank's own file,
+// which it cuts at that length before appending): another rank's file is
+// walked through its record headers alone, as every rank resuming from a
+// shared directory reading every payload would read the whole checkpoint
+// once per rank; load verifies each unit it reads.
+func (c *checkpoint) scan(file string, verify bool) (int64, error) {
 	f, err := os.Open(file)
 	if err != nil {
 		return 0, fmt.Errorf("checkpoint: %w", err)
@@ -126,7 +132,13 @@ func (c *checkpoint) scan(file string) (int64, error) {
 	head := make([]byte, recordHeader)
 	var payload []byte
 	for {
-		if _, err := io.ReadFull(r, head); err != nil {
+		var err error
+		if verify {
+			_, err = io.ReadFull(r, head)
+		} else {
+			_, err = f.ReadAt(head, off)
+		}
+		if err != nil {
 			return off, nil // the end, or a partial header
 		}
 		le := binary.LittleEndian
@@ -137,9 +149,11 @@ func (c *checkpoint) scan(file string) (int64, error) {
 		if n > uint64(st.Size()-off-recordHeader) {
 			return off, nil // a record cut short, or a damaged length
 		}
-		payload = slices.Grow(payload[:0], int(n))[:n]
-		if _, err := io.ReadFull(r, payload); err != nil || crc32.Checksum(payload, crcTable) != sum {
-			return off, nil
+		if verify {
+			payload = slices.Grow(payload[:0], int(n))[:n]
+			if _, err := io.ReadFull(r, payload); err != nil || crc32.Checksum(payload, crcTable) != sum {
+				return off, nil
+			}
 		}
 		if _, dup := c.found[u]; !dup { // the same unit saved twice has the same bytes
 			c.found[u] = unitRecord{file: file, off: off + recordHeader, n: int(n), crc: sum}
@@ -173,8 +187,9 @@ func (c *checkpoint) load(u int) ([]byte, bool, error) {
 	return data, true, nil
 }
 
-// CheckpointUnits returns the units saved whole in the checkpoint
-// directory dir, in increasing order: what a rerun resumes from.
+// CheckpointUnits returns the units saved in the checkpoint directory dir
+// (or a round directory of it), in increasing order: what a rerun resumes
+// from, their checksums verified only when loaded.
 func CheckpointUnits(dir string) ([]int, error) {
 	c := &checkpoint{dir: dir, rank: -1}
 	if err := c.scanAll(); err != nil {
@@ -239,6 +254,14 @@ func (c *checkpoint) save(batch []Result) error {
 		return fmt.Errorf("checkpoint %s: %w", c.path(), err)
 	}
 	return nil
+}
+
+// writeUnits writes results as rank's file of the directory dir, replacing
+// any file rank wrote there before, with one fsync.
+func writeUnits(dir string, rank int, results []Result) error {
+	c := &checkpoint{dir: dir, rank: rank} // own 0: save cuts an earlier file
+	defer c.close()
+	return c.save(results)
 }
 
 // close closes this rank's file, if it was opened.

@@ -156,19 +156,18 @@ func (p Rounds) Run(ctx context.Context, t RoundTrainer) ([]Result, error) {
 }
 
 // A round checkpoint holds, beside FINGERPRINT, a directory round-R per
-// saved round R (the round training resumes from) with a file per unit and
-// the shared state, and ROUND naming the newest complete one. Each rank
-// writes its own units; ROUND is written only once every rank has written
-// its part, and older rounds are removed only once every rank has updated
+// saved round R (the round training resumes from) with the units' states,
+// in a file per rank as unit checkpoints are (see checkpoint: a file per
+// unit would be 10^4-10^5 files a round at the scale of XMC data), and the
+// shared state, and ROUND naming the newest complete one. Each rank writes
+// its own units; ROUND is written only once every rank has written its
+// part, and older rounds are removed only once every rank has updated
 // ROUND. So after a crash at any point every rank's ROUND names a complete
-// round, the oldest of them is still on disk, and the ranks resume from it.
+// round, the oldest of them is still on disk, and the ranks resume from it,
+// each finding its units in whichever rank's file holds them.
 const roundFile = "ROUND"
 
 func roundDir(dir string, r int) string { return filepath.Join(dir, fmt.Sprintf("round-%09d", r)) }
-
-func roundUnitFile(dir string, r, u int) string {
-	return filepath.Join(roundDir(dir, r), fmt.Sprintf("unit-%07d.bin", u))
-}
 
 func roundSharedFile(dir string, r int) string { return filepath.Join(roundDir(dir, r), "shared.bin") }
 
@@ -210,11 +209,20 @@ func (p Rounds) resume(ck *checkpoint, owned []int) (int, [][]byte, []byte, erro
 	if round == 0 {
 		return 0, nil, nil, nil
 	}
+	saved := &checkpoint{dir: roundDir(ck.dir, round), rank: c.Rank()}
+	if err := saved.scanAll(); err != nil {
+		return 0, nil, nil, fmt.Errorf("checkpoint round %d: %w", round, err)
+	}
 	state := make([][]byte, len(owned))
 	for i, u := range owned {
-		if state[i], err = os.ReadFile(roundUnitFile(ck.dir, round, u)); err != nil {
-			return 0, nil, nil, fmt.Errorf("checkpoint round %d: %w (a checkpoint on node-local disks resumes only with the same number of ranks)", round, err)
+		data, ok, err := saved.load(u)
+		if err == nil && !ok {
+			err = fmt.Errorf("unit %d not found in %s (a checkpoint on node-local disks resumes only with the same number of ranks)", u, saved.dir)
 		}
+		if err != nil {
+			return 0, nil, nil, fmt.Errorf("checkpoint round %d: %w", round, err)
+		}
+		state[i] = data
 	}
 	var shared []byte
 	if c.Rank() == 0 {
@@ -245,8 +253,12 @@ func (p Rounds) save(ck *checkpoint, t RoundTrainer, owned []int, round int) err
 	if err == nil {
 		err = os.MkdirAll(roundDir(ck.dir, round), 0o755)
 	}
-	for i := 0; err == nil && i < len(owned); i++ {
-		err = atomicfile.WriteBytes(roundUnitFile(ck.dir, round, owned[i]), state[i])
+	if err == nil {
+		results := make([]Result, len(owned))
+		for i, u := range owned {
+			results[i] = Result{Unit: u, Data: state[i]}
+		}
+		err = writeUnits(roundDir(ck.dir, round), c.Rank(), results)
 	}
 	if err == nil && c.Rank() == 0 {
 		err = atomicfile.WriteBytes(roundSharedFile(ck.dir, round), shared)
@@ -259,13 +271,9 @@ func (p Rounds) save(ck *checkpoint, t RoundTrainer, owned []int, round int) err
 		return fmt.Errorf("checkpoint round %d: %w", round, err)
 	}
 	if prev > 0 && prev != round {
-		for _, u := range owned {
-			os.Remove(roundUnitFile(ck.dir, prev, u))
-		}
-		if c.Rank() == 0 {
-			os.Remove(roundSharedFile(ck.dir, prev))
-		}
-		os.Remove(roundDir(ck.dir, prev)) // the last rank to empty it removes it
+		// Every rank, as on node-local disks each holds its own copy;
+		// the files of ranks of an earlier run on more ranks go too.
+		os.RemoveAll(roundDir(ck.dir, prev))
 	}
 	return nil
 }

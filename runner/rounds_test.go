@@ -272,7 +272,10 @@ func TestRoundsCheckpointEvery(t *testing.T) {
 	if len(rounds) != 1 || filepath.Base(rounds[0]) != "round-000000006" {
 		t.Fatalf("checkpoint holds %v, want round-000000006 alone", rounds)
 	}
-	units, _ := filepath.Glob(filepath.Join(rounds[0], "unit-*.bin"))
+	units, err := CheckpointUnits(rounds[0])
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(units) != 6 {
 		t.Errorf("round directory holds %d units, want 6", len(units))
 	}
