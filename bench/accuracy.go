@@ -89,9 +89,9 @@ type AccuracyConfig struct {
 	Progress io.Writer
 }
 
-// accuracyName is the file name of the summary of one run.
+// accuracyName names one run (its summary file, less ".json").
 func accuracyName(set, label string, seed uint64) string {
-	return fmt.Sprintf("%s__%s__s%d.json", set, label, seed)
+	return fmt.Sprintf("%s__%s__s%d", set, label, seed)
 }
 
 // parseAccuracyName reverses accuracyName.
@@ -120,16 +120,7 @@ func RunAccuracy(ctx context.Context, c AccuracyConfig) error {
 	if err := c.Launcher.Check(); err != nil {
 		return err
 	}
-	logs := filepath.Join(c.Dir, "logs")
-	if err := os.MkdirAll(logs, 0o755); err != nil {
-		return fmt.Errorf("accuracy: %w", err)
-	}
-	progress := c.Progress
-	if progress == nil {
-		progress = io.Discard
-	}
-	total := len(c.Datasets) * len(c.Algorithms) * len(c.Seeds)
-	done := 0
+	var runs []studyRun
 	for _, set := range c.Datasets {
 		for _, algo := range c.Algorithms {
 			label := algo
@@ -137,29 +128,14 @@ func RunAccuracy(ctx context.Context, c AccuracyConfig) error {
 				label = c.Label
 			}
 			for _, seed := range c.Seeds {
-				done++
-				name := accuracyName(set.Name, label, seed)
-				summary := filepath.Join(c.Dir, name)
-				if _, err := os.Stat(summary); err == nil {
-					fmt.Fprintf(progress, "[%d/%d] %s: done before\n", done, total, name)
-					continue
-				}
 				args := append([]string{"--algo", algo, "--seed", strconv.FormatUint(seed, 10), "--data", set.Train, "--test", set.Test,
-					"--checkpoint", "none", "--summary", summary}, c.TrainArgs...)
-				log := filepath.Join(logs, strings.TrimSuffix(name, ".json")+".log")
-				r, err := runLogged(ctx, c.Launcher.Command(c.Layout, "train", args), log)
-				if err != nil {
-					return fmt.Errorf("run %s: %w", name, err)
-				}
-				s, err := job.ReadSummary(summary)
-				if err != nil {
-					return fmt.Errorf("run %s: %w", name, err)
-				}
-				fmt.Fprintf(progress, "[%d/%d] %s: train %.1f s (process %.1f s)%s\n", done, total, name, s.TrainS, r.wall.Seconds(), metricNote(s.Metrics))
+					"--checkpoint", "none"}, c.TrainArgs...)
+				runs = append(runs, studyRun{Name: accuracyName(set.Name, label, seed),
+					Args: func() ([]string, error) { return args, nil }})
 			}
 		}
 	}
-	return nil
+	return runMissing(ctx, c.Launcher, c.Layout, c.Dir, runs, c.Progress)
 }
 
 // MeanSD is the mean and sample standard deviation of a quantity over runs
@@ -261,7 +237,7 @@ func LoadAccuracy(dir string) (*Accuracy, error) {
 		var train, rss []float64
 		for _, s := range g {
 			train = append(train, s.TrainS)
-			rss = append(rss, float64(slices.Max(append([]int64{0}, s.PeakRSSBytes...))))
+			rss = append(rss, float64(largestRSS(s.PeakRSSBytes)))
 		}
 		r.TrainS, r.PeakRSS = meanSD(train), meanSD(rss)
 		a.Rows = append(a.Rows, r)

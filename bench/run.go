@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -290,6 +291,64 @@ func RunScale(ctx context.Context, c ScaleConfig) ([]*job.Summary, error) {
 		}
 	}
 	return runs, nil
+}
+
+// studyRun is one xmc train run of a study (accuracy, shapes), recorded
+// in the summary file Name.json of the study's directory.
+type studyRun struct {
+	Name string
+	// Args returns the run's xmc train flags, but --summary; it is called
+	// only when the run is due (a scale study generates its data then).
+	Args func() ([]string, error)
+}
+
+// runMissing runs, in order, the runs whose summary dir does not hold yet,
+// so that a study can be resumed or extended, each logged to
+// dir/logs/Name.log and reported on progress. A run that exits with an
+// error but leaves its summary (stopped by a --time-limit given to every
+// run) counts; cancelling ctx ends the study.
+func runMissing(ctx context.Context, ln Launcher, l Layout, dir string, runs []studyRun, progress io.Writer) error {
+	logs := filepath.Join(dir, "logs")
+	if err := os.MkdirAll(logs, 0o755); err != nil {
+		return err
+	}
+	if progress == nil {
+		progress = io.Discard
+	}
+	for i, r := range runs {
+		summary := filepath.Join(dir, r.Name+".json")
+		if _, err := os.Stat(summary); err == nil {
+			fmt.Fprintf(progress, "[%d/%d] %s: done before\n", i+1, len(runs), r.Name)
+			continue
+		}
+		args, err := r.Args()
+		if err != nil {
+			return err
+		}
+		argv := ln.Command(l, "train", append(args, "--summary", summary))
+		res, runErr := runLogged(ctx, argv, filepath.Join(logs, r.Name+".log"))
+		if ctx.Err() != nil {
+			return runErr
+		}
+		s, err := job.ReadSummary(summary)
+		if err != nil {
+			if runErr != nil {
+				return fmt.Errorf("run %s: %w", r.Name, runErr)
+			}
+			return fmt.Errorf("run %s: %w", r.Name, err)
+		}
+		fmt.Fprintf(progress, "[%d/%d] %s: %s, train %.1f s (process %.1f s), peak RSS %s%s\n", i+1, len(runs), r.Name, s.Status,
+			s.TrainS, res.wall.Seconds(), HumanBytes(float64(largestRSS(s.PeakRSSBytes))), metricNote(s.Metrics))
+	}
+	return nil
+}
+
+// largestRSS returns the largest of the ranks' peak memory, 0 for none.
+func largestRSS(rss []int64) int64 {
+	if len(rss) == 0 {
+		return 0
+	}
+	return slices.Max(rss)
 }
 
 func metricNote(m map[string]float64) string {

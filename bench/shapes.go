@@ -126,8 +126,9 @@ func shapeData(dir string, s Shape, n int, seed uint64) (train, test string, err
 	return train, test, nil
 }
 
-// shapeRunName is the summary file of one run of a scale study.
-func shapeRunName(set, algo string) string { return set + "__" + algo + ".json" }
+// shapeRunName names one run of a scale study (its summary file, less
+// ".json").
+func shapeRunName(set, algo string) string { return set + "__" + algo }
 
 // RunShapes runs the study's missing runs.
 func RunShapes(ctx context.Context, c ShapesConfig) error {
@@ -142,14 +143,6 @@ func RunShapes(ctx context.Context, c ShapesConfig) error {
 	}
 	if err := c.Launcher.Check(); err != nil {
 		return err
-	}
-	logs := filepath.Join(c.Dir, "logs")
-	if err := os.MkdirAll(logs, 0o755); err != nil {
-		return fmt.Errorf("shapes: %w", err)
-	}
-	progress := c.Progress
-	if progress == nil {
-		progress = io.Discard
 	}
 	type run struct {
 		set, algo string
@@ -172,35 +165,23 @@ func RunShapes(ctx context.Context, c ShapesConfig) error {
 	}
 	scratch := filepath.Join(c.Dir, "scratch.model")
 	defer removeScratch(scratch)
-	for i, r := range runs {
-		summary := filepath.Join(c.Dir, shapeRunName(r.set, r.algo))
-		if _, err := os.Stat(summary); err == nil {
-			fmt.Fprintf(progress, "[%d/%d] %s %s: done before\n", i+1, len(runs), r.set, r.algo)
-			continue
-		}
-		train, test, err := shapeData(c.Dir, r.shape, c.N, c.Seed)
-		if err != nil {
-			return err
-		}
-		args := append([]string{"--algo", r.algo, "--data", train, "--test", test, "--model-out", scratch,
-			"--checkpoint", "none", "--summary", summary, "--seed", strconv.FormatUint(c.Seed, 10)}, c.TrainArgs...)
-		if c.AlgoArgs != nil {
-			args = append(args, c.AlgoArgs(r.algo)...)
-		}
-		log := filepath.Join(logs, strings.TrimSuffix(shapeRunName(r.set, r.algo), ".json")+".log")
-		_, runErr := runLogged(ctx, c.Launcher.Command(c.Layout, "train", args), log)
-		removeScratch(scratch)
-		s, err := job.ReadSummary(summary)
-		if err != nil {
-			if runErr != nil {
-				return fmt.Errorf("run %s %s: %w", r.set, r.algo, runErr)
+	var study []studyRun
+	for _, r := range runs {
+		study = append(study, studyRun{Name: shapeRunName(r.set, r.algo), Args: func() ([]string, error) {
+			removeScratch(scratch) // the model of the run before
+			train, test, err := shapeData(c.Dir, r.shape, c.N, c.Seed)
+			if err != nil {
+				return nil, err
 			}
-			return fmt.Errorf("run %s %s: %w", r.set, r.algo, err)
-		}
-		fmt.Fprintf(progress, "[%d/%d] %s %s: %s, train %.1f s, peak RSS %s%s\n", i+1, len(runs), r.set, r.algo, s.Status,
-			s.TrainS, HumanBytes(float64(slices.Max(append([]int64{0}, s.PeakRSSBytes...)))), metricNote(s.Metrics))
+			args := append([]string{"--algo", r.algo, "--data", train, "--test", test, "--model-out", scratch,
+				"--checkpoint", "none", "--seed", strconv.FormatUint(c.Seed, 10)}, c.TrainArgs...)
+			if c.AlgoArgs != nil {
+				args = append(args, c.AlgoArgs(r.algo)...)
+			}
+			return args, nil
+		}})
 	}
-	return nil
+	return runMissing(ctx, c.Launcher, c.Layout, c.Dir, study, c.Progress)
 }
 
 // ShapeRow is one run of a scale study.
@@ -312,7 +293,7 @@ func (st *ShapesStudy) WriteTable(w io.Writer) error {
 			p1 += " (partial)"
 		}
 		fmt.Fprintf(tw, "| %s\t| %d\t| %d\t| %d\t| %s\t| %s\t| %.1f\t| %s\t| %s\t| %s\t| %.0f\t| %s\t|\n", r.Dataset, r.N, r.D, r.L, r.Algorithm, status,
-			r.TrainS, HumanBytes(float64(slices.Max(append([]int64{0}, r.PeakRSS...)))), HumanBytes(float64(r.CommBytes)),
+			r.TrainS, HumanBytes(float64(largestRSS(r.PeakRSS))), HumanBytes(float64(r.CommBytes)),
 			HumanBytes(float64(r.ModelBytes)), r.PredictUSPerRow, p1)
 	}
 	if err := tw.Flush(); err != nil {
@@ -341,7 +322,7 @@ func (st *ShapesStudy) WriteCSV(w io.Writer) error {
 	fmt.Fprintln(w, "dataset,n_train,d,l,algorithm,status,units_done,train_s,peak_rss_bytes_max,comm_bytes,model_bytes,predict_us_per_row,p_at_1")
 	for _, r := range st.Rows {
 		if _, err := fmt.Fprintf(w, "%s,%d,%d,%d,%s,%s,%d,%.3f,%d,%d,%d,%.1f,%.2f\n", r.Dataset, r.N, r.D, r.L, r.Algorithm, r.Status,
-			r.UnitsDone, r.TrainS, slices.Max(append([]int64{0}, r.PeakRSS...)), r.CommBytes, r.ModelBytes, r.PredictUSPerRow, r.P1); err != nil {
+			r.UnitsDone, r.TrainS, largestRSS(r.PeakRSS), r.CommBytes, r.ModelBytes, r.PredictUSPerRow, r.P1); err != nil {
 			return err
 		}
 	}
@@ -360,7 +341,7 @@ func (st *ShapesStudy) Plot(dir string) ([]string, error) {
 			continue
 		}
 		lines[r.Algorithm] = append(lines[r.Algorithm], plotter.XY{X: float64(r.L), Y: r.TrainS})
-		mem[r.Algorithm] = append(mem[r.Algorithm], plotter.XY{X: float64(r.L), Y: float64(slices.Max(append([]int64{0}, r.PeakRSS...))) / (1 << 20)})
+		mem[r.Algorithm] = append(mem[r.Algorithm], plotter.XY{X: float64(r.L), Y: float64(largestRSS(r.PeakRSS)) / (1 << 20)})
 	}
 	if len(lines) == 0 {
 		return nil, nil
