@@ -72,13 +72,19 @@ func (f *File) Commit() error {
 		return err
 	}
 	f.done = true
-	dir, err := os.Open(filepath.Dir(f.path))
+	return SyncDir(filepath.Dir(f.path))
+}
+
+// SyncDir fsyncs the directory dir, so that a file created or renamed in
+// it survives a crash.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
 	if err != nil {
 		return err
 	}
-	defer dir.Close()
-	if err := dir.Sync(); err != nil {
-		return fmt.Errorf("sync directory: %w", err)
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync directory %s: %w", dir, err)
 	}
 	return nil
 }

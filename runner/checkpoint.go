@@ -231,7 +231,7 @@ func (c *checkpoint) save(batch []Result) error {
 			return fmt.Errorf("checkpoint: %w", err)
 		}
 		c.out = f
-		if err := syncDir(c.dir); err != nil {
+		if err := atomicfile.SyncDir(c.dir); err != nil {
 			return fmt.Errorf("checkpoint: %w", err)
 		}
 	}
@@ -270,17 +270,6 @@ func (c *checkpoint) close() {
 		c.out.Close()
 		c.out = nil
 	}
-}
-
-// syncDir fsyncs directory dir, so that a file created in it survives a
-// crash.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // saver writes finished units to the checkpoint in the background, so that
