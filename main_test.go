@@ -402,6 +402,16 @@ func TestBadInput(t *testing.T) {
 	if code == 0 || !strings.Contains(out, "nonsense") {
 		t.Errorf("unknown algorithm: exit %d, output:\n%s", code, out)
 	}
+	// Data on which no label has a positive row leaves a one-vs-all
+	// trainer nothing to train: a clear error, not an empty model.
+	unlabelled := filepath.Join(dir, "unlabelled.txt")
+	os.WriteFile(unlabelled, []byte("2 4 3\n 0:1 1:1\n 2:1\n"), 0o644)
+	for _, algo := range []string{"dismec", "ppdsparse"} {
+		out, code = xmc(t, "train", "--algo", algo, "--data", unlabelled, "--model-out", modelPath)
+		if code == 0 || !strings.Contains(out, "positive training row") {
+			t.Errorf("%s on data without positives: exit %d, output:\n%s", algo, code, out)
+		}
+	}
 	// A flag of another algorithm is an error that names its algorithm.
 	out, code = xmc(t, "train", "--algo", "dismec", "--trees", "5", "--data", bibtexTrain, "--model-out", modelPath)
 	if code == 0 || !strings.Contains(out, "--algo forest") {

@@ -49,6 +49,23 @@ func (b *LinearBlock) Append(l int32, w []float64, prune float64) {
 	b.Start = append(b.Start, int64(len(b.Feature)))
 }
 
+// AppendSparse is Append for a dense w whose non-zero entries all lie in
+// cols, given in increasing order: it reads only those entries, so that a
+// label whose weights touch few columns costs O(len(cols)), not O(D).
+func (b *LinearBlock) AppendSparse(l int32, cols []int32, w []float64, prune float64) {
+	if len(b.Start) == 0 {
+		b.Start = append(b.Start, 0)
+	}
+	for _, j := range cols {
+		if v := w[j]; v != 0 && math.Abs(v) >= prune {
+			b.Feature = append(b.Feature, j)
+			b.Weight = append(b.Weight, float32(v))
+		}
+	}
+	b.Labels = append(b.Labels, l)
+	b.Start = append(b.Start, int64(len(b.Feature)))
+}
+
 // Row returns the columns and weights of the block's r-th label.
 func (b *LinearBlock) Row(r int) ([]int32, []float32) {
 	lo, hi := b.Start[r], b.Start[r+1]

@@ -201,8 +201,8 @@ func writeUnusualData(t *testing.T, dir string) (trainPath, testPath string) {
 
 // TestUnusualData trains and evaluates every algorithm on real-valued
 // features with empty rows and a label seen only in test: each must
-// train, score every test row with finite scores and predict the same
-// from its model file.
+// train, score every test row with finite scores, predict the same from
+// its model file and never predict the label no training row carries.
 func TestUnusualData(t *testing.T) {
 	dir := t.TempDir()
 	trainPath, testPath := writeUnusualData(t, dir)
@@ -228,6 +228,13 @@ func TestUnusualData(t *testing.T) {
 			}
 			if s := string(a); strings.Contains(s, "NaN") || strings.Contains(s, "Inf") {
 				t.Errorf("non-finite scores:\n%s", s)
+			}
+			for i, line := range strings.Split(string(a), "\n")[1:] {
+				for _, tok := range strings.Fields(line) {
+					if strings.HasPrefix(tok, "7:") {
+						t.Errorf("test row %d: label 7, never seen in training, predicted: %s", i, line)
+					}
+				}
 			}
 		})
 	}

@@ -313,6 +313,9 @@ func (a *dismecAlgorithm) Prepare(env Env, ds *data.Dataset) (*Work, error) {
 		return nil, err
 	}
 	t := NewDismecTrainer(p, replicas, env.Pool)
+	if err := logUntrained(env.Log, replicas.Get(0).LabelCounts()); err != nil {
+		return nil, err
+	}
 	return &Work{Kind: model.LinearKind{}, Params: p, Units: t.Units(), Unit: t.Work, Schedule: oneVsAllSchedule,
 		Weight: func(u int) int { return len(t.Block(u)) },
 		Done: func(log *slog.Logger) {

@@ -134,6 +134,9 @@ func (a *lsqAlgorithm) Prepare(env Env, ds *data.Dataset) (*Work, error) {
 		return nil, err
 	}
 	t := newLSQTrainer(p, replicas, env.Pool, env.Comm)
+	if err := logUntrained(env.Log, replicas.Get(0).LabelCounts()); err != nil {
+		return nil, err
+	}
 	return &Work{Kind: model.LinearKind{}, Params: p, Units: len(t.blocks), Rounds: t,
 		MaxRounds: p.Epochs * t.batches, RoundName: "round",
 		Done: func(log *slog.Logger) {

@@ -273,12 +273,15 @@ func (t *PPDSparseTrainer) Work(w numa.Worker, unit int) ([]byte, error) {
 	s.block.Reset()
 	for _, l := range t.blocks[unit] {
 		s.train(l, t.Params.Seed)
-		for _, v := range s.w {
-			if math.IsNaN(v) || math.IsInf(v, 0) {
+		// Only the columns listed in s.cols can be non-zero: visiting
+		// them alone keeps a rare label's cost off D.
+		slices.Sort(s.cols)
+		for _, j := range s.cols {
+			if v := s.w[j]; math.IsNaN(v) || math.IsInf(v, 0) {
 				return nil, fmt.Errorf("label %d: training diverged: non-finite weight", l)
 			}
 		}
-		s.block.Append(l, s.w, t.Params.Prune)
+		s.block.AppendSparse(l, s.cols, s.w, t.Params.Prune)
 		s.clearWeights()
 	}
 	return s.block.MarshalBinary()
@@ -802,6 +805,9 @@ func (a *ppdsparseAlgorithm) Prepare(env Env, ds *data.Dataset) (*Work, error) {
 		return nil, err
 	}
 	t := NewPPDSparseTrainer(p, replicas, env.Pool)
+	if err := logUntrained(env.Log, replicas.Get(0).LabelCounts()); err != nil {
+		return nil, err
+	}
 	return &Work{Kind: model.LinearKind{}, Params: p, Units: t.Units(), Unit: t.Work, Schedule: oneVsAllSchedule,
 		Weight: func(u int) int { return len(t.Block(u)) },
 		Done: func(log *slog.Logger) {
