@@ -59,7 +59,7 @@ func TestMPIModelMatchesInProcess(t *testing.T) {
 		{"forest", []string{"--trees", "6", "--seed", "11"}, []struct {
 			np   int
 			args []string
-		}{{2, nil}, {4, []string{"--threads", "2"}}, {3, []string{"--numa-sim", "2", "--threads", "2"}}}},
+		}{{2, nil}, {4, []string{"--threads", "3"}}, {3, []string{"--numa-sim", "2", "--threads", "2"}}}}, // 4 x 3: 2 trees per rank, grown together
 		{"ppdsparse", []string{"--algo", "ppdsparse", "--seed", "11", "--labels-per-unit", "4"}, []struct {
 			np   int
 			args []string

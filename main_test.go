@@ -78,7 +78,8 @@ func readSummary(t *testing.T, path string) *job.Summary {
 
 // TestModelIndependentOfLayout checks the determinism promise: the same
 // seed gives a byte-identical model for any number of ranks, threads and
-// NUMA domains.
+// NUMA domains, whether workers grow trees alone or, with fewer trees per
+// rank than workers, together.
 func TestModelIndependentOfLayout(t *testing.T) {
 	dir := t.TempDir()
 	layouts := [][]string{
@@ -86,6 +87,8 @@ func TestModelIndependentOfLayout(t *testing.T) {
 		{"--ranks", "4", "--threads", "2"},
 		{"--ranks", "1", "--threads", "2", "--numa-sim", "2"},
 		{"--ranks", "3", "--threads", "1"},
+		{"--ranks", "3", "--threads", "3"},                    // 2 trees per rank: together
+		{"--ranks", "1", "--threads", "8", "--numa-sim", "2"}, // 6 trees, 8 workers: together
 	}
 	var ref []byte
 	for i, l := range layouts {

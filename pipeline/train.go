@@ -267,7 +267,12 @@ func (t *training) runUnits() ([]runner.Result, bool, error) {
 		what = t.kind.Axis()
 	}
 	plan.Progress = t.progress(what, plan.TotalWeight())
-	own, runErr := t.trainPhase(func() ([]runner.Result, error) { return plan.Run(j.Ctx, w.Unit) })
+	own, runErr := t.trainPhase(func() ([]runner.Result, error) {
+		if w.Team != nil {
+			return plan.RunTeam(j.Ctx, w.Team)
+		}
+		return plan.Run(j.Ctx, w.Unit)
+	})
 	if runErr != nil && !errors.Is(runErr, runner.ErrInterrupted) {
 		return nil, false, runErr
 	}

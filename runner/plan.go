@@ -42,6 +42,13 @@ var ErrInterrupted = errors.New("training interrupted")
 // of ranks, threads and NUMA domains.
 type WorkFunc func(w numa.Worker, unit int) ([]byte, error)
 
+// TeamFunc computes one work unit with every worker of the rank's pool
+// together: it is called outside the pool, one unit at a time, and runs
+// its parallel parts with Pool.Run. For work of fewer units than workers
+// (a forest of few trees), where a unit per worker would leave workers
+// idle. Its result must not depend on the number of workers.
+type TeamFunc func(unit int) ([]byte, error)
+
 // Plan describes how Run schedules a set of units.
 type Plan struct {
 	// Units is the number of work units, identified 0..Units-1.
@@ -115,10 +122,42 @@ const (
 	tagAssign   = 1003 // dynamic schedule: rank 0's answer
 )
 
-// Run computes this rank's units and returns their results in unit order.
-// It stops taking new units once ctx is done and then returns the finished
-// ones with an error wrapping ErrInterrupted.
+// Run computes this rank's units, each on one of the pool's workers, and
+// returns their results in unit order. It stops taking new units once ctx
+// is done and then returns the finished ones with an error wrapping
+// ErrInterrupted.
 func (p Plan) Run(ctx context.Context, work WorkFunc) ([]Result, error) {
+	return p.run(ctx, func(take taker) error {
+		return p.Pool.Run(func(w numa.Worker) error {
+			compute := func(u int) ([]byte, error) { return work(w, u) }
+			for {
+				if more, err := take(compute); err != nil || !more {
+					return err
+				}
+			}
+		})
+	})
+}
+
+// RunTeam is Run for units that the whole pool computes together, one at
+// a time.
+func (p Plan) RunTeam(ctx context.Context, work TeamFunc) ([]Result, error) {
+	return p.run(ctx, func(take taker) error {
+		for {
+			if more, err := take(work); err != nil || !more {
+				return err
+			}
+		}
+	})
+}
+
+// taker takes the next unit of the rank, if any and not stopped, computes
+// it with compute and records its result; it reports whether to go on.
+type taker func(compute func(unit int) ([]byte, error)) (bool, error)
+
+// run is Run and RunTeam: compute calls take until it reports no more
+// units, from as many goroutines as it likes.
+func (p Plan) run(ctx context.Context, compute func(take taker) error) ([]Result, error) {
 	rank := p.Comm.Rank()
 	ck, err := openCheckpoint(p.Checkpoint, p.Fingerprint, rank)
 	if err != nil {
@@ -152,31 +191,27 @@ func (p Plan) Run(ctx context.Context, work WorkFunc) ([]Result, error) {
 	saves := startSaver(ck, p.CheckpointEvery)
 	var mu sync.Mutex
 	var interrupted atomic.Bool
-	runErr := p.Pool.Run(func(w numa.Worker) error {
-		for {
-			if ctx.Err() != nil {
-				interrupted.Store(true)
-				return nil
-			}
-			if err := saves.failed(); err != nil {
-				return err
-			}
-			u, ok, err := d.next()
-			if err != nil || !ok {
-				return err
-			}
-			data, err := work(w, u)
-			if err != nil {
-				return fmt.Errorf("%s %d: %w", p.Kind, u, err)
-			}
-			saves.add(u, data)
-			mu.Lock()
-			results = append(results, Result{Unit: u, Data: data})
-			mu.Unlock()
-			if err := tracker.unitDone(p.weight(u)); err != nil {
-				return err
-			}
+	runErr := compute(func(work func(int) ([]byte, error)) (bool, error) {
+		if ctx.Err() != nil {
+			interrupted.Store(true)
+			return false, nil
 		}
+		if err := saves.failed(); err != nil {
+			return false, err
+		}
+		u, ok, err := d.next()
+		if err != nil || !ok {
+			return false, err
+		}
+		data, err := work(u)
+		if err != nil {
+			return false, fmt.Errorf("%s %d: %w", p.Kind, u, err)
+		}
+		saves.add(u, data)
+		mu.Lock()
+		results = append(results, Result{Unit: u, Data: data})
+		mu.Unlock()
+		return true, tracker.unitDone(p.weight(u))
 	})
 	if runErr != nil {
 		saves.close(true) // keep the finished units for a rerun

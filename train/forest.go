@@ -9,6 +9,8 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	"xmc/data"
 	"xmc/model"
@@ -191,24 +193,40 @@ func rowHashes(m *data.CSR, seed maphash.Seed) []uint64 {
 }
 
 // ForestTrainer trains the trees of a forest; TrainTree is safe for
-// concurrent use by different workers.
+// concurrent use by different workers, and TrainTreeTogether grows a tree
+// with every worker of the pool.
 type ForestTrainer struct {
 	Params  ForestParams
 	Data    *numa.Replicas[*ForestData]
+	pool    *numa.Pool
 	scratch *numa.PerWorker[*forestScratch]
+	// What the workers growing a tree together share: per NUMA domain the
+	// rows under the tree's projections, made by the domain's first worker
+	// to need them, and the instance ids the nodes partition.
+	teamRows     []*treeRows
+	teamRowsOnce []sync.Once
+	teamIDs      []int32
 }
 
 // NewForestTrainer prepares a trainer for params (resolved) over the data
 // replicas, for the workers of pool.
 func NewForestTrainer(p ForestParams, replicas *numa.Replicas[*ForestData], pool *numa.Pool) *ForestTrainer {
-	return &ForestTrainer{Params: p, Data: replicas,
-		scratch: numa.NewPerWorker(pool, func(w numa.Worker) *forestScratch { return newForestScratch(replicas.Get(w.Domain), p) })}
+	return &ForestTrainer{Params: p, Data: replicas, pool: pool,
+		scratch:      numa.NewPerWorker(pool, func(w numa.Worker) *forestScratch { return newForestScratch(replicas.Get(w.Domain), p) }),
+		teamRows:     make([]*treeRows, replicas.Len()),
+		teamRowsOnce: make([]sync.Once, replicas.Len())}
 }
 
 // TreeSeed derives the seed of tree t from the forest seed alone, so a tree
 // is the same whichever rank or worker trains it.
 func TreeSeed(seed uint64, t int) uint64 {
 	return data.SplitMix64(seed ^ data.SplitMix64(uint64(t)+0x9e3779b97f4a7c15))
+}
+
+// nodeSeed derives the random stream of node id of the tree of the given
+// seed, so that a node draws the same numbers whichever worker splits it.
+func nodeSeed(seed uint64, id int) (uint64, uint64) {
+	return seed, data.SplitMix64(seed ^ data.SplitMix64(uint64(id)+0x632be59bd9b4e019))
 }
 
 // Work is the WorkFunc of a forest: it trains tree unit and encodes it.
@@ -222,6 +240,17 @@ func (f *ForestTrainer) Work(w numa.Worker, unit int) ([]byte, error) {
 	s := f.scratch.Get(w)
 	s.spare = t
 	return s.encoded.add(t)
+}
+
+// WorkTogether is the TeamFunc of a forest of fewer trees than workers: it
+// grows tree unit with every worker of the pool and encodes it. The bytes
+// are those of Work.
+func (f *ForestTrainer) WorkTogether(unit int) ([]byte, error) {
+	t, err := f.TrainTreeTogether(unit)
+	if err != nil {
+		return nil, err
+	}
+	return t.AppendBinary(nil)
 }
 
 // projection returns the projection of cols columns into dim buckets with
@@ -264,34 +293,138 @@ func (e *encodedTrees) add(t *model.Tree) ([]byte, error) {
 	return b[start:len(b):len(b)], nil
 }
 
-// TrainTree trains tree number t on worker w, reading w's domain replica.
+// TrainTree trains tree number t on worker w alone, reading w's domain
+// replica.
 func (f *ForestTrainer) TrainTree(w numa.Worker, t int) (*model.Tree, error) {
-	d := f.Data.Get(w.Domain)
 	s := f.scratch.Get(w)
-	seed := TreeSeed(f.Params.Seed, t)
+	if s.rows == nil {
+		d := f.Data.Get(w.Domain)
+		s.rows, s.ids = newTreeRows(d), make([]int32, d.X.Rows)
+	}
 	tree := &model.Tree{}
 	if s.spare != nil {
 		tree, s.spare = s.spare, nil
 		tree.Reset()
 	}
-	tree.X = projection(f.Params.DimX, d.X.Cols, data.SplitMix64(seed+1), data.SplitMix64(seed+2))
-	tree.Y = projection(f.Params.DimY, d.Y.Cols, data.SplitMix64(seed+3), data.SplitMix64(seed+4))
-	b := &treeBuilder{p: f.Params, seed: seed, d: d, s: s, rng: rand.New(rand.NewPCG(seed, data.SplitMix64(seed))), tree: tree}
-	if err := b.build(); err != nil {
+	b := &s.builder
+	b.start(f, w, s.rows, s.ids, t)
+	firstIDs(s.ids)
+	c := soloCrew{b}
+	c.eachDomain(1, func(b *treeBuilder, _ int) { b.fillTables() })
+	c.eachDomain(projectChunks(b.d), func(b *treeBuilder, i int) { b.projectChunk(i) })
+	tree.X, tree.Y = b.x, b.y
+	return tree, grow(tree, int32(b.d.X.Rows), c)
+}
+
+// TrainTreeTogether trains tree number t with every worker of the pool:
+// the workers of a NUMA domain share the rows under the tree's projections
+// (one copy per domain, not per worker), and the nodes of each level of the
+// tree are split by whichever worker is free. The tree is the one
+// TrainTree grows.
+func (f *ForestTrainer) TrainTreeTogether(t int) (*model.Tree, error) {
+	if f.teamIDs == nil {
+		f.teamIDs = make([]int32, f.Data.Get(0).X.Rows)
+	}
+	c := &teamCrew{pool: f.pool, builder: func(w numa.Worker) *treeBuilder {
+		f.teamRowsOnce[w.Domain].Do(func() { f.teamRows[w.Domain] = newTreeRows(f.Data.Get(w.Domain)) })
+		b := &f.scratch.Get(w).builder
+		b.start(f, w, f.teamRows[w.Domain], f.teamIDs, t)
+		return b
+	}}
+	if err := c.eachDomain(1, func(b *treeBuilder, _ int) { b.fillTables() }); err != nil {
 		return nil, err
 	}
-	return b.tree, nil
+	d := f.Data.Get(0)
+	if err := c.eachDomain(projectChunks(d), func(b *treeBuilder, i int) { b.projectChunk(i) }); err != nil {
+		return nil, err
+	}
+	firstIDs(f.teamIDs)
+	tree := &model.Tree{}
+	tree.X, tree.Y = treeProjections(f.Params, d, TreeSeed(f.Params.Seed, t))
+	return tree, grow(tree, int32(d.X.Rows), c)
+}
+
+// crew is the workers that grow one tree: one worker alone (soloCrew) or
+// the whole pool (teamCrew).
+type crew interface {
+	// each calls fn(b, i) for every i in [0, n), spread over the crew's
+	// builders, and returns when all are done.
+	each(n int, fn func(b *treeBuilder, i int)) error
+	// eachDomain calls fn(b, i) for every i in [0, n) once per NUMA domain
+	// of the crew, spread over the domain's builders: the domain's work on
+	// the rows its builders share.
+	eachDomain(n int, fn func(b *treeBuilder, i int)) error
+	// lead returns a builder that may split a node outside each, with
+	// the crew's help, or nil if the crew is that builder alone.
+	lead() *treeBuilder
+}
+
+// soloCrew is one builder growing a tree alone.
+type soloCrew struct{ b *treeBuilder }
+
+func (c soloCrew) each(n int, fn func(b *treeBuilder, i int)) error {
+	for i := range n {
+		fn(c.b, i)
+	}
+	return nil
+}
+
+func (c soloCrew) eachDomain(n int, fn func(b *treeBuilder, i int)) error { return c.each(n, fn) }
+
+func (c soloCrew) lead() *treeBuilder { return nil }
+
+// teamCrew is every worker of a pool growing a tree together.
+type teamCrew struct {
+	pool *numa.Pool
+	// builder returns worker w's builder, ready for the tree.
+	builder func(w numa.Worker) *treeBuilder
+	// first is the builder of the pool's first worker, once made.
+	first *treeBuilder
+}
+
+// get returns worker w's builder, on worker w.
+func (c *teamCrew) get(w numa.Worker) *treeBuilder {
+	b := c.builder(w)
+	if w.ID == 0 {
+		c.first = b
+	}
+	return b
+}
+
+// lead returns the first worker's builder: its scratch is free between
+// calls of each, and it was made on that worker.
+func (c *teamCrew) lead() *treeBuilder { return c.first }
+
+func (c *teamCrew) each(n int, fn func(b *treeBuilder, i int)) error {
+	var next atomic.Int64
+	return c.pool.Run(func(w numa.Worker) error {
+		b := c.get(w)
+		for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+			fn(b, i)
+		}
+		return nil
+	})
+}
+
+func (c *teamCrew) eachDomain(n int, fn func(b *treeBuilder, i int)) error {
+	next := make([]atomic.Int64, c.pool.Domains())
+	return c.pool.Run(func(w numa.Worker) error {
+		b := c.get(w)
+		for i := int(next[w.Domain].Add(1) - 1); i < n; i = int(next[w.Domain].Add(1) - 1) {
+			fn(b, i)
+		}
+		return nil
+	})
 }
 
 // forestScratch is one worker's reusable memory: nothing is allocated per
 // node in the hot path beyond the tree's own growth.
 type forestScratch struct {
-	xb, yb       []int32       // projection tables: bucket per feature / label
-	xs, ys       []float32     // signs per feature / label
-	px, py       projectedRows // the data's X and Y under the tree's projections
-	xInv, yInv   []float32     // 1 / norm of each projected instance
-	ids, tmp     []int32       // instance ids, partitioned in place per node
-	child        []int32       // routed child per instance of the node
+	builder      treeBuilder
+	rows         *treeRows // the rows of the trees this worker grows alone
+	ids          []int32   // instance ids of those trees, partitioned in place per node
+	tmp          []int32   // a node's instances, reordered by child
+	child        []int32   // routed child per instance of the node
 	sample       []int32
 	cluster      []int32
 	order        []int32 // the sample grouped by cluster
@@ -301,6 +434,7 @@ type forestScratch struct {
 	markC        []uint8   // marks (1) for touched, the dimensions accX touched
 	perDim       []int32   // per dimension, entries of the node kept
 	ents         []entry   // the node's entries, in cluster order
+	parts        [][]entry // per cluster, its entries computed by a helper
 	bits         []uint64  // a bit per dimension, for sortDims
 	touched      []int32   // accX's dimensions, in order of first appearance
 	w            []float32 // dimX × DotStride(k): the node's weights, dimension-major
@@ -335,17 +469,15 @@ type forestScratch struct {
 func newForestScratch(d *ForestData, p ForestParams) *forestScratch {
 	n, k := d.X.Rows, p.Branch
 	m := min(n, p.Sample)
+	pcg := rand.NewPCG(0, 0)
 	return &forestScratch{
-		xb: make([]int32, d.X.Cols), xs: make([]float32, d.X.Cols),
-		yb: make([]int32, d.Y.Cols), ys: make([]float32, d.Y.Cols),
-		xInv: make([]float32, n), yInv: make([]float32, n),
-		ids: make([]int32, n), tmp: make([]int32, n), child: make([]int32, n),
+		builder: treeBuilder{pcg: pcg, rng: rand.New(pcg)},
+		tmp:     make([]int32, n), child: make([]int32, n),
 		sample: make([]int32, 0, m), cluster: make([]int32, m), order: make([]int32, m),
 		dist: make([]float64, m),
 		accY: make([]float32, model.DotStride(k)*p.DimY), accX: make([]float32, p.DimX), markC: make([]uint8, p.DimX),
 		touched: make([]int32, p.DimX+1), perDim: make([]int32, p.DimX), bits: make([]uint64, (p.DimX+63)/64),
-		w:  make([]float32, p.DimX*model.DotStride(k)),
-		px: newProjectedRows(&d.X), py: newProjectedRows(&d.Y),
+		w:      make([]float32, p.DimX*model.DotStride(k)),
 		denseX: make([]float32, p.DimX),
 		markX:  make([]bool, p.DimX), markY: make([]bool, p.DimY), ydense: make([]float32, p.DimY), ymark: make([]bool, p.DimY),
 		labelAcc: make([]float32, d.Y.Cols),
@@ -366,63 +498,185 @@ func (s *forestScratch) newPass() uint32 {
 	return s.pass
 }
 
-// treeBuilder grows one tree breadth-first, so that node ids, and with them
-// the order of every entry appended to the tree, follow processing order.
+// treeRows is the training data as one tree sees it: the rows under the
+// tree's projections and their inverse norms, computed once per tree and
+// read by every node. A worker growing trees alone keeps its own; the
+// workers of a NUMA domain growing a tree together share their domain's.
+type treeRows struct {
+	xb, yb     []int32   // projection tables: bucket per feature / label
+	xs, ys     []float32 // signs per feature / label
+	px, py     projectedRows
+	xInv, yInv []float32 // 1 / norm of each projected instance
+}
+
+func newTreeRows(d *ForestData) *treeRows {
+	n := d.X.Rows
+	return &treeRows{xb: make([]int32, d.X.Cols), xs: make([]float32, d.X.Cols),
+		yb: make([]int32, d.Y.Cols), ys: make([]float32, d.Y.Cols),
+		px: newProjectedRows(&d.X), py: newProjectedRows(&d.Y), xInv: make([]float32, n), yInv: make([]float32, n)}
+}
+
+// treeBuilder is a worker's part in growing a tree: it splits the nodes
+// given to it, each with a random stream of its own, and appends their
+// classifiers and leaves to its own buffer, out, from which grow copies
+// them to the tree in node order.
 type treeBuilder struct {
-	p    ForestParams
-	seed uint64 // the tree's seed
-	d    *ForestData
-	s    *forestScratch
-	rng  *rand.Rand
-	tree *model.Tree
+	p      ForestParams
+	seed   uint64 // the tree's seed
+	x, y   model.Projection
+	d      *ForestData
+	s      *forestScratch
+	rows   *treeRows
+	ids    []int32 // the tree's instance ids, partitioned in place per node
+	pcg    *rand.PCG
+	rng    *rand.Rand
+	out    model.Tree // this builder's nodes of the current level
+	bounds []int32    // children's ranges of out's nodes, back to back
+	// helpers, when set, is the crew, free to help this builder split
+	// its node (the only one of its level); err is the first error of
+	// the crew's help (a closed pool).
+	helpers crew
+	err     error
+}
+
+// start prepares b to grow tree t of f on worker w's domain data, rows
+// and ids.
+func (b *treeBuilder) start(f *ForestTrainer, w numa.Worker, rows *treeRows, ids []int32, t int) {
+	b.p, b.seed, b.d, b.s = f.Params, TreeSeed(f.Params.Seed, t), f.Data.Get(w.Domain), f.scratch.Get(w)
+	b.rows, b.ids = rows, ids
+	b.x, b.y = treeProjections(b.p, b.d, b.seed)
+	b.out.X, b.out.Y = b.x, b.y
+}
+
+// treeProjections returns the feature and label projections of the tree
+// of the given seed.
+func treeProjections(p ForestParams, d *ForestData, seed uint64) (x, y model.Projection) {
+	return projection(p.DimX, d.X.Cols, data.SplitMix64(seed+1), data.SplitMix64(seed+2)),
+		projection(p.DimY, d.Y.Cols, data.SplitMix64(seed+3), data.SplitMix64(seed+4))
+}
+
+// fillTables fills the projection tables of b's rows.
+func (b *treeBuilder) fillTables() {
+	r := b.rows
+	r.xb, r.xs = fillTable(b.x, r.xb, r.xs)
+	r.yb, r.ys = fillTable(b.y, r.yb, r.ys)
+}
+
+// firstIDs sets ids to 0, 1, ...: every instance in the root.
+func firstIDs(ids []int32) {
+	for i := range ids {
+		ids[i] = int32(i)
+	}
+}
+
+// projectRows is the number of rows projected as one piece of work.
+const projectRows = 2048
+
+func projectChunks(d *ForestData) int { return (d.X.Rows + projectRows - 1) / projectRows }
+
+// projectChunk projects chunk i of the rows under the tree's projections
+// and computes their inverse norms.
+func (b *treeBuilder) projectChunk(i int) {
+	r, s := b.rows, b.s
+	lo, hi := i*projectRows, min((i+1)*projectRows, b.d.X.Rows)
+	r.px.project(&b.d.X, r.xb, r.xs, lo, hi)
+	r.py.project(&b.d.Y, r.yb, r.ys, lo, hi)
+	b.inverseNorms(&r.px, r.xInv, s.denseX, s.markX, lo, hi)
+	b.inverseNorms(&r.py, r.yInv, s.accY[:b.p.DimY], s.markY, lo, hi)
 }
 
 // span is a node waiting in the breadth-first queue: its instances are
-// s.ids[lo:hi].
+// ids[lo:hi].
 type span struct {
 	lo, hi int32
 	depth  int
 }
 
-func (b *treeBuilder) build() error {
-	s, t := b.s, b.tree
-	s.xb, s.xs = fillTable(t.X, s.xb, s.xs)
-	s.yb, s.ys = fillTable(t.Y, s.yb, s.ys)
-	s.px.project(&b.d.X, s.xb, s.xs)
-	s.py.project(&b.d.Y, s.yb, s.ys)
-	b.inverseNorms(&s.px, s.xInv, s.denseX, s.markX)
-	b.inverseNorms(&s.py, s.yInv, s.accY[:b.p.DimY], s.markY)
-	n := int32(b.d.X.Rows)
+// nodeOut locates a node's classifier or leaf in the out buffer of the
+// builder that split it, and its children's ranges in the builder's bounds.
+type nodeOut struct {
+	b                                *treeBuilder
+	dim, dimEnd, ent, entEnd         int
+	leaf, leafEnd, bounds, boundsEnd int
+}
+
+// grow grows t over n instances breadth-first, a level at a time: the crew
+// splits the nodes of a level in parallel, each builder into its own
+// buffer, and the nodes are then appended to t in id order, so that t does
+// not depend on the crew, and node ids follow the breadth-first order.
+func grow(t *model.Tree, n int32, c crew) error {
 	if n == 0 {
 		return errors.New("no training instances")
 	}
-	for i := range n {
-		s.ids[i] = i
-	}
 	queue := []span{{0, n, 0}}
-	b.newNode(n)
-	for id := 0; id < len(queue); id++ {
-		sp := queue[id]
-		t.SplitStart = append(t.SplitStart, int64(len(t.SplitDim)))
-		t.EntryStart = append(t.EntryStart, int64(len(t.SplitChild)))
-		t.LeafStart = append(t.LeafStart, int64(len(t.LeafLabel)))
-		children := b.split(id, sp)
-		if len(children) == 0 {
-			b.leaf(s.ids[sp.lo:sp.hi])
-			continue
+	newNode(t, n)
+	var outs []nodeOut
+	for lo := 0; lo < len(queue); {
+		hi := len(queue)
+		outs = slices.Grow(outs[:0], hi-lo)[:hi-lo]
+		if b := c.lead(); hi-lo == 1 && b != nil {
+			// A level of one node (the root, at least): its builder
+			// runs outside the crew, which helps with the node's
+			// largest loops.
+			b.helpers = c
+			outs[0] = b.node(lo, queue[lo])
+			b.helpers = nil
+			if b.err != nil {
+				return b.err
+			}
+		} else {
+			err := c.each(hi-lo, func(b *treeBuilder, i int) { outs[i] = b.node(lo+i, queue[lo+i]) })
+			if err != nil {
+				return err
+			}
 		}
-		t.FirstChild[id] = int32(len(queue))
-		t.NumChildren[id] = int32(len(children)) - 1
-		for c := 0; c+1 < len(children); c++ {
-			lo, hi := children[c], children[c+1]
-			queue = append(queue, span{lo, hi, sp.depth + 1})
-			b.newNode(hi - lo)
+		for i, o := range outs {
+			id, b := lo+i, &o.b.out
+			t.SplitStart = append(t.SplitStart, int64(len(t.SplitDim)))
+			t.EntryStart = append(t.EntryStart, int64(len(t.SplitChild)))
+			t.LeafStart = append(t.LeafStart, int64(len(t.LeafLabel)))
+			t.SplitDim = append(t.SplitDim, b.SplitDim[o.dim:o.dimEnd]...)
+			t.SplitCount = append(t.SplitCount, b.SplitCount[o.dim:o.dimEnd]...)
+			t.SplitChild = append(t.SplitChild, b.SplitChild[o.ent:o.entEnd]...)
+			t.SplitWeight = append(t.SplitWeight, b.SplitWeight[o.ent:o.entEnd]...)
+			t.LeafLabel = append(t.LeafLabel, b.LeafLabel[o.leaf:o.leafEnd]...)
+			t.LeafValue = append(t.LeafValue, b.LeafValue[o.leaf:o.leafEnd]...)
+			bounds := o.b.bounds[o.bounds:o.boundsEnd]
+			if len(bounds) == 0 {
+				continue
+			}
+			t.FirstChild[id] = int32(len(queue))
+			t.NumChildren[id] = int32(len(bounds)) - 1
+			for c := 0; c+1 < len(bounds); c++ {
+				queue = append(queue, span{bounds[c], bounds[c+1], queue[id].depth + 1})
+				newNode(t, bounds[c+1]-bounds[c])
+			}
 		}
+		for _, o := range outs {
+			o.b.out.Reset()
+			o.b.bounds = o.b.bounds[:0]
+		}
+		lo = hi
 	}
 	t.SplitStart = append(t.SplitStart, int64(len(t.SplitDim)))
 	t.EntryStart = append(t.EntryStart, int64(len(t.SplitChild)))
 	t.LeafStart = append(t.LeafStart, int64(len(t.LeafLabel)))
 	return nil
+}
+
+// node splits node id, whose instances are sp, or makes it a leaf, into
+// b's buffer.
+func (b *treeBuilder) node(id int, sp span) nodeOut {
+	t := &b.out
+	o := nodeOut{b: b, dim: len(t.SplitDim), ent: len(t.SplitChild), leaf: len(t.LeafLabel), bounds: len(b.bounds)}
+	b.pcg.Seed(nodeSeed(b.seed, id))
+	if children := b.split(id, sp); children != nil {
+		b.bounds = append(b.bounds, children...)
+	} else {
+		b.leaf(b.ids[sp.lo:sp.hi])
+	}
+	o.dimEnd, o.entEnd, o.leafEnd, o.boundsEnd = len(t.SplitDim), len(t.SplitChild), len(t.LeafLabel), len(b.bounds)
+	return o
 }
 
 func fillTable(p model.Projection, buckets []int32, signs []float32) ([]int32, []float32) {
@@ -432,8 +686,9 @@ func fillTable(p model.Projection, buckets []int32, signs []float32) ([]int32, [
 	return buckets, signs
 }
 
-func (b *treeBuilder) newNode(size int32) {
-	t := b.tree
+// newNode adds to t a node of size instances, a leaf until grow says
+// otherwise.
+func newNode(t *model.Tree, size int32) {
 	t.FirstChild = append(t.FirstChild, 0)
 	t.NumChildren = append(t.NumChildren, 0)
 	t.Size = append(t.Size, size)
@@ -455,11 +710,13 @@ func newProjectedRows(m *data.CSR) projectedRows {
 	return projectedRows{indptr: m.Indptr, bucket: make([]int32, len(m.Indices)), value: make([]float32, len(m.Values))}
 }
 
-// project sets p to the rows of m under the projection given by tables.
-func (p *projectedRows) project(m *data.CSR, buckets []int32, signs []float32) {
-	val := m.Values[:len(m.Indices)]
-	bucket, value := p.bucket[:len(m.Indices)], p.value[:len(m.Indices)]
-	for q, j := range m.Indices {
+// project sets rows lo to hi-1 of p to those of m under the projection
+// given by tables.
+func (p *projectedRows) project(m *data.CSR, buckets []int32, signs []float32, lo, hi int) {
+	a, e := m.Indptr[lo], m.Indptr[hi]
+	val := m.Values[a:e]
+	bucket, value := p.bucket[a:e], p.value[a:e]
+	for q, j := range m.Indices[a:e] {
 		bucket[q], value[q] = buckets[j], signs[j]*val[q]
 	}
 }
@@ -471,15 +728,12 @@ func (p *projectedRows) row(i int) ([]int32, []float32) {
 	return p.bucket[lo:hi], p.value[lo:hi]
 }
 
-// rows returns the number of rows.
-func (p *projectedRows) rows() int { return len(p.indptr) - 1 }
-
-// inverseNorms sets inv[i] to 1/‖P m_i‖ for the projected rows p (0 for a
-// row whose projection vanishes). dense and mark are zeroed scratch of the
-// projected dimension and are left zeroed.
-func (b *treeBuilder) inverseNorms(p *projectedRows, inv []float32, dense []float32, mark []bool) {
+// inverseNorms sets inv[i] to 1/‖P m_i‖ for rows lo to hi-1 of the
+// projected rows p (0 for a row whose projection vanishes). dense and mark
+// are zeroed scratch of the projected dimension and are left zeroed.
+func (b *treeBuilder) inverseNorms(p *projectedRows, inv []float32, dense []float32, mark []bool, lo, hi int) {
 	touched := b.s.touchX[:0]
-	for i := range p.rows() {
+	for i := lo; i < hi; i++ {
 		bucket, value := p.row(i)
 		value = value[:len(bucket)]
 		touched = touched[:0]
@@ -504,11 +758,11 @@ func (b *treeBuilder) inverseNorms(p *projectedRows, inv []float32, dense []floa
 }
 
 // split tries to split the node's instances, node id's. It returns nil for
-// a leaf, or the boundaries of the children's ranges in s.ids (len =
-// children + 1), after appending the node's classifier to the tree.
+// a leaf, or the boundaries of the children's ranges in b.ids (len =
+// children + 1), after appending the node's classifier to b.out.
 func (b *treeBuilder) split(id int, sp span) []int32 {
-	s, p := b.s, b.p
-	ids := s.ids[sp.lo:sp.hi]
+	p := b.p
+	ids := b.ids[sp.lo:sp.hi]
 	if len(ids) <= p.LeafSize || (p.MaxDepth > 0 && sp.depth >= p.MaxDepth) ||
 		allEqual(&b.d.Y, b.d.yHash, ids) || allEqual(&b.d.X, b.d.xHash, ids) {
 		return nil
@@ -526,13 +780,13 @@ func (b *treeBuilder) split(id int, sp span) []int32 {
 // classifier sends every instance to one child.
 func (b *treeBuilder) trySplit(id, attempt int, sp span) []int32 {
 	s := b.s
-	ids := s.ids[sp.lo:sp.hi]
+	ids := b.ids[sp.lo:sp.hi]
 	sample := b.drawSample(ids)
 	k := b.kmeans(sample, b.labelProjection(id, attempt))
 	if k < 2 {
 		return nil
 	}
-	firstDim, firstEntry := len(b.tree.SplitDim), len(b.tree.SplitChild)
+	firstDim, firstEntry := len(b.out.SplitDim), len(b.out.SplitChild)
 	kept := b.classifier(sample, k)
 	// Route every instance of the node with the classifier just appended,
 	// exactly as prediction will: the kept rows of s.w hold the stored
@@ -541,7 +795,7 @@ func (b *treeBuilder) trySplit(id, attempt int, sp span) []int32 {
 	w := s.w[:b.p.DimX*stride]
 	counts := s.counts[:k+1]
 	clear(counts)
-	route(&s.px, ids, w, stride, s.scores[:k], s.child)
+	b.route(ids, w, stride, k)
 	for _, c := range s.child[:len(ids)] {
 		counts[c+1]++
 	}
@@ -596,7 +850,7 @@ func (b *treeBuilder) trySplit(id, attempt int, sp span) []int32 {
 // at firstDim and firstEntry by newID, dropping the entries of children
 // mapped to -1 and the dimensions left without entries.
 func (b *treeBuilder) dropChildren(firstDim, firstEntry int, newID []int32) {
-	t := b.tree
+	t := &b.out
 	wd, we, e := firstDim, firstEntry, firstEntry
 	for q := firstDim; q < len(t.SplitDim); q++ {
 		count := uint8(0)
@@ -616,9 +870,38 @@ func (b *treeBuilder) dropChildren(firstDim, firstEntry int, newID []int32) {
 }
 
 func (b *treeBuilder) truncateSplit(dims, entries int) {
-	t := b.tree
+	t := &b.out
 	t.SplitDim, t.SplitCount = t.SplitDim[:dims], t.SplitCount[:dims]
 	t.SplitChild, t.SplitWeight = t.SplitChild[:entries], t.SplitWeight[:entries]
+}
+
+// routeChunk is the number of instances a helper takes at a time.
+const routeChunk = 4096
+
+// route sets s.child[i] to the child of highest score for instance ids[i]
+// under the node weights w, with the help of b.helpers if set.
+func (b *treeBuilder) route(ids []int32, w []float32, stride, k int) {
+	child := b.s.child
+	b.inPieces(len(ids), func(h *treeBuilder, lo, hi int) {
+		route(&h.rows.px, ids[lo:hi], w, stride, h.s.scores[:k], child[lo:hi])
+	})
+}
+
+// inPieces calls fn(h, lo, hi) over consecutive pieces [lo, hi) covering
+// [0, n): on b.helpers, each helper h with its own scratch, if b has helpers
+// and n is large enough to share, else on b itself in one piece. The pieces
+// must be independent: each writes only its own range of results.
+func (b *treeBuilder) inPieces(n int, fn func(h *treeBuilder, lo, hi int)) {
+	if b.helpers == nil || n < 2*routeChunk {
+		fn(b, 0, n)
+		return
+	}
+	err := b.helpers.each((n+routeChunk-1)/routeChunk, func(h *treeBuilder, i int) {
+		fn(h, i*routeChunk, min((i+1)*routeChunk, n))
+	})
+	if err != nil && b.err == nil {
+		b.err = err
+	}
 }
 
 // route sets child[i] to the child of highest score for instance ids[i],
@@ -700,28 +983,32 @@ func (b *treeBuilder) kmeans(sample []int32, proj *model.Projection) int {
 		return dot
 	}
 
-	// simIn returns sim(c, i), computed once per label class in a pass.
-	class, stamp, simOf := b.d.yClass, s.stamp, s.simOf
-	simIn := func(c, i int, pass uint32) float32 {
-		cl := class[sample[i]]
-		if stamp[cl] != pass {
-			stamp[cl], simOf[cl] = pass, sim(c, i)
-		}
-		return simOf[cl]
-	}
-
 	// k-means++ seeding with distance D = 1 - cosine, drawing by D or D².
 	weight := func(d float64) float64 { return d }
 	if p.Seeding == SeedingD2 {
 		weight = func(d float64) float64 { return d * d }
 	}
 	dist := s.dist[:len(sample)]
+	// nearer lowers dist[i] to the distance of sample i to centroid c,
+	// for the sample in [lo, hi): the similarity is computed once per
+	// label class, in a pass of h's scratch.
+	class := b.d.yClass
+	nearer := func(h *treeBuilder, c, lo, hi int) {
+		stamp, simOf, pass := h.s.stamp, h.s.simOf, h.s.newPass()
+		for i := lo; i < hi; i++ {
+			cl := class[sample[i]]
+			if stamp[cl] != pass {
+				stamp[cl], simOf[cl] = pass, sim(c, i)
+			}
+			dist[i] = min(dist[i], max(0, 1-float64(simOf[cl])))
+		}
+	}
 	add(0, b.rng.IntN(len(sample)))
 	k := 1
-	pass := s.newPass()
-	for i := range sample {
-		dist[i] = max(0, 1-float64(simIn(0, i, pass)))
+	for i := range dist {
+		dist[i] = math.Inf(1)
 	}
+	b.inPieces(len(sample), func(h *treeBuilder, lo, hi int) { nearer(h, 0, lo, hi) })
 	for k < K && k < len(sample) {
 		var total float64
 		for _, d := range dist {
@@ -740,28 +1027,29 @@ func (b *treeBuilder) kmeans(sample []int32, proj *model.Projection) int {
 			r -= weight(d)
 		}
 		add(k, pick)
-		pass := s.newPass()
-		for i := range sample {
-			dist[i] = min(dist[i], max(0, 1-float64(simIn(k, i, pass))))
-		}
+		b.inPieces(len(sample), func(h *treeBuilder, lo, hi int) { nearer(h, k, lo, hi) })
 		k++
 	}
 	if k < 2 {
 		return k
 	}
 	cluster := s.cluster[:len(sample)]
-	sims := s.sims[:k]
 	counts := s.counts[:k]
-	for iter := range p.KMeansIters {
-		pass, bestOf := s.newPass(), s.bestOf
-		for i, id := range sample {
-			cl := class[id]
+	// assign sets the cluster of the sample in [lo, hi): the nearest
+	// centroid, found once per label class in a pass of h's scratch.
+	assign := func(h *treeBuilder, lo, hi int) {
+		stamp, bestOf, pass, sims := h.s.stamp, h.s.bestOf, h.s.newPass(), h.s.sims[:k]
+		for i := lo; i < hi; i++ {
+			cl := class[sample[i]]
 			if stamp[cl] != pass {
 				stamp[cl] = pass
 				bestOf[cl] = model.BestDot(C, stride, bk[off[i]:off[i+1]], vl[off[i]:off[i+1]], sims)
 			}
 			cluster[i] = bestOf[cl]
 		}
+	}
+	for iter := range p.KMeansIters {
+		b.inPieces(len(sample), assign)
 		if iter == p.KMeansIters-1 {
 			break
 		}
@@ -806,7 +1094,7 @@ func (b *treeBuilder) kmeans(sample []int32, proj *model.Projection) int {
 // splitting node id: nil (the tree's) unless projections are per node,
 // then one drawn from the tree's seed, the node and the attempt alone.
 func (b *treeBuilder) labelProjection(id, attempt int) *model.Projection {
-	if b.p.LabelProjection != LabelProjectionNode || b.tree.Y.Identity {
+	if b.p.LabelProjection != LabelProjectionNode || b.y.Identity {
 		return nil // one projection per node is the same identity
 	}
 	seed := data.SplitMix64(b.seed ^ data.SplitMix64(uint64(id)<<8|uint64(attempt)))
@@ -827,13 +1115,13 @@ func (b *treeBuilder) sampleLabels(sample []int32, proj *model.Projection) (off,
 		start := len(bk)
 		inv := float32(0)
 		if proj == nil {
-			buckets, values := s.py.row(int(id))
+			buckets, values := b.rows.py.row(int(id))
 			values = values[:len(buckets)]
 			for k, q := range buckets {
 				bk = append(bk, q)
 				vl = append(vl, values[k])
 			}
-			inv = s.yInv[id]
+			inv = b.rows.yInv[id]
 		} else {
 			labels, values := b.d.Y.Row(int(id))
 			values = values[:len(labels)]
@@ -904,7 +1192,7 @@ func normalize(v []float32, touched []int32) {
 // members have features, never over the union of all. The entries kept
 // are then sorted by dimension, stably, so by child within a dimension.
 func (b *treeBuilder) classifier(sample []int32, k int) []int32 {
-	s, dimX := b.s, b.p.DimX
+	s := b.s
 	// Group the sample by cluster, stably.
 	cluster := s.cluster[:len(sample)]
 	ends := s.counts[:k+1]
@@ -920,28 +1208,66 @@ func (b *treeBuilder) classifier(sample []int32, k int) []int32 {
 		order[ends[c]] = sample[i]
 		ends[c]++
 	}
-	acc, mark := s.accX[:dimX], s.markC[:dimX]
 	ents, kept := s.ents[:0], s.touchX[:0]
-	start := 0
+	// The k centroids are independent: with helpers, each computes some
+	// into a part of its own, appended below in cluster order.
+	var parts [][]entry
+	if b.helpers != nil && len(sample) >= 2*routeChunk {
+		s.parts = slices.Grow(s.parts[:0], k)[:k]
+		parts = s.parts
+		err := b.helpers.each(k, func(h *treeBuilder, c int) {
+			parts[c] = h.centroid(order[ends[c]-clusterSize(ends, c):ends[c]], uint8(c), parts[c][:0])
+		})
+		if err != nil && b.err == nil {
+			b.err = err
+		}
+	}
 	for c := range k {
-		members := order[start:ends[c]]
-		start = int(ends[c])
-		n := accumulate(&s.px, members, s.xInv, acc, mark, s.touched[:dimX+1])
-		touched := s.touched[:n]
-		scale := float32(1)
-		if b.p.CentroidNorm == CentroidNormBeforeCut {
-			normalize(acc, touched)
+		n := len(ents)
+		if parts != nil {
+			ents = append(ents, parts[c]...)
+		} else {
+			ents = b.centroid(order[ends[c]-clusterSize(ends, c):ends[c]], uint8(c), ents)
 		}
-		thresh, ties := b.threshold(acc, touched)
-		if b.p.CentroidNorm == CentroidNormAfterCut {
-			scale = keptScale(acc, touched, thresh, ties)
+		for _, e := range ents[n:] {
+			if s.perDim[e.dim] == 0 {
+				kept = append(kept, e.dim)
+			}
+			s.perDim[e.dim]++
 		}
-		ents, kept = keep(acc, mark, touched, thresh, ties, scale, uint8(c), ents, kept, s.perDim)
 	}
 	kept = sortDims(kept, s.bits)
 	s.ents, s.touchX = ents, kept
 	b.appendEntries(kept, k)
 	return kept
+}
+
+// clusterSize returns the size of cluster c, whose members end at ends[c] and
+// begin where cluster c-1's end.
+func clusterSize(ends []int32, c int) int32 {
+	if c == 0 {
+		return ends[0]
+	}
+	return ends[c] - ends[c-1]
+}
+
+// centroid appends to ents child c's entries of the node's classifier: the
+// sum of the members' projected normalised feature vectors, reduced to its
+// CentroidKeep largest-magnitude entries and normalised (see keep).
+func (b *treeBuilder) centroid(members []int32, c uint8, ents []entry) []entry {
+	s, dimX := b.s, b.p.DimX
+	acc, mark := s.accX[:dimX], s.markC[:dimX]
+	n := accumulate(&b.rows.px, members, b.rows.xInv, acc, mark, s.touched[:dimX+1])
+	touched := s.touched[:n]
+	scale := float32(1)
+	if b.p.CentroidNorm == CentroidNormBeforeCut {
+		normalize(acc, touched)
+	}
+	thresh, ties := b.threshold(acc, touched)
+	if b.p.CentroidNorm == CentroidNormAfterCut {
+		scale = keptScale(acc, touched, thresh, ties)
+	}
+	return keep(acc, mark, touched, thresh, ties, scale, c, ents)
 }
 
 // accumulate adds the projected normalised feature vectors of the members
@@ -1068,9 +1394,8 @@ func keptScale(acc []float32, touched []int32, thresh float32, ties int) float32
 // keep appends to ents child's entries of the centroid acc above thresh
 // (and the first ties at it, in order of first appearance, which is
 // deterministic), multiplied by scale, that do not round to a bfloat16
-// zero, and to kept the dimensions it is the first to use, counting each
-// dimension's entries in perDim. It zeroes acc and mark.
-func keep(acc []float32, mark []uint8, touched []int32, thresh float32, ties int, scale float32, child uint8, ents []entry, kept, perDim []int32) ([]entry, []int32) {
+// zero. It zeroes acc and mark.
+func keep(acc []float32, mark []uint8, touched []int32, thresh float32, ties int, scale float32, child uint8, ents []entry) []entry {
 	for _, d := range touched {
 		v := acc[d]
 		acc[d], mark[d] = 0, 0
@@ -1086,12 +1411,8 @@ func keep(acc []float32, mark []uint8, touched []int32, thresh float32, ties int
 			continue // too small to store
 		}
 		ents = append(ents, entry{dim: d, child: child, weight: v})
-		if perDim[d] == 0 {
-			kept = append(kept, d)
-		}
-		perDim[d]++
 	}
-	return ents, kept
+	return ents
 }
 
 // appendEntries appends the node's entries s.ents, rounded to bfloat16, to
@@ -1099,7 +1420,7 @@ func keep(acc []float32, mark []uint8, touched []int32, thresh float32, ties int
 // dimensions without entries), s.perDim has their counts. It writes the
 // stored weights to s.w for routing and zeroes s.perDim.
 func (b *treeBuilder) appendEntries(kept []int32, k int) {
-	s, t := b.s, b.tree
+	s, t := b.s, &b.out
 	perDim, ents := s.perDim, s.ents
 	// Counting sort of the entries by dimension, into the tree: perDim
 	// becomes each dimension's next position after base.
@@ -1163,7 +1484,7 @@ func abs32(v float32) float32 { return float32(math.Abs(float64(v))) }
 
 // leaf appends the mean label vector of ids.
 func (b *treeBuilder) leaf(ids []int32) {
-	s, t := b.s, b.tree
+	s, t := b.s, &b.out
 	labels := s.labels[:0]
 	for _, id := range ids {
 		idx, _ := b.d.Y.Row(int(id))
@@ -1227,5 +1548,13 @@ func (a *forestAlgorithm) Prepare(env Env, ds *data.Dataset) (*Work, error) {
 	t := NewForestTrainer(p, replicas, env.Pool)
 	// Trees cost about the same: a cyclic deal balances them without
 	// messages.
-	return &Work{Kind: model.ForestKind{}, Params: p, Units: p.Trees, Unit: t.Work, Schedule: runner.ScheduleStatic}, nil
+	w := &Work{Kind: model.ForestKind{}, Params: p, Units: p.Trees, Unit: t.Work, Schedule: runner.ScheduleStatic}
+	// With fewer trees per rank than workers, a worker per tree would
+	// leave workers idle: all of them grow each tree together instead.
+	ranks, workers := env.Comm.Size(), len(env.Pool.Workers())
+	if perRank := (p.Trees + ranks - 1) / ranks; perRank < workers {
+		w.Unit, w.Team = nil, t.WorkTogether
+		env.Log.Info("fewer trees than workers: the workers of a rank grow each tree together", "trees_per_rank", perRank, "workers", workers)
+	}
+	return w, nil
 }

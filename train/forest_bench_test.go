@@ -1,11 +1,13 @@
 package train
 
 import (
+	"fmt"
 	"hash/maphash"
 	"syscall"
 	"testing"
 	"time"
 
+	"xmc/data"
 	"xmc/model"
 	"xmc/numa"
 	"xmc/numa/numatest"
@@ -73,4 +75,34 @@ func processCPU() time.Duration {
 // cpu-ns/op metric.
 func reportCPU(b *testing.B, start time.Duration) {
 	b.ReportMetric(float64(processCPU()-start)/float64(b.N), "cpu-ns/op")
+}
+
+// BenchmarkForestTreeTogether measures growing one tree with 1 and 2
+// workers together (TrainTreeTogether; ns/op is per tree) on Delicious and
+// on data of Wiki10-31K's shape (D = 101,938, L = 30,938, 18.6 labels and
+// 673 features per row, 20,000 rows, as `xmc bench shapes` generates it):
+// the speed-up of a forest with fewer trees than workers.
+func BenchmarkForestTreeTogether(b *testing.B) {
+	delicious, _ := loadDelicious(b)
+	wiki10, err := data.GenerateDataset(data.GenConfig{N: 20000, D: 101938, L: 30938, AvgLabels: 18.64,
+		AvgFeatures: 673.4, LabelExponent: 1, Seed: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, set := range []struct {
+		name string
+		ds   *data.Dataset
+	}{{"delicious", delicious}, {"wiki10-31k-shape", wiki10}} {
+		for _, workers := range []int{1, 2} {
+			b.Run(fmt.Sprintf("%s/workers=%d", set.name, workers), func(b *testing.B) {
+				p, _ := DefaultForestParams().Resolve(set.ds.D(), set.ds.L())
+				f := newForestTrainer(b, set.ds, p, numatest.Pool(b, workers, 1))
+				for i := 0; b.Loop(); i++ {
+					if _, err := f.TrainTreeTogether(i % 4); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
 }

@@ -44,12 +44,42 @@ func loadSplit(t testing.TB, name string) (tr, te *data.Dataset) {
 // workers and returns their encodings.
 func trainTrees(t testing.TB, ds *data.Dataset, p ForestParams, pool *numa.Pool) [][]byte {
 	t.Helper()
+	return newForestTrainer(t, ds, p, pool).workAll(t)
+}
+
+// testForest is a forest trainer over a test's data and pool.
+type testForest struct {
+	*ForestTrainer
+	pool *numa.Pool
+}
+
+func newForestTrainer(t testing.TB, ds *data.Dataset, p ForestParams, pool *numa.Pool) testForest {
+	t.Helper()
 	rep, err := numa.NewReplicas(pool, func(int) (*ForestData, error) { return NewForestData(ds, maphash.MakeSeed(), true), nil })
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := NewForestTrainer(p, rep, pool)
-	return workAll(t, pool, p.Trees, tr.Work)
+	return testForest{NewForestTrainer(p, rep, pool), pool}
+}
+
+// workAll trains every tree, each on one worker.
+func (f testForest) workAll(t testing.TB) [][]byte {
+	return workAll(t, f.pool, f.Params.Trees, f.Work)
+}
+
+// workTogether trains every tree with all the workers together, one tree
+// at a time.
+func (f testForest) workTogether(t testing.TB) [][]byte {
+	t.Helper()
+	out := make([][]byte, f.Params.Trees)
+	for u := range out {
+		b, err := f.WorkTogether(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[u] = b
+	}
+	return out
 }
 
 func TestForestBibtexAccuracy(t *testing.T) {
@@ -86,7 +116,8 @@ func TestForestBibtexAccuracy(t *testing.T) {
 }
 
 // TestForestDeterministic checks that trees depend on the seed and tree id
-// only: 1 worker, 2 workers and 2 simulated NUMA domains give the same bytes.
+// only: 1 worker, 2 workers and 2 simulated NUMA domains give the same bytes,
+// whether each worker grows trees alone or all grow each tree together.
 func TestForestDeterministic(t *testing.T) {
 	tr, _ := loadBibtex(t)
 	p := DefaultForestParams()
@@ -94,11 +125,18 @@ func TestForestDeterministic(t *testing.T) {
 	p.Seed = 3
 	p, _ = p.Resolve(tr.D(), tr.L())
 	ref := trainTrees(t, tr, p, numatest.Pool(t, 1, 1))
-	for _, c := range []struct{ threads, domains int }{{2, 1}, {2, 2}} {
-		got := trainTrees(t, tr, p, numatest.Pool(t, c.threads, c.domains))
+	for _, c := range []struct {
+		threads, domains int
+		together         bool
+	}{{2, 1, false}, {2, 2, false}, {1, 1, true}, {2, 1, true}, {3, 1, true}, {4, 2, true}} {
+		f := newForestTrainer(t, tr, p, numatest.Pool(t, c.threads, c.domains))
+		got := f.workAll(t)
+		if c.together {
+			got = f.workTogether(t)
+		}
 		for i := range ref {
 			if !bytes.Equal(ref[i], got[i]) {
-				t.Errorf("%d threads, %d domains: tree %d differs", c.threads, c.domains, i)
+				t.Errorf("%d threads, %d domains, together %v: tree %d differs", c.threads, c.domains, c.together, i)
 			}
 		}
 	}

@@ -90,8 +90,11 @@ type Work struct {
 	Params any
 	// Units is the number of units of the model, identified 0..Units-1.
 	Units int
-	// Unit computes one unit, for work of independent units.
+	// Unit computes one unit on one worker, for work of independent units.
 	Unit runner.WorkFunc
+	// Team, set instead of Unit, computes one unit with all the rank's
+	// workers together (see runner.TeamFunc).
+	Team runner.TeamFunc
 	// Schedule is the schedule of the units unless the user chose one
 	// (runner.ScheduleStatic or runner.ScheduleDynamic).
 	Schedule string
@@ -115,12 +118,19 @@ func (w *Work) Check() error {
 	switch {
 	case w.Kind == nil:
 		return fmt.Errorf("work has no model kind")
-	case (w.Unit == nil) == (w.Rounds == nil):
-		return fmt.Errorf("work must have either a unit function or a round trainer")
+	case btoi(w.Unit != nil)+btoi(w.Team != nil)+btoi(w.Rounds != nil) != 1:
+		return fmt.Errorf("work must have exactly one of a unit function, a team function or a round trainer")
 	case w.Rounds != nil && w.MaxRounds < 1:
 		return fmt.Errorf("round work with %d rounds at most", w.MaxRounds)
 	case w.Units < 0:
 		return fmt.Errorf("work of %d units", w.Units)
 	}
 	return nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
