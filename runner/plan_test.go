@@ -173,3 +173,69 @@ func slowRank(t *testing.T, schedule string) error {
 		return c.Barrier()
 	})
 }
+
+// TestRunTeam checks the team mode: every unit is computed once, by a
+// function that may run the whole pool, one unit at a time per rank, and a
+// unit's error names it, on both schedules.
+func TestRunTeam(t *testing.T) {
+	for _, schedule := range schedules {
+		const units, ranks, threads = 7, 2, 3
+		pools := rankPools(t, ranks, threads)
+		var mu sync.Mutex
+		calls := map[int]int{}
+		var gathered [][]byte
+		err := mpi.Launch(ranks, func(c mpi.Comm) error {
+			pool := pools[c.Rank()]
+			p := Plan{Units: units, Kind: "unit", Comm: c, Schedule: schedule, Pool: pool, Log: slog.New(slog.DiscardHandler)}
+			var busy sync.Mutex // held while a unit runs: units of a rank must not overlap
+			own, err := p.RunTeam(context.Background(), func(u int) ([]byte, error) {
+				if !busy.TryLock() {
+					return nil, errors.New("two units of a rank at once")
+				}
+				defer busy.Unlock()
+				var workers sync.Map
+				if err := pool.Run(func(w numa.Worker) error { workers.Store(w.ID, true); return nil }); err != nil {
+					return nil, err
+				}
+				n := 0
+				workers.Range(func(any, any) bool { n++; return true })
+				if n != threads {
+					return nil, fmt.Errorf("%d of %d workers ran", n, threads)
+				}
+				mu.Lock()
+				calls[u]++
+				mu.Unlock()
+				return unitBytes(u), nil
+			})
+			if err != nil {
+				return err
+			}
+			all, err := Gather(c, units, own, 0)
+			if c.Rank() == 0 {
+				gathered = all
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", schedule, err)
+		}
+		for u := range units {
+			if calls[u] != 1 || string(gathered[u]) != string(unitBytes(u)) {
+				t.Errorf("%s: unit %d computed %d times, gathered %q", schedule, u, calls[u], gathered[u])
+			}
+		}
+		err = mpi.Launch(ranks, func(c mpi.Comm) error {
+			p := Plan{Units: units, Kind: "unit", Comm: c, Schedule: schedule, Pool: pools[c.Rank()], Log: slog.New(slog.DiscardHandler)}
+			_, err := p.RunTeam(context.Background(), func(u int) ([]byte, error) {
+				if u == 4 {
+					return nil, errors.New("boom")
+				}
+				return unitBytes(u), nil
+			})
+			return err
+		})
+		if err == nil || !strings.Contains(err.Error(), "unit 4: boom") {
+			t.Errorf("%s: error = %v, want it to name unit 4", schedule, err)
+		}
+	}
+}
