@@ -31,7 +31,7 @@ func commands() []command {
 		{"info", "show the job layout: MPI backend, ranks and hosts, NUMA domains, CPU, threads", runInfo},
 		{"train", "train a model (--algo forest), optionally evaluate it on a test set", runTrain},
 		{"predict", "write the top-k labels of every test row in the XMC score format", runPredict},
-		{"eval", "compute P@k, nDCG@k, PSP@k, PSnDCG@k and recall@k of score files", runEval},
+		{"eval", "compute P@k, nDCG@k, PSP@k, PSnDCG@k and recall@k of score files (and accuracy and macro-F1 on multi-class data)", runEval},
 		{"inspect", "show a model's header, tree shapes and size", runInspect},
 		{"gen", "generate a synthetic multi-label dataset with power-law labels", runGen},
 		{"bench", "scaling studies and comparisons with other XMC programs: scale, compare, report", runBench},

@@ -2,7 +2,8 @@
 // them: the versioned container file every model is stored in, sharded
 // models described by a manifest, the standard XMC score file of
 // predictions, and the evaluation metrics of the field (P@k, nDCG@k, their
-// propensity-scored variants and R@k).
+// propensity-scored variants, R@k, and accuracy and macro-F1 for
+// multi-class data).
 //
 // # Container format
 //

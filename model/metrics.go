@@ -81,6 +81,21 @@ type Metrics map[string]float64
 // IDCG@k before summing numerator and denominator; the repository's MATLAB
 // and C++ code, followed here, do not, so the two can differ slightly.
 //
+// On multi-class data, where every row has exactly one true label, it also
+// returns the metrics of the multi-class papers (MEMOIR, PD-Sparse) over
+// the top-ranked label ŷ_i of each row:
+//
+//	accuracy = 100/N Σ_i [ŷ_i = y_i]                       (P@1 there)
+//	macro-P  = 100/|C| Σ_{c∈C} TP_c / (TP_c + FP_c)
+//	macro-R  = 100/|C| Σ_{c∈C} TP_c / (TP_c + FN_c)
+//	macro-F1 = 2 · macro-P · macro-R / (macro-P + macro-R)
+//
+// with C the classes that occur among the rows' true labels or their
+// top-ranked labels (as LSHTC's evaluation, Partalas et al. 2015): a class
+// never predicted has precision 0, a class predicted but absent from the
+// truth recall 0. A row without predictions counts as a miss. They are
+// left out as soon as one row has no true label or several.
+//
 // A row with no true labels counts in N with zero hits: it lowers P@k,
 // nDCG@k and R@k and adds nothing to either side of PSP@k and PSnDCG@k, as
 // in pyxclib without remove_invalid. If no row has a true label the
@@ -124,6 +139,10 @@ type Evaluator struct {
 	scratch   []Scored
 	best      []float64 // a row's largest true inverse propensities
 	labels    []int32   // scratch for duplicateLabel
+	// Per class, for multi-class data (while single is true): rows whose
+	// top label is the class, rows of the class, and both.
+	single                bool
+	predicted, actual, tp []int64
 }
 
 // NewEvaluator returns an evaluator of predictions over cols labels for
@@ -155,7 +174,7 @@ func NewEvaluator(cols int, invProp []float64, ks []int) (*Evaluator, error) {
 		hitSum: make([]float64, ranks), ndcgSum: make([]float64, ranks), recallSum: make([]float64, ranks),
 		psSum: make([]float64, ranks), psBest: make([]float64, ranks),
 		psdcgSum: make([]float64, ranks), psdcgBest: make([]float64, ranks),
-		scratch: make([]Scored, 0, ranks), best: make([]float64, 0, ranks)}
+		scratch: make([]Scored, 0, ranks), best: make([]float64, 0, ranks), single: true}
 	for r := range ranks {
 		e.discount[r] = 1 / math.Log2(float64(r)+2)
 		e.idcg[r+1] = e.idcg[r] + e.discount[r]
@@ -181,6 +200,7 @@ func (e *Evaluator) Add(truth *data.CSR, pred [][]Scored) error {
 		if l, dup := duplicateLabel(top, &e.labels); dup {
 			return fmt.Errorf("evaluate: prediction row %d: label %d listed twice", e.rows+i, l)
 		}
+		e.addClass(y, top)
 		var hits, dcg, ps, psdcg float64
 		for r := range ranks {
 			if r < len(top) {
@@ -220,6 +240,31 @@ func (e *Evaluator) Add(truth *data.CSR, pred [][]Scored) error {
 	return nil
 }
 
+// addClass counts a row of true labels y and ranked predictions top for
+// the multi-class metrics, or stops counting at the first row that does
+// not have exactly one true label. The per-class counts, O(L), are made at
+// the first row: multi-label data never allocates more than that once.
+func (e *Evaluator) addClass(y []int32, top []Scored) {
+	if !e.single {
+		return
+	}
+	if len(y) != 1 {
+		e.single, e.predicted, e.actual, e.tp = false, nil, nil, nil
+		return
+	}
+	if e.actual == nil {
+		e.predicted, e.actual, e.tp = make([]int64, e.cols), make([]int64, e.cols), make([]int64, e.cols)
+	}
+	e.actual[y[0]]++
+	if len(top) > 0 {
+		p := top[0].Label
+		e.predicted[p]++
+		if p == y[0] {
+			e.tp[p]++
+		}
+	}
+}
+
 // Metrics returns the metrics of the rows added so far.
 func (e *Evaluator) Metrics() (Metrics, error) {
 	if e.rows == 0 {
@@ -237,8 +282,34 @@ func (e *Evaluator) Metrics() (Metrics, error) {
 			m[fmt.Sprintf("PSnDCG@%d", k)] = 100 * ratio(e.psdcgSum[r], e.psdcgBest[r])
 		}
 	}
+	if e.single {
+		var hits int64
+		var classes, precision, recall float64
+		for c, a := range e.actual {
+			p, tp := e.predicted[c], e.tp[c]
+			if a == 0 && p == 0 {
+				continue
+			}
+			hits += tp
+			classes++
+			precision += ratio(float64(tp), float64(p))
+			recall += ratio(float64(tp), float64(a))
+		}
+		m[MetricAccuracy] = 100 * float64(hits) / n
+		m[MetricMacroP] = 100 * precision / classes
+		m[MetricMacroR] = 100 * recall / classes
+		m[MetricMacroF1] = 2 * m[MetricMacroP] * m[MetricMacroR] / max(m[MetricMacroP]+m[MetricMacroR], math.SmallestNonzeroFloat64)
+	}
 	return m, nil
 }
+
+// Names of the multi-class metrics in Metrics (see Evaluate).
+const (
+	MetricAccuracy = "accuracy"
+	MetricMacroP   = "macro-P"
+	MetricMacroR   = "macro-R"
+	MetricMacroF1  = "macro-F1"
+)
 
 // ratio is a/b, or 0 when b is 0 (no row has a true label), as the
 // repository's C++ evaluation code does.
@@ -297,8 +368,8 @@ func largest(dst []float64, y []int32, invProp []float64, k int) []float64 {
 }
 
 // WriteTable writes a plain-text table comparing runs side by side: one
-// row per metric (P, nDCG, PSP, PSnDCG, R, each for every k in ks; nil
-// means 1, 3, 5), one column per run, named by names. Values are percent
+// row per metric (P, nDCG, PSP, PSnDCG, R, each for every k in ks, nil
+// meaning 1, 3, 5; then the multi-class metrics), one column per run, named by names. Values are percent
 // with two decimals, "-" where a run lacks the metric; with several runs
 // the best value of each row is marked with '*'. Metrics no run has are
 // left out.
@@ -319,34 +390,38 @@ func WriteTable(w io.Writer, names []string, ms []Metrics, ks []int) error {
 		header = append(header, cell{text: n})
 	}
 	table := [][]cell{header}
+	var keys []string
 	for _, fam := range [...]string{"P", "nDCG", "PSP", "PSnDCG", "R"} {
 		for _, k := range ks {
-			key := fmt.Sprintf("%s@%d", fam, k)
-			best, have := math.Inf(-1), 0
-			for _, m := range ms {
-				if v, ok := m[key]; ok {
-					best = max(best, v)
-					have++
-				}
-			}
-			if have == 0 {
-				continue
-			}
-			bestText := fmt.Sprintf("%.2f", best)
-			row := []cell{{text: key}}
-			for _, m := range ms {
-				v, ok := m[key]
-				c := cell{text: "-"}
-				if ok {
-					c.text = fmt.Sprintf("%.2f", v)
-				}
-				if ok && len(ms) > 1 && c.text == bestText {
-					c.mark = "*"
-				}
-				row = append(row, c)
-			}
-			table = append(table, row)
+			keys = append(keys, fmt.Sprintf("%s@%d", fam, k))
 		}
+	}
+	keys = append(keys, MetricAccuracy, MetricMacroP, MetricMacroR, MetricMacroF1)
+	for _, key := range keys {
+		best, have := math.Inf(-1), 0
+		for _, m := range ms {
+			if v, ok := m[key]; ok {
+				best = max(best, v)
+				have++
+			}
+		}
+		if have == 0 {
+			continue
+		}
+		bestText := fmt.Sprintf("%.2f", best)
+		row := []cell{{text: key}}
+		for _, m := range ms {
+			v, ok := m[key]
+			c := cell{text: "-"}
+			if ok {
+				c.text = fmt.Sprintf("%.2f", v)
+			}
+			if ok && len(ms) > 1 && c.text == bestText {
+				c.mark = "*"
+			}
+			row = append(row, c)
+		}
+		table = append(table, row)
 	}
 	width := make([]int, len(header))
 	for _, row := range table {

@@ -209,7 +209,8 @@ func TestEvaluateSmall(t *testing.T) {
 			pred:  [][]Scored{{{3, 1}, {2, 1}, {1, 1}}},
 			ks:    []int{1, 2},
 			// Ranked 1, 2, 3: the hit is at rank 2.
-			want: Metrics{"P@1": 0, "P@2": 50, "nDCG@1": 0, "nDCG@2": 100 / math.Log2(3), "R@1": 0, "R@2": 100},
+			want: Metrics{"P@1": 0, "P@2": 50, "nDCG@1": 0, "nDCG@2": 100 / math.Log2(3), "R@1": 0, "R@2": 100,
+				MetricAccuracy: 0, MetricMacroP: 0, MetricMacroR: 0, MetricMacroF1: 0},
 		},
 		{
 			name:  "k beyond the predictions and the labels",
@@ -231,14 +232,16 @@ func TestEvaluateSmall(t *testing.T) {
 			truth: [][]int32{{4}},
 			pred:  [][]Scored{{{1, 9}, {4, 1}, {4, 0.5}}},
 			ks:    []int{1},
-			want:  Metrics{"P@1": 0, "nDCG@1": 0, "R@1": 0},
+			want: Metrics{"P@1": 0, "nDCG@1": 0, "R@1": 0,
+				MetricAccuracy: 0, MetricMacroP: 0, MetricMacroR: 0, MetricMacroF1: 0},
 		},
 		{
 			name:  "unsorted row beyond k",
 			truth: [][]int32{{4}},
 			pred:  [][]Scored{{{1, 1}, {2, 0.5}, {4, 3}}},
 			ks:    []int{1},
-			want:  Metrics{"P@1": 100, "nDCG@1": 100, "R@1": 100},
+			want: Metrics{"P@1": 100, "nDCG@1": 100, "R@1": 100,
+				MetricAccuracy: 100, MetricMacroP: 100, MetricMacroR: 100, MetricMacroF1: 100},
 		},
 	}
 	for _, tt := range tests {
@@ -338,6 +341,49 @@ func referenceMetrics(truth [][]int32, pred [][]Scored, w []float64, ks []int) M
 		m[fmt.Sprintf("PSnDCG@%d", k)] = 100 * psd / psdBest
 	}
 	return m
+}
+
+// TestEvaluateMultiClass checks accuracy and macro-F1 on a case worked by
+// hand, added in one batch and in two, and that a row of two labels drops
+// them.
+func TestEvaluateMultiClass(t *testing.T) {
+	// True classes 0, 0, 1, 2, 1; top predictions 0, 1, 1, 3 and none.
+	truth := labelMatrix(4, [][]int32{{0}, {0}, {1}, {2}, {1}})
+	pred := [][]Scored{{{0, 1}, {1, 0.5}}, {{1, 1}}, {{1, 2}, {0, 1}}, {{3, 1}}, {}}
+	// Classes C = {0, 1, 2, 3}. Precision 1/1, 1/2, 0 (never predicted),
+	// 0/1; recall 1/2, 1/2, 0/1, 0 (no true row).
+	want := Metrics{"P@1": 40, "nDCG@1": 40, "R@1": 40,
+		MetricAccuracy: 40, MetricMacroP: 37.5, MetricMacroR: 25, MetricMacroF1: 30}
+	got, err := Evaluate(truth, pred, nil, []int{1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkMetrics(t, got, want)
+
+	e, err := NewEvaluator(4, nil, []int{1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, second := truth.Slice(0, 2), truth.Slice(2, 5)
+	if err := e.Add(&first, pred[:2]); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Add(&second, pred[2:]); err != nil {
+		t.Fatal(err)
+	}
+	got, err = e.Metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkMetrics(t, got, want)
+
+	multi := labelMatrix(4, [][]int32{{0, 2}})
+	if err := e.Add(multi, [][]Scored{{{0, 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ = e.Metrics(); got[MetricAccuracy] != 0 || len(got) != 3 {
+		t.Errorf("after a row of two labels: %v, want no multi-class metrics", got)
+	}
 }
 
 func TestEvaluateMatchesReference(t *testing.T) {
