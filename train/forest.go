@@ -555,11 +555,14 @@ func treeProjections(p ForestParams, d *ForestData, seed uint64) (x, y model.Pro
 		projection(p.DimY, d.Y.Cols, data.SplitMix64(seed+3), data.SplitMix64(seed+4))
 }
 
-// fillTables fills the projection tables of b's rows.
+// fillTables fills the projection tables of b's rows and points their
+// buckets at the data's columns where the projection is the identity.
 func (b *treeBuilder) fillTables() {
 	r := b.rows
 	r.xb, r.xs = fillTable(b.x, r.xb, r.xs)
 	r.yb, r.ys = fillTable(b.y, r.yb, r.ys)
+	r.px.useColumns(&b.d.X, b.x.Identity)
+	r.py.useColumns(&b.d.Y, b.y.Identity)
 }
 
 // firstIDs sets ids to 0, 1, ...: every instance in the root.
@@ -703,19 +706,44 @@ type projectedRows struct {
 	indptr []int64
 	bucket []int32
 	value  []float32
+	// identity says bucket is the data's own column indices: an identity
+	// projection only flips signs, so its buckets need no copy (half the
+	// memory and first touches of a tree's projected rows).
+	identity bool
+	buckets  []int32 // memory of bucket for other projections, made when first needed
 }
 
 // newProjectedRows allocates projected rows for the shape of m.
 func newProjectedRows(m *data.CSR) projectedRows {
-	return projectedRows{indptr: m.Indptr, bucket: make([]int32, len(m.Indices)), value: make([]float32, len(m.Values))}
+	return projectedRows{indptr: m.Indptr, value: make([]float32, len(m.Values))}
+}
+
+// useColumns makes p's buckets m's columns, for an identity projection, or
+// memory of its own.
+func (p *projectedRows) useColumns(m *data.CSR, identity bool) {
+	p.identity = identity
+	if identity {
+		p.bucket = m.Indices
+		return
+	}
+	if p.buckets == nil {
+		p.buckets = make([]int32, len(m.Indices))
+	}
+	p.bucket = p.buckets
 }
 
 // project sets rows lo to hi-1 of p to those of m under the projection
-// given by tables.
+// given by tables (after useColumns).
 func (p *projectedRows) project(m *data.CSR, buckets []int32, signs []float32, lo, hi int) {
 	a, e := m.Indptr[lo], m.Indptr[hi]
-	val := m.Values[a:e]
-	bucket, value := p.bucket[a:e], p.value[a:e]
+	val, value := m.Values[a:e], p.value[a:e]
+	if p.identity {
+		for q, j := range m.Indices[a:e] {
+			value[q] = signs[j] * val[q]
+		}
+		return
+	}
+	bucket := p.bucket[a:e]
 	for q, j := range m.Indices[a:e] {
 		bucket[q], value[q] = buckets[j], signs[j]*val[q]
 	}
