@@ -89,6 +89,8 @@ func TestModelIndependentOfLayout(t *testing.T) {
 		{"--ranks", "3", "--threads", "1"},
 		{"--ranks", "3", "--threads", "3"},                    // 2 trees per rank: together
 		{"--ranks", "1", "--threads", "8", "--numa-sim", "2"}, // 6 trees, 8 workers: together
+		{"--ranks", "2", "--threads", "2", "--grow", "together"},
+		{"--ranks", "3", "--threads", "3", "--grow", "alone"},
 	}
 	var ref []byte
 	for i, l := range layouts {

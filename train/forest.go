@@ -206,6 +206,8 @@ type ForestTrainer struct {
 	teamRows     []*treeRows
 	teamRowsOnce []sync.Once
 	teamIDs      []int32
+	teamSpare    *model.Tree // the last tree grown together, whose slices the next reuses
+	teamEncoded  encodedTrees
 }
 
 // NewForestTrainer prepares a trainer for params (resolved) over the data
@@ -250,7 +252,8 @@ func (f *ForestTrainer) WorkTogether(unit int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return t.AppendBinary(nil)
+	f.teamSpare = t
+	return f.teamEncoded.add(t)
 }
 
 // projection returns the projection of cols columns into dim buckets with
@@ -320,7 +323,8 @@ func (f *ForestTrainer) TrainTree(w numa.Worker, t int) (*model.Tree, error) {
 // the workers of a NUMA domain share the rows under the tree's projections
 // (one copy per domain, not per worker), and the nodes of each level of the
 // tree are split by whichever worker is free. The tree is the one
-// TrainTree grows.
+// TrainTree grows. Calls must not overlap, nor run beside Work or
+// TrainTree: they use every worker.
 func (f *ForestTrainer) TrainTreeTogether(t int) (*model.Tree, error) {
 	if f.teamIDs == nil {
 		f.teamIDs = make([]int32, f.Data.Get(0).X.Rows)
@@ -340,6 +344,10 @@ func (f *ForestTrainer) TrainTreeTogether(t int) (*model.Tree, error) {
 	}
 	firstIDs(f.teamIDs)
 	tree := &model.Tree{}
+	if f.teamSpare != nil {
+		tree, f.teamSpare = f.teamSpare, nil
+		tree.Reset()
+	}
 	tree.X, tree.Y = treeProjections(f.Params, d, TreeSeed(f.Params.Seed, t))
 	return tree, grow(tree, int32(d.X.Rows), c)
 }
@@ -1534,9 +1542,21 @@ func (b *treeBuilder) leaf(ids []int32) {
 }
 
 // forestAlgorithm is the Trainer of --algo forest.
-type forestAlgorithm struct{ p ForestParams }
+type forestAlgorithm struct {
+	p ForestParams
+	// grow is how a rank's workers share its trees (--grow): not a
+	// hyper-parameter, as the trees are the same either way.
+	grow string
+}
 
-func newForestAlgorithm() Trainer { return &forestAlgorithm{p: DefaultForestParams()} }
+// Values of --grow.
+const (
+	GrowAuto     = "auto"
+	GrowAlone    = "alone"
+	GrowTogether = "together"
+)
+
+func newForestAlgorithm() Trainer { return &forestAlgorithm{p: DefaultForestParams(), grow: GrowAuto} }
 
 // Flags registers the forest's hyper-parameters.
 func (a *forestAlgorithm) Flags(fs *flag.FlagSet) {
@@ -1554,6 +1574,9 @@ func (a *forestAlgorithm) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&p.LabelProjection, "label-projection", p.LabelProjection, "a label projection per tree, or per node (CRAFTML's default mode)")
 	fs.StringVar(&p.Seeding, "seeding", p.Seeding, "k-means++ draws weighted by d = 1 - cosine, or by d2 (k-means++ and CRAFTML)")
 	fs.IntVar(&p.SplitRetries, "split-retries", p.SplitRetries, "more attempts of a split that sends every instance to one child, before the node becomes a leaf (CRAFTML: 5)")
+	fs.StringVar(&a.grow, "grow", a.grow, "how a rank's workers grow its trees (the same trees): alone, a tree per worker, each with its own "+
+		"projected copy of the data; together, every worker on each tree in turn, one copy per NUMA domain (less memory, some speed); "+
+		"auto, together when the rank has fewer trees than workers")
 }
 
 // Prepare resolves the parameters against the data and builds the
@@ -1564,6 +1587,9 @@ func (a *forestAlgorithm) Prepare(env Env, ds *data.Dataset) (*Work, error) {
 	p, err := p.Resolve(ds.D(), ds.L())
 	if err != nil {
 		return nil, err
+	}
+	if a.grow != GrowAuto && a.grow != GrowAlone && a.grow != GrowTogether {
+		return nil, fmt.Errorf("--grow %q: want %s, %s or %s", a.grow, GrowAuto, GrowAlone, GrowTogether)
 	}
 	// With several NUMA domains each gets its own copy of the data.
 	copyData := env.Pool.Domains() > 1
@@ -1580,9 +1606,10 @@ func (a *forestAlgorithm) Prepare(env Env, ds *data.Dataset) (*Work, error) {
 	// With fewer trees per rank than workers, a worker per tree would
 	// leave workers idle: all of them grow each tree together instead.
 	ranks, workers := env.Comm.Size(), len(env.Pool.Workers())
-	if perRank := (p.Trees + ranks - 1) / ranks; perRank < workers {
+	perRank := (p.Trees + ranks - 1) / ranks
+	if a.grow == GrowTogether || (a.grow == GrowAuto && perRank < workers) {
 		w.Unit, w.Team = nil, t.WorkTogether
-		env.Log.Info("fewer trees than workers: the workers of a rank grow each tree together", "trees_per_rank", perRank, "workers", workers)
+		env.Log.Info("the workers of a rank grow each tree together", "trees_per_rank", perRank, "workers", workers)
 	}
 	return w, nil
 }
