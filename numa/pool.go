@@ -47,6 +47,7 @@ type Pool struct {
 	domain  []chan task // domain[d] feeds any idle worker of domain d
 	quit    chan struct{}
 	exited  sync.WaitGroup
+	memFree uint64 // free memory of the domains when the pool started
 
 	// mu serializes the hand-over of tasks, so that all workers receive
 	// concurrent Runs in one order, and guards closed.
@@ -92,7 +93,12 @@ func newPool(t Topology, threads int, log *slog.Logger, pin func(cpus []int) err
 	}
 
 	counts := spread(t, threads)
+	var memFree uint64
+	for _, d := range t.Domains {
+		memFree += d.MemFree
+	}
 	p := &Pool{
+		memFree: memFree,
 		workers: make([]Worker, 0, threads),
 		own:     make([]chan task, threads),
 		domain:  make([]chan task, len(t.Domains)),
@@ -198,6 +204,11 @@ func call(w Worker, fn func(Worker) error) (err error) {
 func (p *Pool) Workers() []Worker {
 	return append([]Worker(nil), p.workers...)
 }
+
+// MemFree returns the free memory of the pool's domains, in bytes, when the
+// pool started (0 when unknown): what a trainer choosing between a copy of
+// its data per worker and one per domain can afford.
+func (p *Pool) MemFree() uint64 { return p.memFree }
 
 // Domains returns the number of domains of the pool's topology; domains are
 // numbered 0 to Domains()-1 in RunOnDomain and Replicas.

@@ -1576,7 +1576,7 @@ func (a *forestAlgorithm) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&p.SplitRetries, "split-retries", p.SplitRetries, "more attempts of a split that sends every instance to one child, before the node becomes a leaf (CRAFTML: 5)")
 	fs.StringVar(&a.grow, "grow", a.grow, "how a rank's workers grow its trees (the same trees): alone, a tree per worker, each with its own "+
 		"projected copy of the data; together, every worker on each tree in turn, one copy per NUMA domain (less memory, some speed); "+
-		"auto, together when the rank has fewer trees than workers")
+		"auto, together when the rank has fewer trees than workers or a copy per worker would take over a quarter of the free memory")
 }
 
 // Prepare resolves the parameters against the data and builds the
@@ -1603,13 +1603,47 @@ func (a *forestAlgorithm) Prepare(env Env, ds *data.Dataset) (*Work, error) {
 	// Trees cost about the same: a cyclic deal balances them without
 	// messages.
 	w := &Work{Kind: model.ForestKind{}, Params: p, Units: p.Trees, Unit: t.Work, Schedule: runner.ScheduleStatic}
-	// With fewer trees per rank than workers, a worker per tree would
-	// leave workers idle: all of them grow each tree together instead.
 	ranks, workers := env.Comm.Size(), len(env.Pool.Workers())
 	perRank := (p.Trees + ranks - 1) / ranks
-	if a.grow == GrowTogether || (a.grow == GrowAuto && perRank < workers) {
+	copyBytes := treeRowsBytes(ds, p)
+	if together, why := growTogether(a.grow, perRank, workers, copyBytes, env.Pool.MemFree()); together {
 		w.Unit, w.Team = nil, t.WorkTogether
-		env.Log.Info("the workers of a rank grow each tree together", "trees_per_rank", perRank, "workers", workers)
+		env.Log.Info("the workers of a rank grow each tree together", "why", why, "trees_per_rank", perRank, "workers", workers,
+			"projected_copy_mib", copyBytes>>20)
 	}
 	return w, nil
+}
+
+// growTogether decides whether a rank's workers grow each tree together
+// under --grow grow, with perRank trees for workers workers, a tree's
+// projected rows taking copyBytes and memFree bytes free (0: unknown), and
+// says why. Under auto they do when a worker per tree would leave workers
+// idle, or when a projected copy per worker would take more than a quarter
+// of the free memory.
+func growTogether(grow string, perRank, workers int, copyBytes, memFree uint64) (bool, string) {
+	switch {
+	case grow == GrowTogether:
+		return true, "--grow together"
+	case grow != GrowAuto:
+		return false, ""
+	case perRank < workers:
+		return true, "fewer trees than workers"
+	case memFree > 0 && uint64(workers)*copyBytes > memFree/4:
+		return true, "a projected copy per worker would take over a quarter of the free memory"
+	}
+	return false, ""
+}
+
+// treeRowsBytes is the memory of a tree's projected rows of ds (see
+// treeRows), its buckets shared with the data where a projection is the
+// identity.
+func treeRowsBytes(ds *data.Dataset, p ForestParams) uint64 {
+	nnz := func(m *data.CSR, dim int) uint64 {
+		per := uint64(8) // bucket and value
+		if dim >= m.Cols {
+			per = 4 // value: the buckets are the columns
+		}
+		return per * uint64(m.NNZ())
+	}
+	return nnz(&ds.X, p.DimX) + nnz(&ds.Y, p.DimY) + 8*uint64(ds.N())
 }

@@ -209,3 +209,28 @@ func TestNthSmallest(t *testing.T) {
 		}
 	}
 }
+
+func TestGrowTogether(t *testing.T) {
+	const gib = 1 << 30
+	tests := []struct {
+		grow             string
+		perRank, workers int
+		copyBytes, free  uint64
+		want             bool
+	}{
+		{GrowAuto, 25, 1, gib, 16 * gib, false},
+		{GrowAuto, 25, 2, gib, 16 * gib, false},
+		{GrowAuto, 1, 2, gib, 16 * gib, true},      // a worker would idle
+		{GrowAuto, 25, 8, gib, 16 * gib, true},     // 8 copies > 4 GiB
+		{GrowAuto, 25, 4, gib, 16 * gib, false},    // 4 copies = a quarter
+		{GrowAuto, 25, 8, gib, 0, false},           // free memory unknown
+		{GrowAlone, 1, 8, gib, 16 * gib, false},    // as asked
+		{GrowTogether, 50, 2, 1, 16 * gib, true},   // as asked
+		{GrowTogether, 50, 1, gib, 16 * gib, true}, // one worker: the same work
+	}
+	for _, tc := range tests {
+		if got, why := growTogether(tc.grow, tc.perRank, tc.workers, tc.copyBytes, tc.free); got != tc.want || got != (why != "") {
+			t.Errorf("growTogether(%+v) = %v (%q), want %v", tc, got, why, tc.want)
+		}
+	}
+}
