@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -191,23 +192,28 @@ func TestTrainPredictEval(t *testing.T) {
 func TestLinearPipeline(t *testing.T) {
 	for _, c := range []struct {
 		algo   string
+		args   []string
 		minP1  float64
 		layout [][]string
 	}{
-		{"dismec", 63.5, [][]string{{"--ranks", "1", "--threads", "1"}, {"--ranks", "3", "--threads", "1"}, {"--ranks", "1", "--threads", "2", "--numa-sim", "2"}}},
-		{"ppdsparse", 64.3, [][]string{{"--ranks", "1", "--threads", "1"}, {"--ranks", "3", "--threads", "2", "--numa-sim", "2"},
+		{"dismec", nil, 63.5, [][]string{{"--ranks", "1", "--threads", "1"}, {"--ranks", "3", "--threads", "1"}, {"--ranks", "1", "--threads", "2", "--numa-sim", "2"}}},
+		{"ppdsparse", nil, 64.3, [][]string{{"--ranks", "1", "--threads", "1"}, {"--ranks", "3", "--threads", "2", "--numa-sim", "2"},
 			{"--ranks", "2", "--schedule", "static"}}},
 		// The round mode's trainer: ranks own label blocks and agree on the
 		// step size every epoch.
-		{"lsq", 54, [][]string{{"--ranks", "1", "--threads", "1"}, {"--ranks", "3", "--threads", "2", "--numa-sim", "2"},
+		{"lsq", nil, 54, [][]string{{"--ranks", "1", "--threads", "1"}, {"--ranks", "3", "--threads", "2", "--numa-sim", "2"},
 			{"--ranks", "4", "--threads", "1"}}},
+		// A multi-class trainer of rounds on multi-label data: ranks own
+		// class blocks and exchange each batch's candidates.
+		{"pdsparse", []string{"--epochs", "3"}, 57, [][]string{{"--ranks", "1", "--threads", "1"},
+			{"--ranks", "3", "--threads", "2", "--numa-sim", "2"}, {"--ranks", "4", "--threads", "1"}}},
 	} {
 		t.Run(c.algo, func(t *testing.T) {
 			dir := t.TempDir()
 			var ref []byte
 			for i, l := range c.layout {
 				path := filepath.Join(dir, fmt.Sprintf("d%d.model", i))
-				mustXMC(t, append([]string{"train", "--algo", c.algo, "--data", bibtexTrain, "--model-out", path}, l...)...)
+				mustXMC(t, slices.Concat([]string{"train", "--algo", c.algo, "--data", bibtexTrain, "--model-out", path}, c.args, l)...)
 				b, _ := os.ReadFile(path)
 				if i == 0 {
 					ref = b
@@ -217,8 +223,8 @@ func TestLinearPipeline(t *testing.T) {
 			}
 			sharded := filepath.Join(dir, "d.manifest")
 			sumPath := filepath.Join(dir, "d.json")
-			mustXMC(t, "train", "--algo", c.algo, "--data", bibtexTrain, "--test", bibtexTest, "--ranks", "2",
-				"--model-out", sharded, "--shard", "--summary", sumPath)
+			mustXMC(t, slices.Concat([]string{"train", "--algo", c.algo, "--data", bibtexTrain, "--test", bibtexTest, "--ranks", "2",
+				"--model-out", sharded, "--shard", "--summary", sumPath}, c.args)...)
 			if p1 := readSummary(t, sumPath).Metrics["P@1"]; p1 < c.minP1 {
 				t.Errorf("P@1 on Bibtex = %.2f, want at least %.1f", p1, c.minP1)
 			}
@@ -438,6 +444,7 @@ func TestInterruptAndResume(t *testing.T) {
 		{"units", []string{"--trees", "40"}},
 		{"units grown together", []string{"--trees", "40", "--grow", "together", "--threads", "2"}},
 		{"rounds", []string{"--algo", "lsq", "--epochs", "20", "--tol", "0"}},
+		{"rounds of pdsparse", []string{"--algo", "pdsparse", "--epochs", "3"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -454,7 +461,7 @@ func TestInterruptAndResume(t *testing.T) {
 			}
 			units, _ := runner.CheckpointUnits(resumed + ".ckpt")
 			saved := len(units)
-			if c.name == "rounds" {
+			if strings.HasPrefix(c.name, "rounds") {
 				dirs, _ := filepath.Glob(filepath.Join(resumed+".ckpt", "round-*"))
 				saved = 0
 				for _, d := range dirs {
@@ -462,7 +469,7 @@ func TestInterruptAndResume(t *testing.T) {
 					saved += len(units)
 				}
 			}
-			if saved == 0 || c.name != "rounds" && saved >= 40 {
+			if saved == 0 || !strings.HasPrefix(c.name, "rounds") && saved >= 40 {
 				t.Fatalf("checkpoint holds %d units after the time limit, want some (and of trees not all)", saved)
 			}
 			out = mustXMC(t, append(common, "--model-out", resumed, "--ranks", "3")...)

@@ -48,6 +48,7 @@ func config(t *testing.T, algo string, args ...string) TrainConfig {
 // Bibtex training short.
 var quickAlgorithms = map[string][]string{
 	"forest":    {"--trees", "3"},
+	"pdsparse":  {"--epochs", "2"},
 	"dismec":    {"--labels-per-unit", "40"},
 	"ppdsparse": {"--labels-per-unit", "40"},
 	"lsq":       {"--epochs", "2"},
