@@ -11,10 +11,12 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 
 	"xmc/data"
 	"xmc/model"
 	"xmc/mpi"
+	"xmc/numa"
 	"xmc/runner"
 )
 
@@ -114,7 +116,7 @@ func (a *pdsparseAlgorithm) Prepare(env Env, ds *data.Dataset) (*Work, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	t, err := newPDSTrainer(p, ds, env.Comm)
+	t, err := newPDSTrainer(p, ds, env.Comm, env.Pool)
 	if err != nil {
 		return nil, err
 	}
@@ -160,13 +162,19 @@ type pdsTrainer struct {
 	fillPos []int32 // per class, its place in fill (-1: none)
 
 	// The owned classes' weights, by feature: feature j holds the dual
-	// sums v of classes cls[j] (local ids), w = prox_λ(v); at[(j, c)] is
-	// the place of class c in feature j's lists.
+	// sums val[j] of classes cls[j] (local ids) and their weights wt[j] =
+	// prox_λ(val[j]); nz[j] lists the places of the non-zero weights (and
+	// some that became zero, dropped when a search meets them), inNZ[j]
+	// marks them; at[(j, c)] is the place of class c in feature j's lists.
 	owned  []int
 	local  []int32 // per class: its local id on this rank, or -1
 	global []int32 // per local id: its class
 	cls    [][]int32
 	val    [][]float64
+	wt     [][]float64
+	nz     [][]int32
+	inNZ   [][]bool
+	stale  []int32 // per feature: the places of nz[j] whose weight is zero
 	at     map[uint64]int32
 	// ownFill is the owned classes in the order of fill.
 	ownFill []int32
@@ -179,20 +187,20 @@ type pdsTrainer struct {
 	permFor int
 
 	// Scratch.
-	score   []float64 // per local class
-	touched []int32
-	seen    []bool // per local class: touched
-	msg     []byte
-	into    []byte
-	simplex simplexScratch
-	entries []pdsEntry
+	pool      *numa.Pool
+	searchers *numa.PerWorker[*pdsSearch]
+	pieceOf   []pdsPiece
+	msg       []byte
+	into      []byte
+	simplex   simplexScratch
+	entries   []pdsEntry
 }
 
-func newPDSTrainer(p PDSparseParams, ds *data.Dataset, comm mpi.Comm) (*pdsTrainer, error) {
+func newPDSTrainer(p PDSparseParams, ds *data.Dataset, comm mpi.Comm, pool *numa.Pool) (*pdsTrainer, error) {
 	if ds.N() == 0 {
 		return nil, errors.New("pdsparse: no training rows")
 	}
-	t := &pdsTrainer{p: p, comm: comm, x: p.Apply(&ds.X), y: ds.Y.Clone(), permFor: -1}
+	t := &pdsTrainer{p: p, comm: comm, pool: pool, x: p.Apply(&ds.X), y: ds.Y.Clone(), permFor: -1}
 	t.sq = make([]float64, t.x.Rows)
 	for i := range t.x.Rows {
 		_, val := t.x.Row(i)
@@ -247,9 +255,14 @@ func (t *pdsTrainer) Start(units []int, _ int, state [][]byte, shared []byte) er
 	}
 	t.cls = make([][]int32, t.x.Cols)
 	t.val = make([][]float64, t.x.Cols)
+	t.wt = make([][]float64, t.x.Cols)
+	t.nz = make([][]int32, t.x.Cols)
+	t.inNZ = make([][]bool, t.x.Cols)
+	t.stale = make([]int32, t.x.Cols)
 	t.at = make(map[uint64]int32)
-	t.score = make([]float64, len(classes))
-	t.seen = make([]bool, len(classes))
+	t.searchers = numa.NewPerWorker(t.pool, func(numa.Worker) *pdsSearch {
+		return &pdsSearch{score: make([]float64, len(classes)), seen: make([]bool, len(classes))}
+	})
 	t.act = make([][]pdsActive, t.x.Rows)
 	t.epochs = 0
 	for i := range t.act {
@@ -290,8 +303,34 @@ func (t *pdsTrainer) add(j, c int32, v float64) {
 		t.at[key] = e
 		t.cls[j] = append(t.cls[j], c)
 		t.val[j] = append(t.val[j], 0)
+		t.wt[j] = append(t.wt[j], 0)
+		t.inNZ[j] = append(t.inNZ[j], false)
 	}
 	t.val[j][e] += v
+	w, was := softThreshold(t.val[j][e], t.p.Lambda), t.wt[j][e]
+	t.wt[j][e] = w
+	switch {
+	case w != 0 && !t.inNZ[j][e]:
+		t.inNZ[j][e] = true
+		t.nz[j] = append(t.nz[j], e)
+	case w == 0 && was != 0:
+		// Listed but zero: searches skip it; drop such places once
+		// they are half the list.
+		t.stale[j]++
+		if 2*int(t.stale[j]) > len(t.nz[j]) {
+			kept := t.nz[j][:0]
+			for _, p := range t.nz[j] {
+				if t.wt[j][p] != 0 {
+					kept = append(kept, p)
+				} else {
+					t.inNZ[j][p] = false
+				}
+			}
+			t.nz[j], t.stale[j] = kept, 0
+		}
+	case w != 0 && was == 0 && t.inNZ[j][e]:
+		t.stale[j]-- // listed again before it was dropped
+	}
 }
 
 // rows returns the rows of round r's batch: the permutation of r's epoch,
@@ -337,9 +376,8 @@ const pdsEntryBytes = 20
 // classes.
 func (t *pdsTrainer) Round(_ context.Context, r int) (bool, error) {
 	rows := t.rows(r)
-	t.msg = t.msg[:0]
-	for q, i := range rows {
-		t.report(int32(q), i)
+	if err := t.search(rows); err != nil {
+		return false, err
 	}
 	all, err := t.exchange()
 	if err != nil {
@@ -372,55 +410,74 @@ func (t *pdsTrainer) Round(_ context.Context, r int) (bool, error) {
 	return false, nil
 }
 
-// report appends this rank's entries for row i, the q-th of the batch.
-func (t *pdsTrainer) report(q int32, i int32) {
+// pdsSearch is a worker's scratch for the search of a batch's rows.
+type pdsSearch struct {
+	score   []float64 // per local class
+	seen    []bool    // per local class: touched
+	touched []int32
+	best    []int32
+	msg     []byte // the entries of the rows this worker searched
+	ends    []int  // per row searched, the end of its entries in msg
+}
+
+// report appends to s.msg this rank's entries for row i, the q-th of the
+// batch. It only reads the trainer, so that workers search rows at once.
+func (t *pdsTrainer) report(s *pdsSearch, q int32, i int32) {
 	idx, val := t.x.Row(int(i))
-	t.touched = t.touched[:0]
+	s.touched = s.touched[:0]
 	for e, j := range idx {
 		xv := float64(val[e])
-		for k, c := range t.cls[j] {
-			w := softThreshold(t.val[j][k], t.p.Lambda)
-			if w == 0 {
+		cls, wt := t.cls[j], t.wt[j]
+		for _, p := range t.nz[j] {
+			w := wt[p]
+			if w == 0 { // became zero since listed
 				continue
 			}
-			if !t.seen[c] {
-				t.seen[c] = true
-				t.touched = append(t.touched, c)
+			c := cls[p]
+			if !s.seen[c] {
+				s.seen[c] = true
+				s.touched = append(s.touched, c)
 			}
-			t.score[c] += w * xv
+			s.score[c] += w * xv
 		}
 	}
 	put := func(class int32, kind int32, score float64) {
-		t.msg = binary.LittleEndian.AppendUint32(t.msg, uint32(q))
-		t.msg = binary.LittleEndian.AppendUint32(t.msg, uint32(class))
-		t.msg = binary.LittleEndian.AppendUint32(t.msg, uint32(kind))
-		t.msg = binary.LittleEndian.AppendUint64(t.msg, math.Float64bits(score))
+		s.msg = binary.LittleEndian.AppendUint32(s.msg, uint32(q))
+		s.msg = binary.LittleEndian.AppendUint32(s.msg, uint32(class))
+		s.msg = binary.LittleEndian.AppendUint32(s.msg, uint32(kind))
+		s.msg = binary.LittleEndian.AppendUint64(s.msg, math.Float64bits(score))
 	}
 	// The scores of the active classes this rank owns; mark them so that
 	// they are not candidates.
 	active := t.act[i]
 	for _, a := range active {
 		if c := t.local[a.class]; c >= 0 {
-			put(a.class, pdsScore, t.score[c])
-			t.score[c] = math.Inf(-1)
+			put(a.class, pdsScore, s.score[c])
+			s.score[c] = math.Inf(-1)
 		}
 	}
 	// The best MaxSelect violators of positive score, ties to the lower
-	// class.
-	best := t.touched[:0:0]
-	for _, c := range t.touched {
-		if t.score[c] > 0 {
+	// class, kept sorted by insertion (MaxSelect is small).
+	better := func(a, b int32) bool {
+		return s.score[a] > s.score[b] || (s.score[a] == s.score[b] && t.global[a] < t.global[b])
+	}
+	best := s.best[:0]
+	for _, c := range s.touched {
+		if s.score[c] <= 0 || (len(best) == t.p.MaxSelect && !better(c, best[len(best)-1])) {
+			continue
+		}
+		if len(best) < t.p.MaxSelect {
 			best = append(best, c)
+		} else {
+			best[len(best)-1] = c
+		}
+		for k := len(best) - 1; k > 0 && better(best[k], best[k-1]); k-- {
+			best[k], best[k-1] = best[k-1], best[k]
 		}
 	}
-	slices.SortFunc(best, func(a, b int32) int {
-		if c := cmp.Compare(t.score[b], t.score[a]); c != 0 {
-			return c
-		}
-		return cmp.Compare(t.global[a], t.global[b])
-	})
-	for _, c := range best[:min(len(best), t.p.MaxSelect)] {
-		put(t.global[c], pdsViolator, t.score[c])
+	s.best = best
+	for _, c := range best {
+		put(t.global[c], pdsViolator, s.score[c])
 	}
 	// The first MaxSelect untouched classes of the fill order.
 	found := 0
@@ -428,17 +485,17 @@ func (t *pdsTrainer) report(q int32, i int32) {
 		if found == t.p.MaxSelect {
 			break
 		}
-		if c := t.local[l]; !t.seen[c] && !isActive(active, l) {
+		if c := t.local[l]; !s.seen[c] && !isActive(active, l) {
 			put(l, pdsUntouched, 0)
 			found++
 		}
 	}
-	for _, c := range t.touched {
-		t.score[c], t.seen[c] = 0, false
+	for _, c := range s.touched {
+		s.score[c], s.seen[c] = 0, false
 	}
 	for _, a := range active {
 		if c := t.local[a.class]; c >= 0 {
-			t.score[c] = 0
+			s.score[c] = 0
 		}
 	}
 }
@@ -450,6 +507,51 @@ func isActive(active []pdsActive, l int32) bool {
 		}
 	}
 	return false
+}
+
+// search fills t.msg with this rank's entries for the rows, in row order:
+// the rank's workers search pieces of the batch at once, each with its own
+// scratch, and the pieces are joined in order.
+func (t *pdsTrainer) search(rows []int32) error {
+	const piece = 8
+	pieces := (len(rows) + piece - 1) / piece
+	t.pieceOf = slices.Grow(t.pieceOf[:0], pieces)[:pieces]
+	var next atomic.Int64
+	err := t.pool.Run(func(w numa.Worker) error {
+		s := t.searchers.Get(w)
+		s.msg, s.ends = s.msg[:0], s.ends[:0]
+		for {
+			k := int(next.Add(1)) - 1
+			if k >= pieces {
+				return nil
+			}
+			t.pieceOf[k] = pdsPiece{s: s, first: len(s.ends)}
+			for q := k * piece; q < min((k+1)*piece, len(rows)); q++ {
+				t.report(s, int32(q), rows[q])
+				s.ends = append(s.ends, len(s.msg))
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	t.msg = t.msg[:0]
+	for k, pc := range t.pieceOf {
+		rows := min(piece, len(rows)-k*piece)
+		start := 0
+		if pc.first > 0 {
+			start = pc.s.ends[pc.first-1]
+		}
+		t.msg = append(t.msg, pc.s.msg[start:pc.s.ends[pc.first+rows-1]]...)
+	}
+	return nil
+}
+
+// pdsPiece is where a piece of a batch's search left its entries: the rows
+// from number first of searcher s.
+type pdsPiece struct {
+	s     *pdsSearch
+	first int
 }
 
 // exchange gives every rank the reports of all ranks, in rank order.
@@ -639,7 +741,7 @@ func (t *pdsTrainer) Finish() ([]runner.Result, error) {
 	weights := make([][]float64, n)
 	for j := range t.cls {
 		for e, c := range t.cls[j] {
-			w := softThreshold(t.val[j][e], t.p.Lambda)
+			w := t.wt[j][e]
 			if math.IsNaN(w) || math.IsInf(w, 0) {
 				return nil, fmt.Errorf("class %d: training diverged: non-finite weight", t.global[c])
 			}
@@ -685,9 +787,9 @@ func (t *pdsTrainer) meanActive() float64 {
 // nnz is the number of non-zero weights of this rank's classes.
 func (t *pdsTrainer) nnz() int {
 	n := 0
-	for j := range t.cls {
-		for _, v := range t.val[j] {
-			if softThreshold(v, t.p.Lambda) != 0 {
+	for j := range t.wt {
+		for _, w := range t.wt[j] {
+			if w != 0 {
 				n++
 			}
 		}
