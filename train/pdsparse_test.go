@@ -1,0 +1,48 @@
+package train
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestPDSparseParamsValidate(t *testing.T) {
+	tests := []struct {
+		edit func(*PDSparseParams)
+		want string // substring of the error, "" for none
+	}{
+		{func(p *PDSparseParams) {}, ""},
+		{func(p *PDSparseParams) { p.Cost = 0 }, "--cost"},
+		{func(p *PDSparseParams) { p.Lambda = -1 }, "--lambda"},
+		{func(p *PDSparseParams) { p.Epochs = 0 }, "--epochs"},
+		{func(p *PDSparseParams) { p.BatchSize = 0 }, "--batch-size"},
+		{func(p *PDSparseParams) { p.ClassesPerUnit = 0 }, "--classes-per-unit"},
+		{func(p *PDSparseParams) { p.MaxSelect = -1 }, "--max-select"},
+		{func(p *PDSparseParams) { p.Heldout = 1 }, "--heldout"},
+		{func(p *PDSparseParams) { p.Heldout = 0.2; p.Patience = 0 }, "--patience"},
+	}
+	for i, tc := range tests {
+		p := DefaultPDSparseParams()
+		tc.edit(&p)
+		err := p.Validate()
+		if (err == nil) != (tc.want == "") || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("case %d: %v, want an error about %q", i, err, tc.want)
+		}
+	}
+}
+
+// TestHeldoutSplit checks that the held-out rows are a fraction of the
+// rows drawn by the seed alone, and none with a fraction of 0.
+func TestHeldoutSplit(t *testing.T) {
+	tr, _ := loadBibtex(t)
+	train, held := heldoutSplit(tr, 0.1, 3)
+	if held == nil || train.N()+held.N() != tr.N() || held.N() < tr.N()/20 || held.N() > tr.N()/5 {
+		t.Fatalf("0.1 of %d rows: %d held out", tr.N(), held.N())
+	}
+	again, _ := heldoutSplit(tr, 0.1, 3)
+	if again.N() != train.N() {
+		t.Error("the same seed held out other rows")
+	}
+	if all, none := heldoutSplit(tr, 0, 3); none != nil || all != tr {
+		t.Error("a fraction of 0 held rows out")
+	}
+}
