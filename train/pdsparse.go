@@ -146,8 +146,16 @@ func (a *pdsparseAlgorithm) Prepare(env Env, ds *data.Dataset) (*Work, error) {
 	return &Work{Kind: model.LinearKind{}, Params: t.p, Units: len(t.blocks), Rounds: t,
 		MaxRounds: p.Epochs * t.batches, RoundName: "round",
 		Done: func(log *slog.Logger) {
+			if t.held.Rows > 0 {
+				log.Info("pdsparse early stopping", "best_heldout_accuracy", fmt.Sprintf("%.2f", t.bestAcc))
+			}
 			log.Info("pdsparse", "epochs", t.epochs, "mean_active_classes", fmt.Sprintf("%.2f", t.meanActive()),
-				"weights_owned", t.nnz(), "max_select", t.p.MaxSelect, "best_heldout_accuracy", t.bestAcc)
+				"weights_owned", t.nnz(), "max_select", t.p.MaxSelect,
+				// Each round rank 0 gathers, and broadcasts to every
+				// rank, 20 bytes per row for each active class and at
+				// most 2 × max-select candidates per rank.
+				"report_bytes_per_round", t.reportBytes/int64(max(t.rounds, 1)),
+				"report_bytes_bound", int64(t.p.BatchSize)*pdsEntryBytes*int64(math.Round(t.meanActive())+float64(2*t.p.MaxSelect*t.comm.Size())))
 		}}, nil
 }
 
@@ -207,6 +215,10 @@ type pdsTrainer struct {
 	// sinceBest the epochs since it improved.
 	bestAcc   float64
 	sinceBest int
+	// rounds and reportBytes count this run's rounds and the bytes of the
+	// reports every rank received, for the log.
+	rounds      int
+	reportBytes int64
 
 	// The held-out rows (none without --heldout), preprocessed, and their
 	// labels.
@@ -414,6 +426,8 @@ func (t *pdsTrainer) Round(_ context.Context, r int) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	t.rounds++
+	t.reportBytes += int64(len(all))
 	if len(all)%pdsEntryBytes != 0 {
 		return false, fmt.Errorf("pdsparse: reports of %d bytes", len(all))
 	}
