@@ -444,7 +444,7 @@ func TestInterruptAndResume(t *testing.T) {
 		{"units", []string{"--trees", "40"}},
 		{"units grown together", []string{"--trees", "40", "--grow", "together", "--threads", "2"}},
 		{"rounds", []string{"--algo", "lsq", "--epochs", "20", "--tol", "0"}},
-		{"rounds of pdsparse", []string{"--algo", "pdsparse", "--epochs", "3"}},
+		{"rounds of pdsparse", []string{"--algo", "pdsparse", "--epochs", "3", "--heldout", "0.1"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()

@@ -215,6 +215,10 @@ type pdsTrainer struct {
 	// sinceBest the epochs since it improved.
 	bestAcc   float64
 	sinceBest int
+	// bestWt is, with --heldout, the weights of the epoch of best
+	// held-out accuracy, by feature as wt (shorter lists: zeros after);
+	// the model is made of them.
+	bestWt [][]float64
 	// rounds and reportBytes count this run's rounds and the bytes of the
 	// reports every rank received, for the log.
 	rounds      int
@@ -307,7 +311,7 @@ func (t *pdsTrainer) Start(units []int, _ int, state [][]byte, shared []byte) er
 		return &pdsSearch{score: make([]float64, len(classes)), seen: make([]bool, len(classes))}
 	})
 	t.act = make([][]pdsActive, t.x.Rows)
-	t.epochs, t.bestAcc, t.sinceBest = 0, -1, 0
+	t.epochs, t.bestAcc, t.sinceBest, t.bestWt = 0, -1, 0, nil
 	for i := range t.act {
 		labels, _ := t.y.Row(i)
 		for _, l := range labels {
@@ -323,12 +327,29 @@ func (t *pdsTrainer) Start(units []int, _ int, state [][]byte, shared []byte) er
 			return fmt.Errorf("unit %d: state of %d bytes, not whole (feature, class, v) records", u, len(b))
 		}
 		for ; len(b) > 0; b = b[16:] {
-			j, l := int32(binary.LittleEndian.Uint32(b)), int32(binary.LittleEndian.Uint32(b[4:]))
+			fj, l := binary.LittleEndian.Uint32(b), int32(binary.LittleEndian.Uint32(b[4:]))
+			j := int32(fj &^ bestRecord)
 			v := math.Float64frombits(binary.LittleEndian.Uint64(b[8:]))
 			if j < 0 || int(j) >= t.x.Cols || l < 0 || int(l) >= t.y.Cols || t.local[l] < 0 {
 				return fmt.Errorf("unit %d: state names feature %d and class %d", u, j, l)
 			}
-			t.add(j, t.local[l], v)
+			if fj&bestRecord == 0 {
+				t.add(j, t.local[l], v)
+				continue
+			}
+			// A weight of the best epoch's model: its place exists, as
+			// the record of its dual sum comes first.
+			e, ok := t.at[uint64(j)<<32|uint64(uint32(t.local[l]))]
+			if !ok {
+				return fmt.Errorf("unit %d: best weight of feature %d and class %d without its dual sum", u, j, l)
+			}
+			if t.bestWt == nil {
+				t.bestWt = make([][]float64, t.x.Cols)
+			}
+			if len(t.bestWt[j]) <= int(e) {
+				t.bestWt[j] = append(t.bestWt[j], make([]float64, int(e)+1-len(t.bestWt[j]))...)
+			}
+			t.bestWt[j][e] = v
 		}
 	}
 	if shared != nil {
@@ -462,6 +483,7 @@ func (t *pdsTrainer) Round(_ context.Context, r int) (bool, error) {
 	}
 	if acc > t.bestAcc {
 		t.bestAcc, t.sinceBest = acc, 0
+		t.keepBest()
 	} else {
 		t.sinceBest++
 	}
@@ -559,6 +581,28 @@ func (t *pdsTrainer) heldoutBest(s *pdsSearch, i int) {
 	}
 	binary.LittleEndian.PutUint32(t.msg[12*i:], uint32(best))
 	binary.LittleEndian.PutUint64(t.msg[12*i+4:], math.Float64bits(score))
+}
+
+// bestRecord flags, in the feature of a unit state's record, a weight of
+// the best epoch's model rather than a dual sum.
+const bestRecord = 1 << 31
+
+// keepBest copies the current weights as the best epoch's.
+func (t *pdsTrainer) keepBest() {
+	if t.bestWt == nil {
+		t.bestWt = make([][]float64, t.x.Cols)
+	}
+	for j := range t.wt {
+		t.bestWt[j] = append(t.bestWt[j][:0], t.wt[j]...)
+	}
+}
+
+// bestWeight returns the best epoch's weight at place e of feature j.
+func (t *pdsTrainer) bestWeight(j, e int) float64 {
+	if t.bestWt == nil || e >= len(t.bestWt[j]) {
+		return 0
+	}
+	return t.bestWt[j][e]
 }
 
 // heldoutSplit returns ds without the rows held out, and those rows: a
@@ -844,17 +888,22 @@ func (t *pdsTrainer) Save() ([][]byte, []byte, error) {
 		}
 	}
 	state := make([][]byte, len(t.owned))
+	put := func(q int, j uint32, l int32, v float64) {
+		state[q] = binary.LittleEndian.AppendUint32(state[q], j)
+		state[q] = binary.LittleEndian.AppendUint32(state[q], uint32(l))
+		state[q] = binary.LittleEndian.AppendUint64(state[q], math.Float64bits(v))
+	}
 	for j := range t.cls {
 		for e, c := range t.cls[j] {
-			v := t.val[j][e]
-			if v == 0 {
+			v, best := t.val[j][e], t.bestWeight(j, e)
+			if v == 0 && best == 0 {
 				continue
 			}
 			l := t.global[c]
-			q := unitOf[l]
-			state[q] = binary.LittleEndian.AppendUint32(state[q], uint32(j))
-			state[q] = binary.LittleEndian.AppendUint32(state[q], uint32(l))
-			state[q] = binary.LittleEndian.AppendUint64(state[q], math.Float64bits(v))
+			put(unitOf[l], uint32(j), l, v)
+			if best != 0 {
+				put(unitOf[l], uint32(j)|bestRecord, l, best)
+			}
 		}
 	}
 	shared := binary.LittleEndian.AppendUint64(nil, uint64(t.epochs))
@@ -917,6 +966,9 @@ func (t *pdsTrainer) Finish() ([]runner.Result, error) {
 	for j := range t.cls {
 		for e, c := range t.cls[j] {
 			w := t.wt[j][e]
+			if t.bestWt != nil {
+				w = t.bestWeight(j, e)
+			}
 			if math.IsNaN(w) || math.IsInf(w, 0) {
 				return nil, fmt.Errorf("class %d: training diverged: non-finite weight", t.global[c])
 			}
