@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"math/rand/v2"
 	"sync/atomic"
 
 	"xmc/data"
@@ -138,7 +137,7 @@ func (a *lsqAlgorithm) Prepare(env Env, ds *data.Dataset) (*Work, error) {
 		return nil, err
 	}
 	return &Work{Kind: model.LinearKind{}, Params: p, Units: len(t.blocks), Rounds: t,
-		MaxRounds: p.Epochs * t.batches, RoundName: "round",
+		MaxRounds: p.Epochs * t.order.Batches, RoundName: "round",
 		Done: func(log *slog.Logger) {
 			log.Info("lsq", "epochs", t.epochs, "loss", fmt.Sprintf("%.6g", t.loss), "step", t.step)
 		}}, nil
@@ -159,13 +158,11 @@ type lsqTrainer struct {
 	comm    mpi.Comm
 	blocks  [][]int32
 	n, cols int
-	batches int // rounds per epoch
 
 	owned   []int
 	units   []*lsqUnit // per owned unit
 	scratch *numa.PerWorker[*lsqScratch]
-	perm    []int32 // the rows of permEpoch in the order of its batches
-	permFor int
+	order   *epochBatches // the rows of every round
 
 	// The shared state, the same on every rank.
 	step   float64 // step size
@@ -193,8 +190,8 @@ type lsqScratch struct {
 func newLSQTrainer(p LSQParams, data *numa.Replicas[*lsqData], pool *numa.Pool, comm mpi.Comm) *lsqTrainer {
 	d := data.Get(0)
 	t := &lsqTrainer{p: p, data: data, pool: pool, comm: comm, blocks: LabelBlocks(d.LabelCounts(), p.LabelsPerUnit),
-		n: d.X.Rows, cols: d.X.Cols, permFor: -1}
-	t.batches = (t.n + p.BatchSize - 1) / p.BatchSize
+		n: d.X.Rows, cols: d.X.Cols}
+	t.order = newEpochBatches(t.n, p.BatchSize, p.Seed)
 	t.scratch = numa.NewPerWorker(pool, func(numa.Worker) *lsqScratch {
 		s := &lsqScratch{col: make([]int32, d.L), res: make([]float64, p.BatchSize*p.LabelsPerUnit)}
 		for l := range s.col {
@@ -256,29 +253,11 @@ func float64s(b []byte, n int) ([]float64, error) {
 	return f, nil
 }
 
-// rows returns the rows of round r's batch: the permutation of r's epoch,
-// drawn from the seed and the epoch alone, cut into batches.
-func (t *lsqTrainer) rows(r int) []int32 {
-	epoch, b := r/t.batches, r%t.batches
-	if t.permFor != epoch {
-		if t.perm == nil {
-			t.perm = make([]int32, t.n)
-		}
-		for i := range t.perm {
-			t.perm[i] = int32(i)
-		}
-		rng := rand.New(rand.NewPCG(data.SplitMix64(t.p.Seed), data.SplitMix64(uint64(epoch)+1)))
-		rng.Shuffle(t.n, func(i, j int) { t.perm[i], t.perm[j] = t.perm[j], t.perm[i] })
-		t.permFor = epoch
-	}
-	return t.perm[b*t.p.BatchSize : min((b+1)*t.p.BatchSize, t.n)]
-}
-
 // Round takes one gradient step of every owned block on round r's batch,
 // the blocks spread over the rank's workers. After the epoch's last batch
 // the ranks sum the blocks' losses and all take the same decision.
 func (t *lsqTrainer) Round(ctx context.Context, r int) (bool, error) {
-	rows := t.rows(r)
+	rows := t.order.Rows(r)
 	var next atomic.Int64
 	err := t.pool.Run(func(w numa.Worker) error {
 		d, s := t.data.Get(w.Domain), t.scratch.Get(w)
@@ -290,7 +269,7 @@ func (t *lsqTrainer) Round(ctx context.Context, r int) (bool, error) {
 			t.step1(d, s, t.units[i], rows)
 		}
 	})
-	if err != nil || r%t.batches != t.batches-1 {
+	if err != nil || !t.order.LastOfEpoch(r) {
 		return false, err
 	}
 	return t.endEpoch()

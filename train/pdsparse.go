@@ -144,7 +144,7 @@ func (a *pdsparseAlgorithm) Prepare(env Env, ds *data.Dataset) (*Work, error) {
 		return nil, err
 	}
 	return &Work{Kind: model.LinearKind{}, Params: t.p, Units: len(t.blocks), Rounds: t,
-		MaxRounds: p.Epochs * t.batches, RoundName: "round",
+		MaxRounds: p.Epochs * t.order.Batches, RoundName: "round",
 		Done: func(log *slog.Logger) {
 			if t.held.Rows > 0 {
 				log.Info("pdsparse early stopping", "best_heldout_accuracy", fmt.Sprintf("%.2f", t.bestAcc))
@@ -177,12 +177,12 @@ type pdsActive struct {
 
 // pdsTrainer is the runner.RoundTrainer of PDSparseParams.
 type pdsTrainer struct {
-	p       PDSparseParams
-	comm    mpi.Comm
-	x, y    data.CSR  // the preprocessed rows and their labels
-	sq      []float64 // ‖x_i‖²
-	blocks  [][]int32
-	batches int // rounds per epoch
+	p      PDSparseParams
+	comm   mpi.Comm
+	x, y   data.CSR  // the preprocessed rows and their labels
+	sq     []float64 // ‖x_i‖²
+	blocks [][]int32
+	order  *epochBatches // the rows of every round
 	// fill is the classes with a positive in a seeded random order: a
 	// row whose search finds fewer violators than MaxSelect tries the
 	// first classes of it that score 0, as the reference program does.
@@ -229,9 +229,6 @@ type pdsTrainer struct {
 	held, heldY data.CSR
 	log         *slog.Logger
 
-	perm    []int32
-	permFor int
-
 	// Scratch.
 	pool      *numa.Pool
 	searchers *numa.PerWorker[*pdsSearch]
@@ -246,7 +243,7 @@ func newPDSTrainer(p PDSparseParams, ds *data.Dataset, comm mpi.Comm, pool *numa
 	if ds.N() == 0 {
 		return nil, errors.New("pdsparse: no training rows")
 	}
-	t := &pdsTrainer{p: p, comm: comm, pool: pool, x: p.Apply(&ds.X), y: ds.Y.Clone(), permFor: -1}
+	t := &pdsTrainer{p: p, comm: comm, pool: pool, x: p.Apply(&ds.X), y: ds.Y.Clone()}
 	t.sq = make([]float64, t.x.Rows)
 	for i := range t.x.Rows {
 		_, val := t.x.Row(i)
@@ -259,7 +256,7 @@ func newPDSTrainer(p PDSparseParams, ds *data.Dataset, comm mpi.Comm, pool *numa
 		t.p.MaxSelect = max(1, int(math.Round(float64(t.y.NNZ())/float64(t.y.Rows))))
 	}
 	t.blocks = LabelBlocks(counts, p.ClassesPerUnit)
-	t.batches = (t.x.Rows + p.BatchSize - 1) / p.BatchSize
+	t.order = newEpochBatches(t.x.Rows, p.BatchSize, p.Seed)
 	for l, c := range counts {
 		if c > 0 {
 			t.fill = append(t.fill, int32(l))
@@ -397,25 +394,6 @@ func (t *pdsTrainer) add(j, c int32, v float64) {
 	}
 }
 
-// rows returns the rows of round r's batch: the permutation of r's epoch,
-// drawn from the seed and the epoch alone, cut into batches.
-func (t *pdsTrainer) rows(r int) []int32 {
-	epoch, b := r/t.batches, r%t.batches
-	if t.permFor != epoch {
-		n := t.x.Rows
-		if t.perm == nil {
-			t.perm = make([]int32, n)
-		}
-		for i := range t.perm {
-			t.perm[i] = int32(i)
-		}
-		rng := rand.New(rand.NewPCG(data.SplitMix64(t.p.Seed), data.SplitMix64(uint64(epoch)+1)))
-		rng.Shuffle(n, func(i, j int) { t.perm[i], t.perm[j] = t.perm[j], t.perm[i] })
-		t.permFor = epoch
-	}
-	return t.perm[b*t.p.BatchSize : min((b+1)*t.p.BatchSize, t.x.Rows)]
-}
-
 // Kinds of the entries a rank reports for a row of the batch.
 const (
 	pdsScore     = iota // the score of an active class
@@ -439,7 +417,7 @@ const pdsEntryBytes = 20
 // subproblem the same way, in row order, and applies the steps of its own
 // classes.
 func (t *pdsTrainer) Round(_ context.Context, r int) (bool, error) {
-	rows := t.rows(r)
+	rows := t.order.Rows(r)
 	if err := t.search(rows); err != nil {
 		return false, err
 	}
@@ -470,7 +448,7 @@ func (t *pdsTrainer) Round(_ context.Context, r int) (bool, error) {
 		}
 		lo = hi
 	}
-	if r%t.batches != t.batches-1 {
+	if !t.order.LastOfEpoch(r) {
 		return false, nil
 	}
 	t.epochs++

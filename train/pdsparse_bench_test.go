@@ -43,13 +43,13 @@ func BenchmarkPDSparseEpoch(b *testing.B) {
 					if err := t.Start(units, 0, nil, nil); err != nil {
 						return err
 					}
-					for r := range t.batches { // the first epoch, untimed
+					for r := range t.order.Batches { // the first epoch, untimed
 						if _, err := t.Round(context.Background(), r); err != nil {
 							return err
 						}
 					}
 					b.StartTimer()
-					for r := t.batches; r < 2*t.batches; r++ {
+					for r := t.order.Batches; r < 2*t.order.Batches; r++ {
 						if _, err := t.Round(context.Background(), r); err != nil {
 							return err
 						}
