@@ -140,7 +140,7 @@ func (a *pdsparseAlgorithm) Prepare(env Env, ds *data.Dataset) (*Work, error) {
 		t.held, t.heldY, t.log = p.Apply(&held.X), held.Y, env.Log
 		env.Log.Info("pdsparse holds rows out to stop early", "heldout_rows", held.N(), "training_rows", train.N(), "patience", p.Patience)
 	}
-	if err := logUntrained(env.Log, LabelCountsOf(&ds.Y)); err != nil {
+	if err := logUntrained(env.Log, model.LabelCounts(&train.Y)); err != nil {
 		return nil, err
 	}
 	return &Work{Kind: model.LinearKind{}, Params: t.p, Units: len(t.blocks), Rounds: t,
@@ -157,15 +157,6 @@ func (a *pdsparseAlgorithm) Prepare(env Env, ds *data.Dataset) (*Work, error) {
 				"report_bytes_per_round", t.reportBytes/int64(max(t.rounds, 1)),
 				"report_bytes_bound", int64(t.p.BatchSize)*pdsEntryBytes*int64(math.Round(t.meanActive())+float64(2*t.p.MaxSelect*t.comm.Size())))
 		}}, nil
-}
-
-// LabelCountsOf returns the number of rows carrying each label of y.
-func LabelCountsOf(y *data.CSR) []int64 {
-	c := make([]int64, y.Cols)
-	for _, l := range y.Indices[:y.NNZ()] {
-		c[l]++
-	}
-	return c
 }
 
 // pdsActive is a class of a row's active set and its dual variable:
@@ -192,8 +183,9 @@ type pdsTrainer struct {
 	// The owned classes' weights, by feature: feature j holds the dual
 	// sums val[j] of classes cls[j] (local ids) and their weights wt[j] =
 	// prox_λ(val[j]); nz[j] lists the places of the non-zero weights (and
-	// some that became zero, dropped when a search meets them), inNZ[j]
-	// marks them; at[(j, c)] is the place of class c in feature j's lists.
+	// some that became zero since, dropped once they are half the list),
+	// inNZ[j] marks them; at[(j, c)] is the place of class c in feature
+	// j's lists.
 	owned  []int
 	local  []int32 // per class: its local id on this rank, or -1
 	global []int32 // per local id: its class
@@ -251,7 +243,7 @@ func newPDSTrainer(p PDSparseParams, ds *data.Dataset, comm mpi.Comm, pool *numa
 			t.sq[i] += float64(v) * float64(v)
 		}
 	}
-	counts := LabelCountsOf(&t.y)
+	counts := model.LabelCounts(&t.y)
 	if t.p.MaxSelect == 0 {
 		t.p.MaxSelect = max(1, int(math.Round(float64(t.y.NNZ())/float64(t.y.Rows))))
 	}
@@ -616,6 +608,9 @@ type pdsSearch struct {
 // report appends to s.msg this rank's entries for row i, the q-th of the
 // batch. It only reads the trainer, so that workers search rows at once.
 func (t *pdsTrainer) report(s *pdsSearch, q int32, i int32) {
+	if labels, _ := t.y.Row(int(i)); t.sq[i] == 0 || len(labels) == 0 {
+		return // step skips the row: nothing to report
+	}
 	idx, val := t.x.Row(int(i))
 	s.touched = s.touched[:0]
 	for e, j := range idx {
@@ -768,6 +763,11 @@ func (t *pdsTrainer) exchange() ([]byte, error) {
 // step solves row i's subproblem from the entries every rank reported for
 // it, updates its active set and applies the steps of this rank's classes.
 func (t *pdsTrainer) step(i int32, entries []pdsEntry) error {
+	A := t.sq[i]
+	labels, _ := t.y.Row(int(i))
+	if A == 0 || len(labels) == 0 {
+		return nil // no loss to lower: a row without features or labels
+	}
 	active := t.act[i]
 	score := func(l int32) (float64, bool) {
 		for _, e := range entries {
@@ -814,11 +814,8 @@ func (t *pdsTrainer) step(i int32, entries []pdsEntry) error {
 		active = append(active, pdsActive{class: e.class})
 		scores = append(scores, e.score)
 	}
-	A := t.sq[i]
-	labels, _ := t.y.Row(int(i))
-	if A == 0 || len(labels) == 0 || len(active) == len(labels) {
-		t.act[i] = active
-		return nil
+	if len(active) == len(labels) {
+		return nil // no negative to separate from
 	}
 	// b for the negatives, c for the positives (see biSimplex): a step of
 	// size 1/A from the current α along the dual gradient.
