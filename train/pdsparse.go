@@ -226,7 +226,7 @@ type pdsTrainer struct {
 	searchers *numa.PerWorker[*pdsSearch]
 	pieceOf   []pdsPiece
 	msg       []byte
-	into      []byte
+	into, all []byte // rank 0's gather and broadcast buffers
 	simplex   simplexScratch
 	entries   []pdsEntry
 }
@@ -725,12 +725,12 @@ func (t *pdsTrainer) search(rows []int32) error {
 	}
 	t.msg = t.msg[:0]
 	for k, pc := range t.pieceOf {
-		rows := min(piece, len(rows)-k*piece)
+		n := min(piece, len(rows)-k*piece)
 		start := 0
 		if pc.first > 0 {
 			start = pc.s.ends[pc.first-1]
 		}
-		t.msg = append(t.msg, pc.s.msg[start:pc.s.ends[pc.first+rows-1]]...)
+		t.msg = append(t.msg, pc.s.msg[start:pc.s.ends[pc.first+n-1]]...)
 	}
 	return nil
 }
@@ -748,16 +748,16 @@ func (t *pdsTrainer) exchange() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var all []byte
 	if t.comm.Rank() == 0 {
+		t.all = t.all[:0]
 		for _, p := range parts {
-			all = append(all, p...)
+			t.all = append(t.all, p...)
 		}
 		if len(parts) > 0 && len(parts[0]) > 0 {
 			t.into = parts[0][:0:cap(parts[0])]
 		}
 	}
-	return t.comm.Bcast(all, 0)
+	return t.comm.Bcast(t.all, 0)
 }
 
 // step solves row i's subproblem from the entries every rank reported for
