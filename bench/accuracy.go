@@ -20,6 +20,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"xmc/job"
+	"xmc/model"
 )
 
 // Dataset is one train/test pair of an accuracy study.
@@ -166,8 +167,9 @@ func meanSD(xs []float64) MeanSD {
 	return m
 }
 
-// AccuracyMetrics are the metrics an accuracy study tabulates.
-var AccuracyMetrics = []string{"P@1", "P@3", "P@5", "PSP@1", "PSP@3", "PSP@5"}
+// AccuracyMetrics are the metrics an accuracy study tabulates: macro-F1
+// only on multi-class data sets (one label per row), where accuracy is P@1.
+var AccuracyMetrics = []string{"P@1", "P@3", "P@5", "PSP@1", "PSP@3", "PSP@5", model.MetricMacroF1}
 
 // Accuracy is an accuracy study's result: a row per data set and label.
 type Accuracy struct {
@@ -299,7 +301,11 @@ func (a *Accuracy) WriteCSV(w io.Writer) error {
 	for _, r := range a.Rows {
 		cells := []string{r.Dataset, r.Label, strconv.Itoa(len(r.Seeds))}
 		for _, m := range AccuracyMetrics {
-			v := r.Metrics[m]
+			v, ok := r.Metrics[m]
+			if !ok {
+				cells = append(cells, "", "")
+				continue
+			}
 			cells = append(cells, strconv.FormatFloat(v.Mean, 'f', 4, 64), strconv.FormatFloat(v.SD, 'f', 4, 64))
 		}
 		cells = append(cells, strconv.FormatFloat(r.TrainS.Mean, 'f', 3, 64), strconv.FormatFloat(r.PeakRSS.Mean, 'f', 0, 64))
