@@ -630,3 +630,28 @@ func TestSignalStopsCleanly(t *testing.T) {
 		t.Errorf("the finished trees were not written:\n%s", m)
 	}
 }
+
+// TestPDSparseHeldoutFile stops PD-Sparse on a held-out data file: the same
+// model on 1 and 3 ranks, and a clear error for a file that cannot be read.
+func TestPDSparseHeldoutFile(t *testing.T) {
+	dir := t.TempDir()
+	var models [][]byte
+	for _, ranks := range []string{"1", "3"} {
+		path := filepath.Join(dir, "h"+ranks+".model")
+		out := mustXMC(t, "train", "--algo", "pdsparse", "--epochs", "2", "--heldout", bibtexTest, "--data", bibtexTrain,
+			"--model-out", path, "--ranks", ranks)
+		if !strings.Contains(out, "heldout_accuracy") {
+			t.Errorf("no held-out accuracy logged:\n%s", out)
+		}
+		b, _ := os.ReadFile(path)
+		models = append(models, b)
+	}
+	if !bytes.Equal(models[0], models[1]) || len(models[0]) == 0 {
+		t.Error("held-out training on 1 and 3 ranks gave different models")
+	}
+	missing := filepath.Join(dir, "missing.txt")
+	out, code := xmc(t, "train", "--algo", "pdsparse", "--heldout", missing, "--data", bibtexTrain, "--model-out", filepath.Join(dir, "m"))
+	if code == 0 || !strings.Contains(out, "--heldout") || !strings.Contains(out, "missing.txt") {
+		t.Errorf("missing held-out file: exit %d, output:\n%s", code, out)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"sync/atomic"
 
 	"xmc/data"
@@ -54,12 +55,14 @@ type PDSparseParams struct {
 	// Prune drops trained weights of smaller magnitude from the model.
 	Prune float64 `json:"prune"`
 	// Heldout is the fraction of the training rows, drawn by the seed,
-	// kept out of training to stop it early: after every epoch the ranks
-	// measure the accuracy of the top class on them, and training ends
-	// once Patience epochs in a row have not improved the best. 0 trains
-	// every epoch on every row.
-	Heldout  float64 `json:"heldout"`
-	Patience int     `json:"patience"`
+	// kept out of training to stop it early, or HeldoutFile a data file of
+	// such rows: after every epoch the ranks measure the accuracy of the
+	// top class on them, training ends once Patience epochs in a row have
+	// not improved the best, and the model is the best epoch's. 0 and ""
+	// train every epoch on every row.
+	Heldout     float64 `json:"heldout"`
+	HeldoutFile string  `json:"heldout_file,omitempty"`
+	Patience    int     `json:"patience"`
 	// Seed orders the rows of every epoch and the classes tried first.
 	Seed uint64 `json:"seed"`
 	model.Preprocess
@@ -94,7 +97,9 @@ func (p PDSparseParams) Validate() error {
 	case !(p.Prune >= 0) || math.IsInf(p.Prune, 0):
 		return fmt.Errorf("--prune must be 0 or more, got %v", p.Prune)
 	case !(p.Heldout >= 0 && p.Heldout < 1):
-		return fmt.Errorf("--heldout must be a fraction in [0, 1), got %v", p.Heldout)
+		return fmt.Errorf("--heldout must be a fraction in [0, 1) or a file, got %v", p.Heldout)
+	case p.Heldout > 0 && p.HeldoutFile != "":
+		return errors.New("--heldout is a fraction or a file, not both")
 	case p.Patience < 1:
 		return fmt.Errorf("--patience must be at least 1, got %d", p.Patience)
 	}
@@ -116,7 +121,16 @@ func (a *pdsparseAlgorithm) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&p.ClassesPerUnit, "classes-per-unit", p.ClassesPerUnit, "classes per unit (a block of classes one rank owns)")
 	fs.IntVar(&p.MaxSelect, "max-select", p.MaxSelect, "negative classes a row's search adds at most (0: the mean labels per row)")
 	fs.Float64Var(&p.Prune, "prune", p.Prune, "drop trained weights of smaller magnitude")
-	fs.Float64Var(&p.Heldout, "heldout", p.Heldout, "fraction of the training rows held out (drawn by --seed) to stop early on their accuracy (0: none)")
+	fs.Func("heldout", "`FRAC|FILE`: a fraction of the training rows held out (drawn by --seed), or a data file of held-out rows, to stop early on their accuracy and keep the best epoch's model (default none)",
+		func(v string) error {
+			p.Heldout, p.HeldoutFile = 0, ""
+			if f, err := strconv.ParseFloat(v, 64); err == nil {
+				p.Heldout = f
+				return nil
+			}
+			p.HeldoutFile = v
+			return nil
+		})
 	fs.IntVar(&p.Patience, "patience", p.Patience, "with --heldout, stop after this many epochs without a better held-out accuracy")
 	fs.BoolVar(&p.Normalize, "normalize", p.Normalize, "scale rows to unit L2 norm, in training and prediction")
 }
@@ -132,6 +146,21 @@ func (a *pdsparseAlgorithm) Prepare(env Env, ds *data.Dataset) (*Work, error) {
 		return nil, err
 	}
 	train, held := heldoutSplit(ds, p.Heldout, p.Seed)
+	if p.HeldoutFile != "" {
+		if env.Load == nil {
+			return nil, fmt.Errorf("--heldout %s: no way to read a data file here", p.HeldoutFile)
+		}
+		var err error
+		if held, err = env.Load(p.HeldoutFile); err != nil {
+			return nil, fmt.Errorf("--heldout: %w", err)
+		}
+		if held.N() == 0 {
+			return nil, fmt.Errorf("--heldout %s: no rows", p.HeldoutFile)
+		}
+		if held.D() > ds.D() || held.L() > ds.L() {
+			return nil, fmt.Errorf("--heldout %s has D=%d L=%d but the training data D=%d L=%d", p.HeldoutFile, held.D(), held.L(), ds.D(), ds.L())
+		}
+	}
 	t, err := newPDSTrainer(p, train, env.Comm, env.Pool)
 	if err != nil {
 		return nil, err

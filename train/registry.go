@@ -79,6 +79,9 @@ type Env struct {
 	// command line, for defaults that depend on the data: an explicit
 	// value is always taken as given.
 	Set func(name string) bool
+	// Load reads another data file of the run (a held-out set) as the
+	// training data was read, with its feature and label dimensions.
+	Load func(path string) (*data.Dataset, error)
 }
 
 // Work is a prepared training: independent units (Unit is set) or
