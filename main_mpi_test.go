@@ -72,6 +72,10 @@ func TestMPIModelMatchesInProcess(t *testing.T) {
 			np   int
 			args []string
 		}{{2, nil}, {3, []string{"--threads", "2"}}}},
+		{"memoir", []string{"--algo", "memoir", "--seed", "11", "--epochs", "2"}, []struct {
+			np   int
+			args []string
+		}{{2, nil}, {3, []string{"--threads", "2"}}}},
 	} {
 		path := filepath.Join(dir, algo.name+".model")
 		mustXMC(t, append([]string{"train", "--data", bibtexTrain, "--model-out", path, "--ranks", "1", "--threads", "1"}, algo.args...)...)

@@ -207,6 +207,10 @@ func TestLinearPipeline(t *testing.T) {
 		// class blocks and exchange each batch's candidates.
 		{"pdsparse", []string{"--epochs", "3", "--heldout", "0.1"}, 55, [][]string{{"--ranks", "1", "--threads", "1"},
 			{"--ranks", "3", "--threads", "2", "--numa-sim", "2"}, {"--ranks", "4", "--threads", "1"}}},
+		// The other multi-class trainer: ranks own class blocks, each with
+		// its own index, and exchange each batch's rivals.
+		{"memoir", []string{"--epochs", "3", "--heldout", "0.1"}, 57, [][]string{{"--ranks", "1", "--threads", "1"},
+			{"--ranks", "3", "--threads", "2", "--numa-sim", "2"}, {"--ranks", "4", "--threads", "1"}}},
 	} {
 		t.Run(c.algo, func(t *testing.T) {
 			dir := t.TempDir()
@@ -445,6 +449,7 @@ func TestInterruptAndResume(t *testing.T) {
 		{"units grown together", []string{"--trees", "40", "--grow", "together", "--threads", "2"}},
 		{"rounds", []string{"--algo", "lsq", "--epochs", "20", "--tol", "0"}},
 		{"rounds of pdsparse", []string{"--algo", "pdsparse", "--epochs", "3", "--heldout", "0.1"}},
+		{"rounds of memoir", []string{"--algo", "memoir", "--epochs", "4", "--heldout", "0.1", "--regularizer", "l1", "--lambda", "1e-4"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()

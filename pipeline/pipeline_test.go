@@ -52,6 +52,7 @@ var quickAlgorithms = map[string][]string{
 	"dismec":    {"--labels-per-unit", "40"},
 	"ppdsparse": {"--labels-per-unit", "40"},
 	"lsq":       {"--epochs", "2"},
+	"memoir":    {"--epochs", "2"},
 }
 
 // TestEveryAlgorithmTested keeps quickAlgorithms in step with the registry.

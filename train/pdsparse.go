@@ -122,16 +122,7 @@ func (a *pdsparseAlgorithm) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&p.ClassesPerUnit, "classes-per-unit", p.ClassesPerUnit, "classes per unit (a block of classes one rank owns)")
 	fs.IntVar(&p.MaxSelect, "max-select", p.MaxSelect, "negative classes a row's search adds at most (0: the mean labels per row)")
 	fs.Float64Var(&p.Prune, "prune", p.Prune, "drop trained weights of smaller magnitude")
-	fs.Func("heldout", "`FRAC|FILE`: a fraction of the training rows held out (drawn by --seed), or a data file of held-out rows, to stop early on their accuracy and keep the best epoch's model (default none)",
-		func(v string) error {
-			p.Heldout, p.HeldoutFile = 0, ""
-			if f, err := strconv.ParseFloat(v, 64); err == nil {
-				p.Heldout = f
-				return nil
-			}
-			p.HeldoutFile = v
-			return nil
-		})
+	heldoutFlag(fs, &p.Heldout, &p.HeldoutFile, "accuracy")
 	fs.IntVar(&p.Patience, "patience", p.Patience, "with --heldout, stop after this many epochs without a better held-out accuracy")
 	fs.BoolVar(&p.Normalize, "normalize", p.Normalize, "scale rows to unit L2 norm, in training and prediction")
 }
@@ -146,21 +137,9 @@ func (a *pdsparseAlgorithm) Prepare(env Env, ds *data.Dataset) (*Work, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	train, held := heldoutSplit(ds, p.Heldout, p.Seed)
-	if p.HeldoutFile != "" {
-		if env.Load == nil {
-			return nil, fmt.Errorf("--heldout %s: no way to read a data file here", p.HeldoutFile)
-		}
-		var err error
-		if held, err = env.Load(p.HeldoutFile); err != nil {
-			return nil, fmt.Errorf("--heldout: %w", err)
-		}
-		if held.N() == 0 {
-			return nil, fmt.Errorf("--heldout %s: no rows", p.HeldoutFile)
-		}
-		if held.D() > ds.D() || held.L() > ds.L() {
-			return nil, fmt.Errorf("--heldout %s has D=%d L=%d but the training data D=%d L=%d", p.HeldoutFile, held.D(), held.L(), ds.D(), ds.L())
-		}
+	train, held, err := heldoutRows(env, ds, p.Heldout, p.HeldoutFile, p.Seed)
+	if err != nil {
+		return nil, err
 	}
 	t, err := newPDSTrainer(p, train, env.Comm, env.Pool)
 	if err != nil {
@@ -185,7 +164,7 @@ func (a *pdsparseAlgorithm) Prepare(env Env, ds *data.Dataset) (*Work, error) {
 				// rank, 20 bytes per row for each active class and at
 				// most 2 × max-select candidates per rank.
 				"report_bytes_per_round", t.reportBytes/int64(max(t.rounds, 1)),
-				"report_bytes_bound", int64(t.p.BatchSize)*pdsEntryBytes*int64(math.Round(t.meanActive())+float64(2*t.p.MaxSelect*t.comm.Size())))
+				"report_bytes_bound", int64(t.p.BatchSize)*roundEntryBytes*int64(math.Round(t.meanActive())+float64(2*t.p.MaxSelect*t.comm.Size())))
 		}}, nil
 }
 
@@ -256,12 +235,12 @@ type pdsTrainer struct {
 	searchers *numa.PerWorker[*pdsSearch]
 	pieceOf   []pdsPiece
 	msg       []byte
-	into, all []byte // rank 0's gather and broadcast buffers
+	gather    allGather
 	simplex   simplexScratch
-	entries   []pdsEntry
+	entries   []roundEntry
 	// stepScratch is step's memory, reused row after row.
 	stepScratch struct {
-		add, fill          []pdsEntry
+		add, fill          []roundEntry
 		scores, b, c, x, y []float64
 	}
 }
@@ -428,16 +407,6 @@ const (
 	pdsUntouched        // a class outside the active set, of score 0
 )
 
-// pdsEntry is what a rank reports of one of its classes for row q of the
-// batch; 20 bytes on the wire.
-type pdsEntry struct {
-	q, class int32
-	kind     int32
-	score    float64
-}
-
-const pdsEntryBytes = 20
-
 // Round runs one batch: every rank scores the batch's rows against its
 // classes and reports the scores of their active classes and its best
 // candidates; every rank receives every report, solves each row's
@@ -454,26 +423,12 @@ func (t *pdsTrainer) Round(_ context.Context, r int) (bool, error) {
 	}
 	t.rounds++
 	t.reportBytes += int64(len(all))
-	if len(all)%pdsEntryBytes != 0 {
-		return false, fmt.Errorf("pdsparse: reports of %d bytes", len(all))
+	if t.entries, err = decodeEntries(all, t.entries); err != nil {
+		return false, fmt.Errorf("pdsparse: %w", err)
 	}
-	// Group the reports by row, in row order, then by rank order.
-	t.entries = t.entries[:0]
-	for b := all; len(b) > 0; b = b[pdsEntryBytes:] {
-		t.entries = append(t.entries, pdsEntry{q: int32(binary.LittleEndian.Uint32(b)),
-			class: int32(binary.LittleEndian.Uint32(b[4:])), kind: int32(binary.LittleEndian.Uint32(b[8:])),
-			score: math.Float64frombits(binary.LittleEndian.Uint64(b[12:]))})
-	}
-	slices.SortStableFunc(t.entries, func(a, b pdsEntry) int { return cmp.Compare(a.q, b.q) })
-	for lo := 0; lo < len(t.entries); {
-		hi := lo
-		for hi < len(t.entries) && t.entries[hi].q == t.entries[lo].q {
-			hi++
-		}
-		if err := t.step(rows[t.entries[lo].q], t.entries[lo:hi]); err != nil {
-			return false, err
-		}
-		lo = hi
+	err = forEachRow(t.entries, func(q int32, entries []roundEntry) error { return t.step(rows[q], entries) })
+	if err != nil {
+		return false, err
 	}
 	if !t.order.LastOfEpoch(r) {
 		return false, nil
@@ -610,6 +565,44 @@ func (t *pdsTrainer) bestWeight(j, e int) float64 {
 	return t.bestWt[j][e]
 }
 
+// heldoutFlag registers --heldout FRAC|FILE, of rows to stop early on
+// their metric.
+func heldoutFlag(fs *flag.FlagSet, frac *float64, file *string, metric string) {
+	fs.Func("heldout", "`FRAC|FILE`: a fraction of the training rows held out (drawn by --seed), or a data file of held-out rows, to stop early on their "+metric+" and keep the best epoch's model (default none)",
+		func(v string) error {
+			*frac, *file = 0, ""
+			if f, err := strconv.ParseFloat(v, 64); err == nil {
+				*frac = f
+				return nil
+			}
+			*file = v
+			return nil
+		})
+}
+
+// heldoutRows returns the training rows and the held-out rows of
+// --heldout: a fraction frac of ds drawn by the seed, or the rows of a data
+// file (nil held-out rows for neither).
+func heldoutRows(env Env, ds *data.Dataset, frac float64, file string, seed uint64) (train, held *data.Dataset, err error) {
+	train, held = heldoutSplit(ds, frac, seed)
+	if file == "" {
+		return train, held, nil
+	}
+	if env.Load == nil {
+		return nil, nil, fmt.Errorf("--heldout %s: no way to read a data file here", file)
+	}
+	if held, err = env.Load(file); err != nil {
+		return nil, nil, fmt.Errorf("--heldout: %w", err)
+	}
+	if held.N() == 0 {
+		return nil, nil, fmt.Errorf("--heldout %s: no rows", file)
+	}
+	if held.D() > ds.D() || held.L() > ds.L() {
+		return nil, nil, fmt.Errorf("--heldout %s has D=%d L=%d but the training data D=%d L=%d", file, held.D(), held.L(), ds.D(), ds.L())
+	}
+	return train, held, nil
+}
+
 // heldoutSplit returns ds without the rows held out, and those rows: a
 // fraction frac of them drawn by the seed alone (nil when frac is 0).
 func heldoutSplit(ds *data.Dataset, frac float64, seed uint64) (*data.Dataset, *data.Dataset) {
@@ -665,10 +658,7 @@ func (t *pdsTrainer) report(s *pdsSearch, q int32, i int32) {
 		}
 	}
 	put := func(class int32, kind int32, score float64) {
-		s.msg = binary.LittleEndian.AppendUint32(s.msg, uint32(q))
-		s.msg = binary.LittleEndian.AppendUint32(s.msg, uint32(class))
-		s.msg = binary.LittleEndian.AppendUint32(s.msg, uint32(kind))
-		s.msg = binary.LittleEndian.AppendUint64(s.msg, math.Float64bits(score))
+		s.msg = appendEntry(s.msg, roundEntry{q: q, class: class, kind: kind, score: score})
 	}
 	// The scores of the active classes this rank owns; mark them so that
 	// they are not candidates.
@@ -778,26 +768,11 @@ type pdsPiece struct {
 }
 
 // exchange gives every rank the reports of all ranks, in rank order.
-func (t *pdsTrainer) exchange() ([]byte, error) {
-	parts, err := t.comm.Gatherv(t.msg, 0, t.into)
-	if err != nil {
-		return nil, err
-	}
-	if t.comm.Rank() == 0 {
-		t.all = t.all[:0]
-		for _, p := range parts {
-			t.all = append(t.all, p...)
-		}
-		if len(parts) > 0 && len(parts[0]) > 0 {
-			t.into = parts[0][:0:cap(parts[0])]
-		}
-	}
-	return t.comm.Bcast(t.all, 0)
-}
+func (t *pdsTrainer) exchange() ([]byte, error) { return t.gather.exchange(t.comm, t.msg) }
 
 // step solves row i's subproblem from the entries every rank reported for
 // it, updates its active set and applies the steps of this rank's classes.
-func (t *pdsTrainer) step(i int32, entries []pdsEntry) error {
+func (t *pdsTrainer) step(i int32, entries []roundEntry) error {
 	A := t.sq[i]
 	labels, _ := t.y.Row(int(i))
 	if A == 0 || len(labels) == 0 {
@@ -821,7 +796,7 @@ func (t *pdsTrainer) step(i int32, entries []pdsEntry) error {
 			add = append(add, e)
 		}
 	}
-	slices.SortFunc(add, func(a, b pdsEntry) int {
+	slices.SortFunc(add, func(a, b roundEntry) int {
 		if c := cmp.Compare(b.score, a.score); c != 0 {
 			return c
 		}
@@ -835,7 +810,7 @@ func (t *pdsTrainer) step(i int32, entries []pdsEntry) error {
 				fill = append(fill, e)
 			}
 		}
-		slices.SortFunc(fill, func(a, b pdsEntry) int { return cmp.Compare(t.fillPos[a.class], t.fillPos[b.class]) })
+		slices.SortFunc(fill, func(a, b roundEntry) int { return cmp.Compare(t.fillPos[a.class], t.fillPos[b.class]) })
 		add = append(add, fill[:min(len(fill), t.p.MaxSelect-len(add))]...)
 		st.fill = fill
 	}

@@ -1,0 +1,1011 @@
+package train
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"sync/atomic"
+
+	"xmc/data"
+	"xmc/mips"
+	"xmc/model"
+	"xmc/mpi"
+	"xmc/numa"
+	"xmc/runner"
+)
+
+// AlgorithmMEMOIR names MEMOIR in model headers.
+const AlgorithmMEMOIR = "memoir"
+
+// MEMOIRParams are the hyper-parameters of MEMOIR (Belyy and Sholokhov,
+// "MEMOIR: Multi-class Extreme Classification with Inexact Margin", 2018):
+// a Crammer–Singer multi-class SVM, one weight vector w_k per class,
+// trained by mini-batch stochastic sub-gradient steps in which each row's
+// most violating class r = argmax_{r ∉ y} ⟨w_r, x⟩ comes from an
+// approximate maximum inner product search (MIPS) over the class vectors:
+// when 1 + ⟨w_r − w_y, x⟩ > 0, w_r −= η_t x and w_y += η_t x, with
+// η_t = η₀ / (1 + η_step · t) in round t. Rows with several labels take as
+// y their label of lowest score (the separation ranking loss).
+type MEMOIRParams struct {
+	// Regularizer is "l2" (Pegasos: W ← (1 − λη_t) W before each batch,
+	// then W ← min{1, 1/(√λ ‖W‖)} W, both as one shared scale of W) or
+	// "l1" (truncated SGD with the cumulative penalty of Tsuruoka, Tsujii
+	// and Ananiadou, ACL 2009: every round owes every weight a shrink of
+	// λη_t towards zero; a class pays what it owes, as a soft threshold of
+	// all its weights, when a batch moves it and at each epoch's end, so
+	// that untouched classes cost nothing).
+	Regularizer string  `json:"regularizer"`
+	Lambda      float64 `json:"lambda"`
+	Eta0        float64 `json:"eta0"`
+	EtaStep     float64 `json:"eta_step"`
+	// Index is the search for the violating class, one per class block
+	// (package mips): "lsh" (SimpleLSH with norm ranging), "graph" (a
+	// navigable small-world graph of inner products) or "exact" (every
+	// class of the block scored: the baseline the approximations are
+	// measured against).
+	Index string `json:"index"`
+	// Tables, Bits and Probes shape the LSH: tables, bits a table (0:
+	// mips.BitsFor the block's classes) and buckets probed beyond a
+	// query's own per table.
+	Tables int `json:"tables"`
+	Bits   int `json:"bits"`
+	Probes int `json:"probes"`
+	// Degree and Ef shape the graph: out-edges per class and the width
+	// of its searches.
+	Degree int `json:"degree"`
+	Ef     int `json:"ef"`
+	// Epochs is the passes over the rows and BatchSize the rows of a
+	// round, all searched against W as it was at the round's start.
+	Epochs    int `json:"epochs"`
+	BatchSize int `json:"batch_size"`
+	// ClassBlocks is the number of blocks the classes are dealt into,
+	// each with its own index, whatever the number of ranks: ranks own
+	// blocks.
+	ClassBlocks int `json:"class_blocks"`
+	// Prune drops trained weights of smaller magnitude from the model.
+	Prune float64 `json:"prune"`
+	// Heldout, HeldoutFile and Patience stop training early on the
+	// held-out macro-F1 (P@1 if rows have several labels), as
+	// PDSparseParams's do on accuracy.
+	Heldout     float64 `json:"heldout"`
+	HeldoutFile string  `json:"heldout_file,omitempty"`
+	Patience    int     `json:"patience"`
+	// Seed orders the rows of every epoch and draws the LSH projections.
+	Seed uint64 `json:"seed"`
+	model.Preprocess
+}
+
+// DefaultMEMOIRParams returns the defaults (see the flags' help).
+func DefaultMEMOIRParams() MEMOIRParams {
+	return MEMOIRParams{Regularizer: "l2", Lambda: 1e-6, Eta0: 1, EtaStep: 0.001, Index: "lsh", Tables: 8, Probes: 1,
+		Degree: 8, Ef: 4, Epochs: 3, BatchSize: 64, ClassBlocks: 32, Patience: 5, Preprocess: model.Preprocess{Normalize: true}}
+}
+
+// Validate reports the first parameter out of its range.
+func (p MEMOIRParams) Validate() error {
+	switch {
+	case p.Regularizer != "l2" && p.Regularizer != "l1":
+		return fmt.Errorf("--regularizer must be l2 or l1, got %q", p.Regularizer)
+	case p.Index != "lsh" && p.Index != "graph" && p.Index != "exact":
+		return fmt.Errorf("--index must be lsh, graph or exact, got %q", p.Index)
+	case !(p.Lambda >= 0) || math.IsInf(p.Lambda, 0):
+		return fmt.Errorf("--lambda must be 0 or more, got %v", p.Lambda)
+	case p.Regularizer == "l2" && !(p.Lambda > 0):
+		return errors.New("--lambda must be positive with --regularizer l2")
+	case !(p.Eta0 > 0) || math.IsInf(p.Eta0, 0):
+		return fmt.Errorf("--eta0 must be positive, got %v", p.Eta0)
+	case p.Regularizer == "l2" && !(p.Lambda*p.Eta0 < 1):
+		return fmt.Errorf("--lambda × --eta0 must be below 1 (the shrink 1 − λη of each round), got %v", p.Lambda*p.Eta0)
+	case !(p.EtaStep >= 0) || math.IsInf(p.EtaStep, 0):
+		return fmt.Errorf("--eta-step must be 0 or more, got %v", p.EtaStep)
+	case p.Tables < 1:
+		return fmt.Errorf("--tables must be at least 1, got %d", p.Tables)
+	case p.Bits < 0 || p.Bits > mips.MaxBits:
+		return fmt.Errorf("--bits must be 0 (automatic) to %d, got %d", mips.MaxBits, p.Bits)
+	case p.Probes < 0:
+		return fmt.Errorf("--probes must be 0 or more, got %d", p.Probes)
+	case p.Degree < 1 || p.Ef < 1:
+		return fmt.Errorf("--degree and --ef must be at least 1, got %d and %d", p.Degree, p.Ef)
+	case p.Epochs < 1:
+		return fmt.Errorf("--epochs must be at least 1, got %d", p.Epochs)
+	case p.BatchSize < 1:
+		return fmt.Errorf("--batch-size must be at least 1, got %d", p.BatchSize)
+	case p.ClassBlocks < 1:
+		return fmt.Errorf("--class-blocks must be at least 1, got %d", p.ClassBlocks)
+	case !(p.Prune >= 0) || math.IsInf(p.Prune, 0):
+		return fmt.Errorf("--prune must be 0 or more, got %v", p.Prune)
+	case !(p.Heldout >= 0 && p.Heldout < 1):
+		return fmt.Errorf("--heldout must be a fraction in [0, 1) or a file, got %v", p.Heldout)
+	case p.Heldout > 0 && p.HeldoutFile != "":
+		return errors.New("--heldout is a fraction or a file, not both")
+	case p.Patience < 1:
+		return fmt.Errorf("--patience must be at least 1, got %d", p.Patience)
+	}
+	return nil
+}
+
+// memoirAlgorithm is the Trainer of --algo memoir.
+type memoirAlgorithm struct{ p MEMOIRParams }
+
+func newMEMOIRAlgorithm() Trainer { return &memoirAlgorithm{p: DefaultMEMOIRParams()} }
+
+// Flags registers MEMOIR's hyper-parameters.
+func (a *memoirAlgorithm) Flags(fs *flag.FlagSet) {
+	p := &a.p
+	fs.StringVar(&p.Regularizer, "regularizer", p.Regularizer, "l2 (MEMOIR-ℓ2, Pegasos's shrink and projection) or l1 (MEMOIR-ℓ1, truncated SGD: smaller models)")
+	fs.Float64Var(&p.Lambda, "lambda", p.Lambda, "weight λ of the regulariser")
+	fs.Float64Var(&p.Eta0, "eta0", p.Eta0, "step η₀ of η_t = η₀ / (1 + η_step t), t the round")
+	fs.Float64Var(&p.EtaStep, "eta-step", p.EtaStep, "decay η_step of the step")
+	fs.StringVar(&p.Index, "index", p.Index, "search for a row's most violating class, per class block: lsh (SimpleLSH with norm ranging), graph (small-world graph of inner products) or exact (every class scored)")
+	fs.IntVar(&p.Tables, "tables", p.Tables, "LSH hash tables per class block")
+	fs.IntVar(&p.Bits, "bits", p.Bits, "LSH bits per table (0: about 16 classes a bucket)")
+	fs.IntVar(&p.Probes, "probes", p.Probes, "LSH buckets probed per table beyond the query's own (one bit flipped each)")
+	fs.IntVar(&p.Degree, "degree", p.Degree, "graph out-edges per class")
+	fs.IntVar(&p.Ef, "ef", p.Ef, "graph search width (best classes kept while walking)")
+	fs.IntVar(&p.Epochs, "epochs", p.Epochs, "passes over the rows")
+	fs.IntVar(&p.BatchSize, "batch-size", p.BatchSize, "rows per round (searched against the weights of the round's start)")
+	fs.IntVar(&p.ClassBlocks, "class-blocks", p.ClassBlocks, "blocks the classes are dealt into, each with its own index (ranks own blocks; not more than the classes)")
+	fs.Float64Var(&p.Prune, "prune", p.Prune, "drop trained weights of smaller magnitude")
+	heldoutFlag(fs, &p.Heldout, &p.HeldoutFile, "macro-F1")
+	fs.IntVar(&p.Patience, "patience", p.Patience, "with --heldout, stop after this many epochs without a better held-out macro-F1")
+	fs.BoolVar(&p.Normalize, "normalize", p.Normalize, "scale rows to unit L2 norm, in training and prediction")
+}
+
+// Prepare checks the parameters and builds the round trainer. Every rank
+// holds the rows; it holds the vectors and indexes of its blocks only.
+func (a *memoirAlgorithm) Prepare(env Env, ds *data.Dataset) (*Work, error) {
+	p := a.p
+	p.Seed = env.Seed
+	p.Bias = false
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	train, held, err := heldoutRows(env, ds, p.Heldout, p.HeldoutFile, p.Seed)
+	if err != nil {
+		return nil, err
+	}
+	if train.N() == 0 {
+		return nil, errors.New("memoir: no training rows")
+	}
+	counts := model.LabelCounts(&train.Y)
+	if err := logUntrained(env.Log, counts); err != nil {
+		return nil, err
+	}
+	t := &memoirTrainer{p: p, comm: env.Comm, pool: env.Pool, log: env.Log, x: p.Apply(&train.X), y: train.Y.Clone()}
+	t.blocks = memoirBlocks(counts, p.ClassBlocks)
+	t.p.ClassBlocks = len(t.blocks)
+	if t.p.Bits == 0 {
+		t.p.Bits = mips.BitsFor(len(t.blocks[0]))
+	}
+	if t.hasher, err = mips.NewHasher(t.p.Tables, t.p.Bits, p.Seed); err != nil {
+		return nil, err
+	}
+	t.order = newEpochBatches(t.x.Rows, p.BatchSize, p.Seed)
+	if held != nil {
+		t.held, t.heldY = p.Apply(&held.X), held.Y
+		env.Log.Info("memoir holds rows out to stop early", "heldout_rows", held.N(), "training_rows", train.N(), "patience", p.Patience)
+	}
+	return &Work{Kind: model.LinearKind{}, Params: t.p, Units: len(t.blocks), Rounds: t,
+		MaxRounds: p.Epochs * t.order.Batches, RoundName: "round",
+		Done: func(log *slog.Logger) {
+			log.Info("memoir", "epochs", t.epochs, "regularizer", t.p.Regularizer, "index", t.p.Index,
+				"tables", t.p.Tables, "bits", t.p.Bits, "class_blocks", len(t.blocks),
+				"weights_owned", t.nnz(), "block_state_bytes", t.stateBytes(), "violating_rows_last_epoch", t.violations,
+				"scored_per_row_block", fmt.Sprintf("%.1f", float64(t.scored.Load())/float64(max(t.searched.Load(), 1))),
+				// Each round rank 0 gathers, and broadcasts to every
+				// rank, 20 bytes per row for the rival of each rank and
+				// the score of each label.
+				"report_bytes_per_round", t.reportBytes/int64(max(t.rounds, 1)),
+				"report_bytes_bound", int64(t.p.BatchSize)*roundEntryBytes*int64(t.comm.Size()+int(math.Ceil(float64(t.y.NNZ())/float64(t.y.Rows)))))
+		}}, nil
+}
+
+// memoirBlocks deals the classes with a training row into at most n
+// blocks, by decreasing frequency in turn, so that blocks carry like work;
+// each block lists its classes in increasing order.
+func memoirBlocks(counts []int64, n int) [][]int32 {
+	order := LabelBlocks(counts, len(counts))[0]
+	n = min(n, len(order))
+	blocks := make([][]int32, n)
+	for i, l := range order {
+		blocks[i%n] = append(blocks[i%n], l)
+	}
+	for _, b := range blocks {
+		slices.Sort(b)
+	}
+	return blocks
+}
+
+// memoirBlock is a class block a rank owns: its classes' vectors v (the
+// weights are s·v, s the trainer's shared scale), their index, and the sum
+// of their squared norms.
+type memoirBlock struct {
+	unit    int
+	classes []int32
+	vec     *mips.Vectors
+	lsh     *mips.LSH   // with --index lsh
+	graph   *mips.Graph // with --index graph
+	sq      float64
+	// paid is, per class, the cumulative ℓ1 penalty it has paid (see
+	// Regularizer).
+	paid []float64
+	// zeroFrom is the lowest class that may still have a zero vector:
+	// zero vectors score 0, and the lowest one not a label of the row is
+	// the rival when no vector scores more.
+	zeroFrom int
+	// best is, with --heldout, the vectors of the best epoch (weights
+	// bestScale·v).
+	best *mips.Vectors
+}
+
+// Entry kinds of MEMOIR's reports.
+const (
+	memoirRival = iota // the rank's best class that is not a label of the row
+	memoirLabel        // the score of a label of the row
+)
+
+// memoirTrainer is the runner.RoundTrainer of MEMOIRParams.
+type memoirTrainer struct {
+	p      MEMOIRParams
+	comm   mpi.Comm
+	pool   *numa.Pool
+	log    *slog.Logger
+	x, y   data.CSR // the preprocessed rows and their labels
+	blocks [][]int32
+	order  *epochBatches
+	hasher *mips.Hasher
+
+	mine    []*memoirBlock // the owned blocks, in unit order
+	blockOf []int32        // per class: its place in mine, or −1
+	slot    []int32        // per class: its place in its block
+
+	// The shared state, the same on every rank.
+	scale     float64 // s: the weights are s·v
+	owed      float64 // the cumulative ℓ1 penalty Σ λη_t
+	epochs    int
+	bestF1    float64 // the best held-out macro-F1 (−1 before the first)
+	bestScale float64
+	sinceBest int
+
+	held, heldY data.CSR
+
+	// Counters for the log.
+	rounds, violations int
+	reportBytes        int64
+	scored, searched   atomic.Int64
+
+	// Scratch.
+	searchers *numa.PerWorker[*memoirSearch]
+	proj      []float64 // the batch's rows' projections, row after row
+	msg       []byte
+	pieces    []memoirPiece
+	gather    allGather
+	entries   []roundEntry
+	steps     []memoirStep
+	norms     []float64
+}
+
+// memoirStep is a class's change of a round: v_class += coef · x_row.
+type memoirStep struct {
+	q     int32
+	class int32
+	coef  float64
+}
+
+// memoirSearch is a worker's scratch.
+type memoirSearch struct {
+	lsh      mips.Scratch
+	graph    mips.GraphScratch
+	exact    mips.InvertedScratch
+	skip     []int
+	msg      []byte
+	ends     []int
+	dproj    []float64
+	di       []int32
+	dv       []float64
+	shrinkDP []float64
+}
+
+type memoirPiece struct {
+	s     *memoirSearch
+	first int
+}
+
+// Start makes the owned blocks, fresh or from their saved state.
+func (t *memoirTrainer) Start(units []int, _ int, state [][]byte, shared []byte) error {
+	t.blockOf = make([]int32, t.y.Cols)
+	t.slot = make([]int32, t.y.Cols)
+	for l := range t.blockOf {
+		t.blockOf[l] = -1
+	}
+	t.mine = t.mine[:0]
+	for q, u := range units {
+		b := &memoirBlock{unit: u, classes: t.blocks[u], paid: make([]float64, len(t.blocks[u]))}
+		for s, l := range b.classes {
+			t.blockOf[l], t.slot[l] = int32(q), int32(s)
+		}
+		if state == nil {
+			b.vec = mips.NewVectors(len(b.classes))
+			switch t.p.Index {
+			case "lsh":
+				b.lsh = mips.NewLSH(t.hasher, b.vec)
+			case "graph":
+				b.graph = mips.NewGraph(b.vec, t.p.Degree, t.p.Ef)
+			}
+		} else if err := t.decodeBlock(b, state[q]); err != nil {
+			return fmt.Errorf("unit %d: %w", u, err)
+		}
+		t.mine = append(t.mine, b)
+	}
+	t.scale, t.owed, t.epochs, t.bestF1, t.bestScale, t.sinceBest = 1, 0, 0, -1, 1, 0
+	t.searchers = numa.NewPerWorker(t.pool, func(numa.Worker) *memoirSearch {
+		return &memoirSearch{dproj: make([]float64, t.hasher.Projections()), shrinkDP: make([]float64, t.hasher.Projections())}
+	})
+	if shared != nil {
+		if len(shared) != 48 {
+			return fmt.Errorf("memoir: shared state of %d bytes, want 48", len(shared))
+		}
+		f := func(i int) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(shared[8*i:])) }
+		n := func(i int) int { return int(binary.LittleEndian.Uint64(shared[8*i:])) }
+		t.scale, t.owed, t.epochs, t.bestF1, t.bestScale, t.sinceBest = f(0), f(1), n(2), f(3), f(4), n(5)
+	}
+	return nil
+}
+
+// eta is the step of round r.
+func (t *memoirTrainer) eta(r int) float64 { return t.p.Eta0 / (1 + t.p.EtaStep*float64(r)) }
+
+// Round runs one batch: every rank searches its blocks for each row's
+// rival and scores the row's labels it owns; every rank receives every
+// report, decides the same steps, and applies those of its own classes.
+func (t *memoirTrainer) Round(_ context.Context, r int) (bool, error) {
+	rows := t.order.Rows(r)
+	np := t.hasher.Projections()
+	t.proj = slices.Grow(t.proj[:0], len(rows)*np)[:len(rows)*np]
+	if err := t.search(rows); err != nil {
+		return false, err
+	}
+	all, err := t.gather.exchange(t.comm, t.msg)
+	if err != nil {
+		return false, err
+	}
+	t.rounds++
+	t.reportBytes += int64(len(all))
+	if t.entries, err = decodeEntries(all, t.entries); err != nil {
+		return false, fmt.Errorf("memoir: %w", err)
+	}
+	eta := t.eta(r)
+	shrink := 1.0
+	if t.p.Regularizer == "l2" {
+		shrink = 1 - t.p.Lambda*eta
+	}
+	if t.order.LastOfEpoch(r - 1) {
+		t.violations = 0
+	}
+	// The steps, on v: W = s·v gains ±η x once s has shrunk.
+	coef := eta / (t.scale * shrink)
+	t.steps = t.steps[:0]
+	err = forEachRow(t.entries, func(q int32, entries []roundEntry) error {
+		rival, rs := int32(-1), math.Inf(-1)
+		label, ls := int32(-1), math.Inf(1)
+		for _, e := range entries {
+			switch {
+			case e.kind == memoirRival && (e.score > rs || (e.score == rs && e.class < rival)):
+				rival, rs = e.class, e.score
+			case e.kind == memoirLabel && (e.score < ls || (e.score == ls && e.class < label)):
+				label, ls = e.class, e.score
+			}
+		}
+		if label < 0 || rival < 0 {
+			return nil // no label, or no class that is not one
+		}
+		if 1+t.scale*(rs-ls) > 0 {
+			t.violations++
+			t.steps = append(t.steps, memoirStep{q, rival, -coef}, memoirStep{q, label, coef})
+		}
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	if t.p.Regularizer == "l1" {
+		t.owed += t.p.Lambda * eta
+	}
+	if err := t.apply(rows); err != nil {
+		return false, err
+	}
+	t.scale *= shrink
+	if t.p.Regularizer == "l2" {
+		if err := t.project(); err != nil {
+			return false, err
+		}
+	}
+	if !t.order.LastOfEpoch(r) {
+		return false, nil
+	}
+	return t.endEpoch()
+}
+
+// search fills t.msg with this rank's entries for the rows, in row order,
+// and t.proj with the rows' projections; the rank's workers take pieces of
+// the batch.
+func (t *memoirTrainer) search(rows []int32) error {
+	const piece = 4
+	n := (len(rows) + piece - 1) / piece
+	t.pieces = slices.Grow(t.pieces[:0], n)[:n]
+	var next atomic.Int64
+	err := t.pool.Run(func(w numa.Worker) error {
+		s := t.searchers.Get(w)
+		s.msg, s.ends = s.msg[:0], s.ends[:0]
+		for {
+			k := int(next.Add(1)) - 1
+			if k >= n {
+				return nil
+			}
+			t.pieces[k] = memoirPiece{s: s, first: len(s.ends)}
+			for q := k * piece; q < min((k+1)*piece, len(rows)); q++ {
+				t.report(s, int32(q), rows[q])
+				s.ends = append(s.ends, len(s.msg))
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	t.msg = t.msg[:0]
+	for k, pc := range t.pieces {
+		m := min(piece, len(rows)-k*piece)
+		start := 0
+		if pc.first > 0 {
+			start = pc.s.ends[pc.first-1]
+		}
+		t.msg = append(t.msg, pc.s.msg[start:pc.s.ends[pc.first+m-1]]...)
+	}
+	return nil
+}
+
+// report appends to s.msg this rank's entries for row i, the q-th of the
+// batch: the scores of the row's labels it owns, and its rival, the best
+// of its classes that is not a label of the row. It only reads the blocks.
+func (t *memoirTrainer) report(s *memoirSearch, q, i int32) {
+	labels, _ := t.y.Row(int(i))
+	xi, xv := t.x.Row(int(i))
+	np := t.hasher.Projections()
+	proj := t.proj[int(q)*np : int(q+1)*np]
+	t.hasher.Project(xi, xv, proj)
+	if len(labels) == 0 || len(xi) == 0 {
+		return // nothing to learn from the row
+	}
+	for _, l := range labels {
+		if b := t.blockOf[l]; b >= 0 {
+			s.msg = appendEntry(s.msg, roundEntry{q: q, class: l, kind: memoirLabel, score: t.mine[b].vec.Dot(int(t.slot[l]), xi, xv)})
+		}
+	}
+	rival, rs := int32(-1), math.Inf(-1)
+	for bi, b := range t.mine {
+		s.skip = s.skip[:0]
+		for _, l := range labels {
+			if t.blockOf[l] == int32(bi) {
+				s.skip = append(s.skip, int(t.slot[l]))
+			}
+		}
+		k, sc := t.blockBest(b, s, xi, xv, proj)
+		if k >= 0 && (sc > rs || (sc == rs && b.classes[k] < rival)) {
+			rival, rs = b.classes[k], sc
+		}
+	}
+	if rival >= 0 {
+		s.msg = appendEntry(s.msg, roundEntry{q: q, class: rival, kind: memoirRival, score: rs})
+	}
+}
+
+// blockBest returns the class (its place in b) of greatest score on x in
+// block b, other than those of s.skip, as the index finds it; a class of
+// zero vector scores 0. It returns −1 when b has no other class.
+func (t *memoirTrainer) blockBest(b *memoirBlock, s *memoirSearch, xi []int32, xv []float32, proj []float64) (int, float64) {
+	best, score := -1, math.Inf(-1)
+	better := func(k int, sc float64) {
+		if sc > score || (sc == score && k < best) {
+			best, score = k, sc
+		}
+	}
+	if b.lsh != nil || b.graph != nil {
+		// The index holds the non-zero vectors.
+		var k, scored int
+		var sc float64
+		var ok bool
+		if b.lsh != nil {
+			k, sc, scored, ok = b.lsh.Search(xi, xv, proj, s.skip, t.p.Probes, &s.lsh)
+		} else {
+			k, sc, scored, ok = b.graph.Search(xi, xv, s.skip, &s.graph)
+		}
+		t.scored.Add(int64(scored))
+		t.searched.Add(1)
+		if ok {
+			better(k, sc)
+		}
+	} else {
+		for k := range b.vec.Len() {
+			if !b.vec.IsZero(k) && !slices.Contains(s.skip, k) {
+				better(k, b.vec.Dot(k, xi, xv))
+			}
+		}
+	}
+	if score < 0 || best < 0 {
+		for k := b.zeroFrom; k < b.vec.Len(); k++ {
+			if b.vec.IsZero(k) && !slices.Contains(s.skip, k) {
+				better(k, 0)
+				break
+			}
+		}
+	}
+	return best, score
+}
+
+// apply makes the round's steps on the owned classes, block by block on the
+// rank's workers, each block's in row order.
+func (t *memoirTrainer) apply(rows []int32) error {
+	var next atomic.Int64
+	np := t.hasher.Projections()
+	return t.pool.Run(func(w numa.Worker) error {
+		s := t.searchers.Get(w)
+		for {
+			bi := int(next.Add(1)) - 1
+			if bi >= len(t.mine) {
+				return nil
+			}
+			b := t.mine[bi]
+			for _, st := range t.steps {
+				if t.blockOf[st.class] != int32(bi) {
+					continue
+				}
+				k := int(t.slot[st.class])
+				xi, xv := t.x.Row(int(rows[st.q]))
+				old := b.vec.SquaredNorm(k)
+				b.vec.Add(k, st.coef, xi, xv)
+				proj := t.proj[int(st.q)*np : int(st.q+1)*np]
+				for i, v := range proj {
+					s.dproj[i] = st.coef * v
+				}
+				if t.p.Regularizer == "l1" {
+					t.pay(b, k, s)
+				}
+				if b.lsh != nil {
+					b.lsh.Shift(k, s.dproj)
+				}
+				if b.graph != nil {
+					b.graph.Changed(k)
+				}
+				b.sq += b.vec.SquaredNorm(k) - old
+				if b.vec.IsZero(k) {
+					b.zeroFrom = min(b.zeroFrom, k)
+				}
+			}
+			for b.zeroFrom < b.vec.Len() && !b.vec.IsZero(b.zeroFrom) {
+				b.zeroFrom++
+			}
+		}
+	})
+}
+
+// pay soft-thresholds class k of block b by the ℓ1 penalty it owes, adding
+// the change of its projections to s.dproj (for the LSH).
+func (t *memoirTrainer) pay(b *memoirBlock, k int, s *memoirSearch) (changed bool) {
+	g := t.owed - b.paid[k]
+	if g <= 0 {
+		return false
+	}
+	b.paid[k] = t.owed
+	s.di, s.dv = b.vec.Shrink(k, g, s.di[:0], s.dv[:0])
+	if b.lsh != nil && len(s.di) > 0 {
+		t.hasher.ProjectDense(s.di, s.dv, s.shrinkDP)
+		for i, v := range s.shrinkDP {
+			s.dproj[i] += v
+		}
+	}
+	return len(s.di) > 0
+}
+
+// settle makes every owned class pay the ℓ1 penalty it owes, on the rank's
+// workers, so that the weights are those of the objective at an epoch's
+// end.
+func (t *memoirTrainer) settle() error {
+	var next atomic.Int64
+	return t.pool.Run(func(w numa.Worker) error {
+		s := t.searchers.Get(w)
+		for {
+			bi := int(next.Add(1)) - 1
+			if bi >= len(t.mine) {
+				return nil
+			}
+			b := t.mine[bi]
+			for k := range b.classes {
+				old := b.vec.SquaredNorm(k)
+				clear(s.dproj)
+				if !t.pay(b, k, s) {
+					continue
+				}
+				if b.lsh != nil {
+					b.lsh.Shift(k, s.dproj)
+				}
+				if b.graph != nil {
+					b.graph.Changed(k)
+				}
+				b.sq += b.vec.SquaredNorm(k) - old
+				if b.vec.IsZero(k) {
+					b.zeroFrom = min(b.zeroFrom, k)
+				}
+			}
+		}
+	})
+}
+
+// project applies Pegasos's projection W ← min{1, 1/(√λ ‖W‖)} W to the
+// shared scale: ‖W‖² sums the blocks' squared norms, in block order, from
+// an all-reduce where each block's owner alone contributes (so the sum is
+// the same for any number of ranks). When the scale gets small, every rank
+// folds it into its vectors at the same round.
+func (t *memoirTrainer) project() error {
+	t.norms = slices.Grow(t.norms[:0], len(t.blocks))[:len(t.blocks)]
+	clear(t.norms)
+	for _, b := range t.mine {
+		t.norms[b.unit] = b.sq
+	}
+	if err := t.comm.AllreduceFloat64(t.norms, mpi.Sum); err != nil {
+		return err
+	}
+	sq := 0.0
+	for _, v := range t.norms {
+		sq += v
+	}
+	if norm := t.scale * math.Sqrt(sq); norm*math.Sqrt(t.p.Lambda) > 1 {
+		t.scale /= norm * math.Sqrt(t.p.Lambda)
+	}
+	if t.scale < 1.0/(1<<20) {
+		for _, b := range t.mine {
+			b.vec.Scale(t.scale)
+			if b.lsh != nil {
+				b.lsh.Scale(t.scale)
+			}
+			if b.graph != nil {
+				b.graph.Scale(t.scale)
+			}
+			b.sq = 0
+			for k := range b.vec.Len() {
+				b.sq += b.vec.SquaredNorm(k)
+			}
+		}
+		t.scale = 1
+	}
+	return nil
+}
+
+// endEpoch measures, on every rank alike, the recall of the index against
+// exact search and, with --heldout, the held-out macro-F1, keeping the best
+// epoch's vectors; it returns whether to stop.
+func (t *memoirTrainer) endEpoch() (bool, error) {
+	t.epochs++
+	if t.p.Regularizer == "l1" {
+		if err := t.settle(); err != nil {
+			return false, err
+		}
+	}
+	exact := t.snapshot()
+	recall := -1.0
+	if t.p.Index != "exact" {
+		var err error
+		if recall, err = t.recall(exact); err != nil {
+			return false, err
+		}
+	}
+	attrs := []any{"epoch", t.epochs, "violating_rows", t.violations, "scale", t.scale}
+	if recall >= 0 {
+		attrs = append(attrs, "index_recall@1", fmt.Sprintf("%.3f", recall))
+	}
+	stop := false
+	if t.held.Rows > 0 {
+		f1, metric, err := t.heldoutScore(exact)
+		if err != nil {
+			return false, err
+		}
+		if f1 > t.bestF1 {
+			t.bestF1, t.sinceBest, t.bestScale = f1, 0, t.scale
+			for _, b := range t.mine {
+				b.best = b.vec.Clone()
+			}
+		} else {
+			t.sinceBest++
+		}
+		attrs = append(attrs, "heldout_"+metric, fmt.Sprintf("%.2f", f1), "best", fmt.Sprintf("%.2f", t.bestF1), "epochs_without_gain", t.sinceBest)
+		stop = t.sinceBest >= t.p.Patience
+	}
+	if t.log != nil {
+		t.log.Info("memoir epoch", attrs...)
+	}
+	return stop, nil
+}
+
+// snapshot indexes the owned vectors for exact search.
+func (t *memoirTrainer) snapshot() *mips.Inverted {
+	sets, ids := make([]*mips.Vectors, len(t.mine)), make([][]int32, len(t.mine))
+	for q, b := range t.mine {
+		sets[q], ids[q] = b.vec, b.classes
+	}
+	return mips.NewInverted(t.x.Cols, sets, ids, 1)
+}
+
+// recallRows is the most training rows the recall of an epoch is measured
+// on.
+const recallRows = 1000
+
+// recall returns the fraction of up to recallRows training rows (spread
+// over the data) whose best class by the indexes is the exact best, or
+// scores as much: each rank reports both for its blocks, and the bests of
+// all ranks are compared.
+func (t *memoirTrainer) recall(exact *mips.Inverted) (float64, error) {
+	n := min(recallRows, t.x.Rows)
+	step := t.x.Rows / n
+	np := t.hasher.Projections()
+	t.proj = slices.Grow(t.proj[:0], n*np)[:n*np]
+	var next atomic.Int64
+	t.msg = slices.Grow(t.msg[:0], 2*n*roundEntryBytes)[:2*n*roundEntryBytes]
+	err := t.pool.Run(func(w numa.Worker) error {
+		s := t.searchers.Get(w)
+		for {
+			q := int(next.Add(1)) - 1
+			if q >= n {
+				return nil
+			}
+			xi, xv := t.x.Row(q * step)
+			proj := t.proj[q*np : (q+1)*np]
+			t.hasher.Project(xi, xv, proj)
+			s.skip = s.skip[:0]
+			approx, as := int32(-1), math.Inf(-1)
+			for _, b := range t.mine {
+				if k, sc := t.blockBest(b, s, xi, xv, proj); k >= 0 && (sc > as || (sc == as && b.classes[k] < approx)) {
+					approx, as = b.classes[k], sc
+				}
+			}
+			ex, es := exact.Best(xi, xv, &s.exact)
+			appendEntry(t.msg[2*q*roundEntryBytes:][:0], roundEntry{q: int32(q), class: approx, kind: 0, score: as})
+			appendEntry(t.msg[(2*q+1)*roundEntryBytes:][:0], roundEntry{q: int32(q), class: ex, kind: 1, score: es})
+		}
+	})
+	if err != nil {
+		return 0, err
+	}
+	all, err := t.gather.exchange(t.comm, t.msg)
+	if err != nil {
+		return 0, err
+	}
+	if t.entries, err = decodeEntries(all, t.entries); err != nil {
+		return 0, fmt.Errorf("memoir: %w", err)
+	}
+	hits := 0
+	err = forEachRow(t.entries, func(_ int32, entries []roundEntry) error {
+		var best [2]roundEntry
+		best[0].class, best[1].class = -1, -1
+		best[0].score, best[1].score = math.Inf(-1), math.Inf(-1)
+		for _, e := range entries {
+			if b := &best[e.kind]; e.class >= 0 && (e.score > b.score || (e.score == b.score && e.class < b.class)) {
+				*b = e
+			}
+		}
+		if best[0].class == best[1].class || best[0].score >= best[1].score {
+			hits++
+		}
+		return nil
+	})
+	return float64(hits) / float64(n), err
+}
+
+// heldoutScore returns the macro-F1 (model.Evaluate's) of the exact best
+// class of each held-out row, or its P@1 if a row has several labels, and
+// the metric's name: each rank reports its best, and the best of all ranks
+// is the prediction.
+func (t *memoirTrainer) heldoutScore(exact *mips.Inverted) (float64, string, error) {
+	n := t.held.Rows
+	t.msg = slices.Grow(t.msg[:0], n*roundEntryBytes)[:n*roundEntryBytes]
+	var next atomic.Int64
+	err := t.pool.Run(func(w numa.Worker) error {
+		s := t.searchers.Get(w)
+		for {
+			i := int(next.Add(1)) - 1
+			if i >= n {
+				return nil
+			}
+			xi, xv := t.held.Row(i)
+			c, sc := exact.Best(xi, xv, &s.exact)
+			appendEntry(t.msg[i*roundEntryBytes:][:0], roundEntry{q: int32(i), class: c, score: sc})
+		}
+	})
+	if err != nil {
+		return 0, "", err
+	}
+	all, err := t.gather.exchange(t.comm, t.msg)
+	if err != nil {
+		return 0, "", err
+	}
+	if t.entries, err = decodeEntries(all, t.entries); err != nil {
+		return 0, "", fmt.Errorf("memoir: %w", err)
+	}
+	pred := make([][]model.Scored, n)
+	err = forEachRow(t.entries, func(q int32, entries []roundEntry) error {
+		best := roundEntry{class: -1, score: math.Inf(-1)}
+		for _, e := range entries {
+			if e.class >= 0 && (e.score > best.score || (e.score == best.score && e.class < best.class)) {
+				best = e
+			}
+		}
+		if best.class >= 0 {
+			pred[q] = []model.Scored{{Label: best.class, Score: float32(best.score)}}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, "", err
+	}
+	ev, err := model.NewEvaluator(t.heldY.Cols, nil, []int{1})
+	if err != nil {
+		return 0, "", err
+	}
+	if err := ev.Add(&t.heldY, pred); err != nil {
+		return 0, "", err
+	}
+	m, err := ev.Metrics()
+	if err != nil {
+		return 0, "", err
+	}
+	if f1, ok := m[model.MetricMacroF1]; ok {
+		return f1, model.MetricMacroF1, nil
+	}
+	return m["P@1"], "P@1", nil
+}
+
+// Save returns each owned block's vectors and index, and the shared scale
+// and early-stopping state.
+func (t *memoirTrainer) Save() ([][]byte, []byte, error) {
+	state := make([][]byte, len(t.mine))
+	for q, b := range t.mine {
+		e := binary.LittleEndian.AppendUint64(nil, math.Float64bits(b.sq))
+		for _, v := range b.paid {
+			e = binary.LittleEndian.AppendUint64(e, math.Float64bits(v))
+		}
+		e = b.vec.AppendBinary(e)
+		if b.lsh != nil {
+			e = b.lsh.AppendBinary(e)
+		}
+		if b.graph != nil {
+			e = b.graph.AppendBinary(e)
+		}
+		if b.best != nil {
+			e = b.best.AppendBinary(append(e, 1))
+		} else {
+			e = append(e, 0)
+		}
+		state[q] = e
+	}
+	shared := binary.LittleEndian.AppendUint64(nil, math.Float64bits(t.scale))
+	shared = binary.LittleEndian.AppendUint64(shared, math.Float64bits(t.owed))
+	shared = binary.LittleEndian.AppendUint64(shared, uint64(t.epochs))
+	shared = binary.LittleEndian.AppendUint64(shared, math.Float64bits(t.bestF1))
+	shared = binary.LittleEndian.AppendUint64(shared, math.Float64bits(t.bestScale))
+	shared = binary.LittleEndian.AppendUint64(shared, uint64(t.sinceBest))
+	return state, shared, nil
+}
+
+// decodeBlock restores block b from its saved state.
+func (t *memoirTrainer) decodeBlock(b *memoirBlock, e []byte) error {
+	if len(e) < 8 {
+		return errors.New("memoir: block state truncated")
+	}
+	b.sq = math.Float64frombits(binary.LittleEndian.Uint64(e))
+	e = e[8:]
+	if len(e) < 8*len(b.classes) {
+		return errors.New("memoir: block state truncated")
+	}
+	for k := range b.paid {
+		b.paid[k] = math.Float64frombits(binary.LittleEndian.Uint64(e[8*k:]))
+	}
+	var err error
+	if b.vec, e, err = mips.DecodeVectors(e[8*len(b.classes):], t.x.Cols); err != nil {
+		return err
+	}
+	if b.vec.Len() != len(b.classes) {
+		return fmt.Errorf("memoir: block state of %d classes, want %d", b.vec.Len(), len(b.classes))
+	}
+	switch t.p.Index {
+	case "lsh":
+		if b.lsh, e, err = mips.DecodeLSH(t.hasher, b.vec, e); err != nil {
+			return err
+		}
+	case "graph":
+		if b.graph, e, err = mips.DecodeGraph(b.vec, t.p.Degree, t.p.Ef, e); err != nil {
+			return err
+		}
+	}
+	if len(e) < 1 {
+		return errors.New("memoir: block state truncated")
+	}
+	if e[0] == 1 {
+		if b.best, e, err = mips.DecodeVectors(e[1:], t.x.Cols); err != nil {
+			return err
+		}
+	} else {
+		e = e[1:]
+	}
+	if len(e) != 0 {
+		return errors.New("memoir: block state has trailing bytes")
+	}
+	for b.zeroFrom < b.vec.Len() && !b.vec.IsZero(b.zeroFrom) {
+		b.zeroFrom++
+	}
+	return nil
+}
+
+// Finish encodes every owned block as a model.LinearBlock of its weights
+// s·v (the best epoch's with --heldout).
+func (t *memoirTrainer) Finish() ([]runner.Result, error) {
+	out := make([]runner.Result, len(t.mine))
+	dense := make([]float64, t.x.Cols)
+	for q, b := range t.mine {
+		vec, scale := b.vec, t.scale
+		if b.best != nil {
+			vec, scale = b.best, t.bestScale
+		}
+		var lb model.LinearBlock
+		for k, l := range b.classes {
+			idx, val := vec.Vector(k)
+			for e, j := range idx {
+				w := scale * val[e]
+				if math.IsNaN(w) || math.IsInf(w, 0) {
+					return nil, fmt.Errorf("class %d: training diverged: non-finite weight", l)
+				}
+				dense[j] = w
+			}
+			lb.AppendSparse(l, idx, dense, t.p.Prune)
+			for _, j := range idx {
+				dense[j] = 0
+			}
+		}
+		enc, err := lb.MarshalBinary()
+		if err != nil {
+			return nil, err
+		}
+		out[q] = runner.Result{Unit: b.unit, Data: enc}
+	}
+	return out, nil
+}
+
+// stateBytes is the memory of this rank's class blocks: their vectors, the
+// best epoch's, and their indexes.
+func (t *memoirTrainer) stateBytes() int {
+	n := 0
+	for _, b := range t.mine {
+		n += b.vec.Bytes()
+		if b.best != nil {
+			n += b.best.Bytes()
+		}
+		if b.lsh != nil {
+			n += b.lsh.Bytes()
+		}
+		if b.graph != nil {
+			n += b.graph.Bytes()
+		}
+	}
+	return n
+}
+
+// nnz is the number of stored weights of this rank's classes.
+func (t *memoirTrainer) nnz() int {
+	n := 0
+	for _, b := range t.mine {
+		n += b.vec.NNZ()
+	}
+	return n
+}
