@@ -284,13 +284,44 @@ type Scratch struct {
 	now   uint32
 }
 
-// Search returns, among the vectors sharing a bucket with x in some table
-// of some norm range (and, with probes > 0, in the buckets of x's key with
-// one of its probes least certain bits flipped), the one of greatest inner
-// product with x other than those of skip (ties to the lower), with its inner
-// product and how many vectors it scored; ok is false when there is none.
-// proj holds x's projections (Hasher.Project).
-func (x *LSH) Search(xi []int32, xv []float32, proj []float64, skip []int, probes int, s *Scratch) (best int, score float64, scored int, ok bool) {
+// QueryKeys writes into keys, for each table in turn, the bucket of a
+// query of projections proj (Project) and the buckets of its key with one
+// of its probes least certain bits flipped, and returns them: what Search
+// visits, the same for every index of the Hasher, so computed once per
+// query.
+func (h *Hasher) QueryKeys(proj []float64, probes int, keys []int) []int {
+	keys = keys[:0]
+	b := h.bits
+	probes = min(probes, b)
+	for tab := range h.tables {
+		p := proj[tab*b : (tab+1)*b]
+		key := 0
+		for i, v := range p {
+			if v > 0 {
+				key |= 1 << i
+			}
+		}
+		keys = append(keys, tab<<b|key)
+		var used uint32
+		for range probes {
+			flip, margin := -1, math.Inf(1)
+			for i, v := range p {
+				if used&(1<<i) == 0 && math.Abs(v) < margin {
+					flip, margin = i, math.Abs(v)
+				}
+			}
+			used |= 1 << flip
+			keys = append(keys, tab<<b|key^(1<<flip))
+		}
+	}
+	return keys
+}
+
+// Search returns, among the vectors sharing a bucket of keys (QueryKeys)
+// in their norm range, the one of greatest inner product with x other
+// than those of skip (ties to the lower), with its inner product and how
+// many vectors it scored; ok is false when there is none.
+func (x *LSH) Search(xi []int32, xv []float32, keys []int, skip []int, s *Scratch) (best int, score float64, scored int, ok bool) {
 	if len(s.stamp) < x.vec.Len() {
 		s.stamp = make([]uint32, x.vec.Len())
 		s.now = 0
@@ -302,9 +333,10 @@ func (x *LSH) Search(xi []int32, xv []float32, proj []float64, skip []int, probe
 	}
 	t, b := x.h.tables, x.h.bits
 	best, score = -1, math.Inf(-1)
-	visit := func(tab, key int) {
+	for _, bucket := range keys {
+		tab := bucket >> b
 		for _, r := range x.live {
-			for k := x.head[r][tab<<b|key]; k >= 0; k = x.next[int(k)*t+tab] {
+			for k := x.head[r][bucket]; k >= 0; k = x.next[int(k)*t+tab] {
 				if s.stamp[k] == s.now {
 					continue
 				}
@@ -317,28 +349,6 @@ func (x *LSH) Search(xi []int32, xv []float32, proj []float64, skip []int, probe
 					best, score = int(k), d
 				}
 			}
-		}
-	}
-	for tab := range t {
-		p := proj[tab*b : (tab+1)*b]
-		key := 0
-		for i, v := range p {
-			if v > 0 {
-				key |= 1 << i
-			}
-		}
-		visit(tab, key)
-		// Probe the buckets one flip away, least certain bits first.
-		var used uint32
-		for range min(probes, b) {
-			flip, margin := -1, math.Inf(1)
-			for i, v := range p {
-				if used&(1<<i) == 0 && math.Abs(v) < margin {
-					flip, margin = i, math.Abs(v)
-				}
-			}
-			used |= 1 << flip
-			visit(tab, key^(1<<flip))
 		}
 	}
 	return best, score, scored, best >= 0

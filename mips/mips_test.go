@@ -174,13 +174,14 @@ func TestLSHRecallAndState(t *testing.T) {
 			qv[e] = float32(val[e] + 0.3*rng.NormFloat64())
 		}
 		h.Project(qi, qv, proj)
-		best, score, c, ok := x.Search(qi, qv, proj, nil, 1, &s)
+		keys := h.QueryKeys(proj, 1, nil)
+		best, score, c, ok := x.Search(qi, qv, keys, nil, &s)
 		want, wscore := exact.Best(qi, qv, &es)
 		if ok && (int32(best) == want || score == wscore) {
 			hits++
 		}
 		scored += c
-		b2, s2, _, ok2 := dec.Search(qi, qv, proj, nil, 1, &s)
+		b2, s2, _, ok2 := dec.Search(qi, qv, keys, nil, &s)
 		if b2 != best || s2 != score || ok2 != ok {
 			t.Fatalf("decoded index answers %d %v, the original %d %v", b2, s2, best, score)
 		}
@@ -257,6 +258,7 @@ func BenchmarkIndex(b *testing.B) {
 			xi   []int32
 			xv   []float32
 			proj []float64
+			keys []int
 		}
 		qs := make([]query, 256)
 		for i := range qs {
@@ -266,13 +268,14 @@ func BenchmarkIndex(b *testing.B) {
 				q.xv[e] = float32(val[e] + 0.3*rng.NormFloat64())
 			}
 			h.Project(q.xi, q.xv, q.proj)
+			q.keys = h.QueryKeys(q.proj, 1, nil)
 			qs[i] = q
 		}
 		b.Run(fmt.Sprintf("lsh/query/n=%d", n), func(b *testing.B) {
 			var s Scratch
 			for i := range b.N {
 				q := qs[i%len(qs)]
-				x.Search(q.xi, q.xv, q.proj, nil, 1, &s)
+				x.Search(q.xi, q.xv, q.keys, nil, &s)
 			}
 		})
 		b.Run(fmt.Sprintf("lsh/update/n=%d", n), func(b *testing.B) {
@@ -349,3 +352,4 @@ func TestGraphRecallAndState(t *testing.T) {
 		t.Fatalf("recall@1 %.3f (want ≥ 0.7) scoring %.3f of the vectors (want ≤ 0.3)", recall, frac)
 	}
 }
+

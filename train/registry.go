@@ -31,7 +31,7 @@ func Algorithms() []Algorithm {
 		{model.AlgorithmDiSMEC, "one-vs-all squared hinge with L2, truncated Newton from the mean-separating initialisation", newDismecAlgorithm},
 		{model.AlgorithmPPDSparse, "one-vs-all L1+L2 hinge or squared hinge, primal-dual sparse active set", newPPDSparseAlgorithm},
 		{AlgorithmPDSparse, "multi-class (and multi-label) max-margin with L1+L2, PD-Sparse's primal-dual sparse dual block-coordinate steps over class blocks in synchronous rounds", newPDSparseAlgorithm},
-		{AlgorithmMEMOIR, "multi-class Crammer–Singer SVM by mini-batch SGD whose most violating class comes from an approximate maximum inner product search (SimpleLSH) per class block, in synchronous rounds", newMEMOIRAlgorithm},
+		{AlgorithmMEMOIR, "multi-class Crammer–Singer SVM by mini-batch SGD whose most violating class comes from an approximate maximum inner product search per class block (SimpleLSH or a small-world graph), in synchronous rounds", newMEMOIRAlgorithm},
 		{AlgorithmLSQ, "one-vs-all least squares by mini-batch gradient descent in synchronous rounds: the round mode's reference, a baseline", newLSQAlgorithm},
 	}
 }
