@@ -89,6 +89,10 @@ race: deps
 	  --data testdata/bibtex/test.txt --out $(OUT)/race/scores.txt > /dev/null
 	GORACE="halt_on_error=1 exitcode=66" $(BIN)/xmc-race train --algo dismec --ranks 2 --data testdata/bibtex/train.txt \
 	  --test testdata/bibtex/test.txt > /dev/null
+	GORACE="halt_on_error=1 exitcode=66" $(BIN)/xmc-race train --algo memoir --ranks 2 --threads 2 --epochs 2 --heldout 0.1 \
+	  --data testdata/bibtex/train.txt --test testdata/bibtex/test.txt > /dev/null
+	GORACE="halt_on_error=1 exitcode=66" $(BIN)/xmc-race train --algo memoir --index graph --regularizer l1 --ranks 2 --threads 2 \
+	  --epochs 1 --data testdata/bibtex/train.txt --test testdata/bibtex/test.txt > /dev/null
 
 test: vet unit race mpitest slurmtest fuzz
 

@@ -229,8 +229,21 @@ func TestLinearPipeline(t *testing.T) {
 			sumPath := filepath.Join(dir, "d.json")
 			mustXMC(t, slices.Concat([]string{"train", "--algo", c.algo, "--data", bibtexTrain, "--test", bibtexTest, "--ranks", "2",
 				"--model-out", sharded, "--shard", "--summary", sumPath}, c.args)...)
-			if p1 := readSummary(t, sumPath).Metrics["P@1"]; p1 < c.minP1 {
+			sum := readSummary(t, sumPath)
+			if p1 := sum.Metrics["P@1"]; p1 < c.minP1 {
 				t.Errorf("P@1 on Bibtex = %.2f, want at least %.1f", p1, c.minP1)
+			}
+			if c.algo == "memoir" {
+				// Each rank reports its class blocks' memory and the
+				// index's recall at each epoch's end.
+				if len(sum.TrainerStats) != 2 {
+					t.Fatalf("trainer stats of %d ranks, want 2", len(sum.TrainerStats))
+				}
+				for r, st := range sum.TrainerStats {
+					if rec, ok := st["index_recall@1_epoch_3"]; st["block_state_bytes"] <= 0 || !ok || rec < 0 || rec > 1 {
+						t.Errorf("rank %d trainer stats %v", r, st)
+					}
+				}
 			}
 			var scores []string
 			for i, m := range []string{filepath.Join(dir, "d0.model"), sharded} {

@@ -60,6 +60,10 @@ type Summary struct {
 	Comm         []mpi.Stats        `json:"comm"`
 	// Balance is how the training work spread over the ranks.
 	Balance *Balance `json:"balance,omitempty"`
+	// TrainerStats holds, per rank, the figures the trainer reports of its
+	// training (the MEMOIR index's recall per epoch, the memory of a rank's
+	// class blocks).
+	TrainerStats []map[string]float64 `json:"trainer_stats,omitempty"`
 
 	// Source is the file the summary was read from (set by ReadSummary,
 	// not stored), for messages that name a run.

@@ -46,30 +46,17 @@ func (h *Hasher) Projections() int { return h.tables * h.bits }
 // of the sparse vector x on the first D coordinates, in increasing
 // coordinate order. A vector's projections are linear in it: those of a
 // change of it add to its own.
-func (h *Hasher) Project(xi []int32, xv []float32, out []float64) {
+func (h *Hasher) Project(xi []int32, xv []float32, out []float64) { project(h, xi, xv, out) }
+
+// ProjectDense is Project for x given by coordinates and float64 values.
+func (h *Hasher) ProjectDense(xi []int32, xv []float64, out []float64) { project(h, xi, xv, out) }
+
+func project[T float32 | float64](h *Hasher, xi []int32, xv []T, out []float64) {
 	clear(out)
 	for e, j := range xi {
 		x := float64(xv[e])
 		for lo := 0; lo < len(out); lo += 64 {
 			// One hash gives the signs of 64 projections.
-			signs := splitMix64(h.seed ^ uint64(j)<<8 ^ uint64(lo>>6))
-			for i := lo; i < min(lo+64, len(out)); i++ {
-				if signs&(1<<(i-lo)) != 0 {
-					out[i] += x
-				} else {
-					out[i] -= x
-				}
-			}
-		}
-	}
-}
-
-// ProjectDense is Project for x given by coordinates and float64 values.
-func (h *Hasher) ProjectDense(xi []int32, xv []float64, out []float64) {
-	clear(out)
-	for e, j := range xi {
-		x := xv[e]
-		for lo := 0; lo < len(out); lo += 64 {
 			signs := splitMix64(h.seed ^ uint64(j)<<8 ^ uint64(lo>>6))
 			for i := lo; i < min(lo+64, len(out)); i++ {
 				if signs&(1<<(i-lo)) != 0 {

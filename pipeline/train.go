@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -327,10 +328,34 @@ func (t *training) trainPhase(run func() ([]runner.Result, error)) ([]runner.Res
 	if t.work.Done != nil {
 		t.work.Done(t.j.Log)
 	}
+	if t.work.Stats != nil {
+		if err := recordTrainerStats(t.j, t.work.Stats()); err != nil {
+			return nil, err
+		}
+	}
 	if err != nil {
 		t.j.Log.Warn(err.Error())
 	}
 	return own, err
+}
+
+// recordTrainerStats gathers every rank's trainer figures into the summary.
+func recordTrainerStats(j *job.Rank, stats map[string]float64) error {
+	b, err := json.Marshal(stats)
+	if err != nil {
+		return err
+	}
+	all, err := j.Comm.Gatherv(b, 0, nil)
+	if err != nil || j.ID != 0 {
+		return err
+	}
+	j.Summary.TrainerStats = make([]map[string]float64, len(all))
+	for r, b := range all {
+		if err := json.Unmarshal(b, &j.Summary.TrainerStats[r]); err != nil {
+			return fmt.Errorf("trainer figures of rank %d: %w", r, err)
+		}
+	}
+	return nil
 }
 
 // recordBalance gathers every rank's busy time, time waiting for units

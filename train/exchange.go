@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync/atomic"
 
 	"xmc/mpi"
+	"xmc/numa"
 )
 
 // roundEntry is what a rank reports, in a round of a multi-class trainer,
@@ -84,4 +86,64 @@ func (g *allGather) exchange(c mpi.Comm, msg []byte) ([]byte, error) {
 		}
 	}
 	return c.Bcast(g.all, 0)
+}
+
+// rowReports is what a worker reported of the rows it searched in a round:
+// the bytes of each row's entries, one row after another.
+type rowReports struct {
+	msg  []byte // the entries of the rows this worker searched
+	ends []int  // per row searched, the end of its entries in msg
+}
+
+// batchReports has a rank's workers report on a round's rows at once and
+// joins their reports in row order; it keeps its memory from round to
+// round.
+type batchReports struct {
+	pieces []reportPiece
+}
+
+// reportPiece is where the rows of a piece left their entries: from row
+// number first of worker reports r.
+type reportPiece struct {
+	r     *rowReports
+	first int
+}
+
+// run has the pool's workers take pieces of piece rows of [0, n) in turn
+// and call report for each row of a piece, which appends the row's entries
+// to the worker's reports (reports(w)); it returns every row's entries, in
+// row order, in dst[:0].
+func (b *batchReports) run(pool *numa.Pool, n, piece int, reports func(numa.Worker) *rowReports,
+	report func(w numa.Worker, q int, r *rowReports), dst []byte) ([]byte, error) {
+	count := (n + piece - 1) / piece
+	b.pieces = slices.Grow(b.pieces[:0], count)[:count]
+	var next atomic.Int64
+	err := pool.Run(func(w numa.Worker) error {
+		r := reports(w)
+		r.msg, r.ends = r.msg[:0], r.ends[:0]
+		for {
+			k := int(next.Add(1)) - 1
+			if k >= count {
+				return nil
+			}
+			b.pieces[k] = reportPiece{r: r, first: len(r.ends)}
+			for q := k * piece; q < min((k+1)*piece, n); q++ {
+				report(w, q, r)
+				r.ends = append(r.ends, len(r.msg))
+			}
+		}
+	})
+	if err != nil {
+		return dst, err
+	}
+	dst = dst[:0]
+	for k, pc := range b.pieces {
+		rows := min(piece, n-k*piece)
+		start := 0
+		if pc.first > 0 {
+			start = pc.r.ends[pc.first-1]
+		}
+		dst = append(dst, pc.r.msg[start:pc.r.ends[pc.first+rows-1]]...)
+	}
+	return dst, nil
 }

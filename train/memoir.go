@@ -215,6 +215,14 @@ func (a *memoirAlgorithm) Prepare(env Env, ds *data.Dataset) (*Work, error) {
 				// the score of each label.
 				"report_bytes_per_round", t.reportBytes/int64(max(t.rounds, 1)),
 				"report_bytes_bound", int64(t.p.BatchSize)*roundEntryBytes*int64(t.comm.Size()+int(math.Ceil(float64(t.y.NNZ())/float64(t.y.Rows)))))
+		},
+		Stats: func() map[string]float64 {
+			m := map[string]float64{"block_state_bytes": float64(t.stateBytes()), "weights": float64(t.nnz()),
+				"scored_per_row_block": float64(t.scored.Load()) / float64(max(t.searched.Load(), 1))}
+			for e, r := range t.recalls {
+				m[fmt.Sprintf("index_recall@1_epoch_%d", e+1)] = r
+			}
+			return m
 		}}, nil
 }
 
@@ -287,7 +295,9 @@ type memoirTrainer struct {
 
 	held, heldY data.CSR
 
-	// Counters for the log.
+	// Counters for the log and the summary; recalls holds the index's
+	// recall@1 at the end of each epoch of this run.
+	recalls            []float64
 	rounds, violations int
 	reportBytes        int64
 	scored, searched   atomic.Int64
@@ -296,7 +306,7 @@ type memoirTrainer struct {
 	searchers *numa.PerWorker[*memoirSearch]
 	proj      []float64 // the batch's rows' projections, row after row
 	msg       []byte
-	pieces    []memoirPiece
+	batch     batchReports
 	gather    allGather
 	entries   []roundEntry
 	steps     []memoirStep
@@ -312,22 +322,16 @@ type memoirStep struct {
 
 // memoirSearch is a worker's scratch.
 type memoirSearch struct {
-	lsh      mips.Scratch
-	graph    mips.GraphScratch
-	exact    mips.InvertedScratch
-	skip     []int
-	msg      []byte
-	ends     []int
+	lsh   mips.Scratch
+	graph mips.GraphScratch
+	exact mips.InvertedScratch
+	skip  []int
+	rowReports
 	dproj    []float64
 	keys     []int // the LSH buckets of the row searched
 	di       []int32
 	dv       []float64
 	shrinkDP []float64
-}
-
-type memoirPiece struct {
-	s     *memoirSearch
-	first int
 }
 
 // Start makes the owned blocks, fresh or from their saved state.
@@ -449,38 +453,11 @@ func (t *memoirTrainer) Round(_ context.Context, r int) (bool, error) {
 // and t.proj with the rows' projections; the rank's workers take pieces of
 // the batch.
 func (t *memoirTrainer) search(rows []int32) error {
-	const piece = 4
-	n := (len(rows) + piece - 1) / piece
-	t.pieces = slices.Grow(t.pieces[:0], n)[:n]
-	var next atomic.Int64
-	err := t.pool.Run(func(w numa.Worker) error {
-		s := t.searchers.Get(w)
-		s.msg, s.ends = s.msg[:0], s.ends[:0]
-		for {
-			k := int(next.Add(1)) - 1
-			if k >= n {
-				return nil
-			}
-			t.pieces[k] = memoirPiece{s: s, first: len(s.ends)}
-			for q := k * piece; q < min((k+1)*piece, len(rows)); q++ {
-				t.report(s, int32(q), rows[q])
-				s.ends = append(s.ends, len(s.msg))
-			}
-		}
-	})
-	if err != nil {
-		return err
-	}
-	t.msg = t.msg[:0]
-	for k, pc := range t.pieces {
-		m := min(piece, len(rows)-k*piece)
-		start := 0
-		if pc.first > 0 {
-			start = pc.s.ends[pc.first-1]
-		}
-		t.msg = append(t.msg, pc.s.msg[start:pc.s.ends[pc.first+m-1]]...)
-	}
-	return nil
+	var err error
+	t.msg, err = t.batch.run(t.pool, len(rows), 4,
+		func(w numa.Worker) *rowReports { return &t.searchers.Get(w).rowReports },
+		func(w numa.Worker, q int, _ *rowReports) { t.report(t.searchers.Get(w), int32(q), rows[q]) }, t.msg)
+	return err
 }
 
 // report appends to s.msg this rank's entries for row i, the q-th of the
@@ -721,6 +698,7 @@ func (t *memoirTrainer) endEpoch() (bool, error) {
 	attrs := []any{"epoch", t.epochs, "violating_rows", t.violations, "scale", t.scale}
 	if recall >= 0 {
 		attrs = append(attrs, "index_recall@1", fmt.Sprintf("%.3f", recall))
+		t.recalls = append(t.recalls, recall)
 	}
 	stop := false
 	if t.held.Rows > 0 {

@@ -233,7 +233,7 @@ type pdsTrainer struct {
 	// Scratch.
 	pool      *numa.Pool
 	searchers *numa.PerWorker[*pdsSearch]
-	pieceOf   []pdsPiece
+	batch     batchReports
 	msg       []byte
 	gather    allGather
 	simplex   simplexScratch
@@ -629,8 +629,7 @@ type pdsSearch struct {
 	seen    []bool    // per local class: touched
 	touched []int32
 	best    []int32
-	msg     []byte // the entries of the rows this worker searched
-	ends    []int  // per row searched, the end of its entries in msg
+	rowReports
 }
 
 // report appends to s.msg this rank's entries for row i, the q-th of the
@@ -724,47 +723,13 @@ func isActive(active []pdsActive, l int32) bool {
 
 // search fills t.msg with this rank's entries for the rows, in row order:
 // the rank's workers search pieces of the batch at once, each with its own
-// scratch, and the pieces are joined in order.
+// scratch.
 func (t *pdsTrainer) search(rows []int32) error {
-	const piece = 8
-	pieces := (len(rows) + piece - 1) / piece
-	t.pieceOf = slices.Grow(t.pieceOf[:0], pieces)[:pieces]
-	var next atomic.Int64
-	err := t.pool.Run(func(w numa.Worker) error {
-		s := t.searchers.Get(w)
-		s.msg, s.ends = s.msg[:0], s.ends[:0]
-		for {
-			k := int(next.Add(1)) - 1
-			if k >= pieces {
-				return nil
-			}
-			t.pieceOf[k] = pdsPiece{s: s, first: len(s.ends)}
-			for q := k * piece; q < min((k+1)*piece, len(rows)); q++ {
-				t.report(s, int32(q), rows[q])
-				s.ends = append(s.ends, len(s.msg))
-			}
-		}
-	})
-	if err != nil {
-		return err
-	}
-	t.msg = t.msg[:0]
-	for k, pc := range t.pieceOf {
-		n := min(piece, len(rows)-k*piece)
-		start := 0
-		if pc.first > 0 {
-			start = pc.s.ends[pc.first-1]
-		}
-		t.msg = append(t.msg, pc.s.msg[start:pc.s.ends[pc.first+n-1]]...)
-	}
-	return nil
-}
-
-// pdsPiece is where a piece of a batch's search left its entries: the rows
-// from number first of searcher s.
-type pdsPiece struct {
-	s     *pdsSearch
-	first int
+	var err error
+	t.msg, err = t.batch.run(t.pool, len(rows), 8,
+		func(w numa.Worker) *rowReports { return &t.searchers.Get(w).rowReports },
+		func(w numa.Worker, q int, _ *rowReports) { t.report(t.searchers.Get(w), int32(q), rows[q]) }, t.msg)
+	return err
 }
 
 // exchange gives every rank the reports of all ranks, in rank order.

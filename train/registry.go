@@ -116,6 +116,9 @@ type Work struct {
 	// Done, if set, logs what the trainer learnt of its work once training
 	// ended on this rank (iterations, unconverged labels).
 	Done func(log *slog.Logger)
+	// Stats, if set, returns figures of this rank's training for the run
+	// summary (job.Summary.TrainerStats, one map per rank), after Done.
+	Stats func() map[string]float64
 }
 
 // Check reports whether w describes one shape of work completely.
