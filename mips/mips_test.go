@@ -352,4 +352,3 @@ func TestGraphRecallAndState(t *testing.T) {
 		t.Fatalf("recall@1 %.3f (want ≥ 0.7) scoring %.3f of the vectors (want ≤ 0.3)", recall, frac)
 	}
 }
-
