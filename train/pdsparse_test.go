@@ -14,6 +14,7 @@ func TestPDSparseParamsValidate(t *testing.T) {
 		{func(p *PDSparseParams) { p.Cost = 0 }, "--cost"},
 		{func(p *PDSparseParams) { p.Lambda = -1 }, "--lambda"},
 		{func(p *PDSparseParams) { p.Epochs = 0 }, "--epochs"},
+		{func(p *PDSparseParams) { p.PostEpochs = -1 }, "--post-epochs"},
 		{func(p *PDSparseParams) { p.BatchSize = 0 }, "--batch-size"},
 		{func(p *PDSparseParams) { p.ClassesPerUnit = 0 }, "--classes-per-unit"},
 		{func(p *PDSparseParams) { p.MaxSelect = -1 }, "--max-select"},
