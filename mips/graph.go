@@ -122,7 +122,9 @@ func (g *Graph) Link(k int) {
 // Searches may run at once, each with its own scratch, but not with Link
 // or Changed.
 func (g *Graph) Search(xi []int32, xv []float32, skip []int, s *GraphScratch) (best int, score float64, scored int, ok bool) {
-	found := g.search(func(j int) float64 { return g.vec.Dot(j, xi, xv) }, skip, s)
+	s.query.set(xi, xv)
+	defer s.query.clear(xi)
+	found := g.search(func(j int) float64 { return g.vec.dotScattered(j, xi, xv, s.query.dense) }, skip, s)
 	if len(found) == 0 {
 		return -1, math.Inf(-1), s.scored, false
 	}
@@ -137,6 +139,7 @@ type GraphScratch struct {
 	cand    candHeap
 	results []scored
 	scored  int
+	query   scattered
 }
 
 type scored struct {

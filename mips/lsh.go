@@ -269,6 +269,7 @@ func (x *LSH) rekey(k int) {
 type Scratch struct {
 	stamp []uint32
 	now   uint32
+	query scattered
 }
 
 // QueryKeys writes into keys, for each table in turn, the bucket of a
@@ -320,6 +321,8 @@ func (x *LSH) Search(xi []int32, xv []float32, keys []int, skip []int, s *Scratc
 	}
 	t, b := x.h.tables, x.h.bits
 	best, score = -1, math.Inf(-1)
+	s.query.set(xi, xv)
+	defer s.query.clear(xi)
 	for _, bucket := range keys {
 		tab := bucket >> b
 		for _, r := range x.live {
@@ -332,7 +335,7 @@ func (x *LSH) Search(xi []int32, xv []float32, keys []int, skip []int, s *Scratc
 					continue
 				}
 				scored++
-				if d := x.vec.Dot(int(k), xi, xv); d > score || (d == score && int(k) < best) {
+				if d := x.vec.dotScattered(int(k), xi, xv, s.query.dense); d > score || (d == score && int(k) < best) {
 					best, score = int(k), d
 				}
 			}
