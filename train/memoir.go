@@ -209,7 +209,7 @@ func (a *memoirAlgorithm) Prepare(env Env, ds *data.Dataset) (*Work, error) {
 			log.Info("memoir", "epochs", t.epochs, "regularizer", t.p.Regularizer, "index", t.p.Index,
 				"tables", t.p.Tables, "bits", t.p.Bits, "class_blocks", len(t.blocks),
 				"weights_owned", t.nnz(), "block_state_bytes", t.stateBytes(), "violating_rows_last_epoch", t.violations,
-				"scored_per_row_block", fmt.Sprintf("%.1f", float64(t.scored.Load())/float64(max(t.searched.Load(), 1))),
+				"scored_per_row_block", fmt.Sprintf("%.1f", t.scoredPerSearch()),
 				// Each round rank 0 gathers, and broadcasts to every
 				// rank, 20 bytes per row for the rival of each rank and
 				// the score of each label.
@@ -218,9 +218,9 @@ func (a *memoirAlgorithm) Prepare(env Env, ds *data.Dataset) (*Work, error) {
 		},
 		Stats: func() map[string]float64 {
 			m := map[string]float64{"block_state_bytes": float64(t.stateBytes()), "weights": float64(t.nnz()),
-				"scored_per_row_block": float64(t.scored.Load()) / float64(max(t.searched.Load(), 1))}
-			for e, r := range t.recalls {
-				m[fmt.Sprintf("index_recall@1_epoch_%d", e+1)] = r
+				"scored_per_row_block": t.scoredPerSearch()}
+			for _, r := range t.recalls {
+				m[fmt.Sprintf("index_recall@1_epoch_%d", r.epoch)] = r.recall
 			}
 			return m
 		}}, nil
@@ -297,10 +297,9 @@ type memoirTrainer struct {
 
 	// Counters for the log and the summary; recalls holds the index's
 	// recall@1 at the end of each epoch of this run.
-	recalls            []float64
+	recalls            []epochRecall
 	rounds, violations int
 	reportBytes        int64
-	scored, searched   atomic.Int64
 
 	// Scratch.
 	searchers *numa.PerWorker[*memoirSearch]
@@ -313,6 +312,12 @@ type memoirTrainer struct {
 	norms     []float64
 }
 
+// epochRecall is the recall@1 of the index at the end of an epoch.
+type epochRecall struct {
+	epoch  int
+	recall float64
+}
+
 // memoirStep is a class's change of a round: v_class += coef · x_row.
 type memoirStep struct {
 	q     int32
@@ -322,10 +327,13 @@ type memoirStep struct {
 
 // memoirSearch is a worker's scratch.
 type memoirSearch struct {
-	lsh   mips.Scratch
-	graph mips.GraphScratch
-	exact mips.InvertedScratch
-	skip  []int
+	// scored and searched count the classes the index scored and its
+	// searches, for the log.
+	scored, searched int64
+	lsh              mips.Scratch
+	graph            mips.GraphScratch
+	exact            mips.InvertedScratch
+	skip             []int
 	rowReports
 	dproj    []float64
 	keys     []int // the LSH buckets of the row searched
@@ -516,8 +524,8 @@ func (t *memoirTrainer) blockBest(b *memoirBlock, s *memoirSearch, xi []int32, x
 		} else {
 			k, sc, scored, ok = b.graph.Search(xi, xv, s.skip, &s.graph)
 		}
-		t.scored.Add(int64(scored))
-		t.searched.Add(1)
+		s.scored += int64(scored)
+		s.searched++
 		if ok {
 			better(k, sc)
 		}
@@ -698,7 +706,7 @@ func (t *memoirTrainer) endEpoch() (bool, error) {
 	attrs := []any{"epoch", t.epochs, "violating_rows", t.violations, "scale", t.scale}
 	if recall >= 0 {
 		attrs = append(attrs, "index_recall@1", fmt.Sprintf("%.3f", recall))
-		t.recalls = append(t.recalls, recall)
+		t.recalls = append(t.recalls, epochRecall{t.epochs, recall})
 	}
 	stop := false
 	if t.held.Rows > 0 {
@@ -993,6 +1001,13 @@ func (t *memoirTrainer) stateBytes() int {
 		}
 	}
 	return n
+}
+
+// scoredPerSearch is the mean number of classes an index search scored.
+func (t *memoirTrainer) scoredPerSearch() float64 {
+	var scored, searched int64
+	t.searchers.Each(func(s *memoirSearch) { scored, searched = scored+s.scored, searched+s.searched })
+	return float64(scored) / float64(max(searched, 1))
 }
 
 // nnz is the number of stored weights of this rank's classes.
