@@ -1,9 +1,15 @@
 package train
 
 import (
+	"context"
+	"log/slog"
+	"math"
 	"slices"
 	"strings"
 	"testing"
+	"xmc/mpi"
+	"xmc/numa/numatest"
+	"xmc/runner"
 )
 
 func TestMEMOIRParamsValidate(t *testing.T) {
@@ -59,5 +65,72 @@ func TestMEMOIRBlocks(t *testing.T) {
 	}
 	if got := memoirBlocks(counts, 100); len(got) != 6 {
 		t.Errorf("100 blocks of 6 classes: %d blocks, want 6", len(got))
+	}
+}
+
+// trainMEMOIR trains MEMOIR on Bibtex on one in-process rank of two
+// workers and returns the trainer after its last round, calling after (if
+// not nil) while the rank still runs.
+func trainMEMOIR(t *testing.T, edit func(*MEMOIRParams), after func(*memoirTrainer) error) *memoirTrainer {
+	t.Helper()
+	tr, _ := loadBibtex(t)
+	a := &memoirAlgorithm{p: DefaultMEMOIRParams()}
+	edit(&a.p)
+	var got *memoirTrainer
+	err := mpi.Launch(1, func(c mpi.Comm) error {
+		env := Env{Pool: numatest.Pool(t, 2, 1), Comm: c, Log: slog.New(slog.DiscardHandler), Seed: 5}
+		w, err := a.Prepare(env, tr)
+		if err != nil {
+			return err
+		}
+		rounds := runner.Rounds{Units: w.Units, Rounds: w.MaxRounds, Kind: w.RoundName, Comm: c, Log: env.Log}
+		if _, err := rounds.Run(context.Background(), w.Rounds); err != nil {
+			return err
+		}
+		got = w.Rounds.(*memoirTrainer)
+		if after != nil {
+			return after(got)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// TestMEMOIRL2Projection checks Pegasos's projection: with a λ large enough
+// for it to act, the weights s·v end inside the ball ‖W‖ ≤ 1/√λ, and the
+// shared scale has shrunk.
+func TestMEMOIRL2Projection(t *testing.T) {
+	const lambda = 0.01
+	tr := trainMEMOIR(t, func(p *MEMOIRParams) { p.Lambda, p.Epochs = lambda, 2 }, nil)
+	sq := 0.0
+	for _, b := range tr.mine {
+		for k := range b.vec.Len() {
+			sq += b.vec.SquaredNorm(k)
+		}
+	}
+	norm := tr.scale * math.Sqrt(sq)
+	if norm > 1/math.Sqrt(lambda)*(1+1e-9) || tr.scale >= 1 || norm == 0 {
+		t.Errorf("‖W‖ = %v with scale %v, want in (0, %v] and a scale below 1", norm, tr.scale, 1/math.Sqrt(lambda))
+	}
+}
+
+// TestMEMOIRExactIndexRecall checks the recall measurement against its
+// baseline: exact search finds the exact best class, recall 1, and an
+// index of one table of many bits finds less of it.
+func TestMEMOIRExactIndexRecall(t *testing.T) {
+	var r float64
+	trainMEMOIR(t, func(p *MEMOIRParams) { p.Index, p.Epochs = "exact", 1 }, func(tr *memoirTrainer) (err error) {
+		r, err = tr.recall(tr.snapshot())
+		return err
+	})
+	if r != 1 {
+		t.Errorf("exact index: recall %v, want 1", r)
+	}
+	lsh := trainMEMOIR(t, func(p *MEMOIRParams) { p.Tables, p.Bits, p.Probes, p.ClassBlocks, p.Epochs = 1, 8, 0, 1, 1 }, nil)
+	if len(lsh.recalls) != 1 || lsh.recalls[0].recall >= 1 || lsh.recalls[0].recall <= 0 {
+		t.Errorf("one 8-bit table over 159 classes: recall %v, want in (0, 1)", lsh.recalls)
 	}
 }
