@@ -149,6 +149,10 @@ type ScalingRow struct {
 	// Metrics holds the median of every metric over runs (P@k and friends,
 	// in percent), when the runs evaluated a test set.
 	Metrics map[string]float64 `json:"metrics,omitempty"`
+	// TrainerStats holds, for every figure the trainer reported per rank
+	// (job.Summary.TrainerStats, e.g. MEMOIR's block_state_bytes), the
+	// median over runs of its largest value over the ranks.
+	TrainerStats map[string]float64 `json:"trainer_stats_max_over_ranks,omitempty"`
 }
 
 // Aggregate groups run summaries by layout (ranks, threads per rank) and
@@ -314,7 +318,41 @@ func aggregateLayout(l Layout, runs []*job.Summary) ScalingRow {
 		}
 		row.Metrics[k] = Median(xs)
 	}
+	stats := map[string][]float64{}
+	for _, r := range runs {
+		largest := map[string]float64{}
+		for _, st := range r.TrainerStats {
+			for k, v := range st {
+				if old, ok := largest[k]; !ok || v > old {
+					largest[k] = v
+				}
+			}
+		}
+		for k, v := range largest {
+			stats[k] = append(stats[k], v)
+		}
+	}
+	for k, xs := range stats {
+		if row.TrainerStats == nil {
+			row.TrainerStats = map[string]float64{}
+		}
+		row.TrainerStats[k] = Median(xs)
+	}
 	return row
+}
+
+// byteStatKeys returns the trainer figures in bytes (named *_bytes) that
+// some row holds, sorted: the table shows them per rank.
+func (s *Scaling) byteStatKeys() []string {
+	seen := map[string]bool{}
+	for _, r := range s.Rows {
+		for k := range r.TrainerStats {
+			if strings.HasSuffix(k, "_bytes") {
+				seen[k] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // medianPerRank returns, for each of ranks ranks, the median over runs of
@@ -450,6 +488,10 @@ func (s *Scaling) WriteTable(w io.Writer) error {
 	head := []string{"layout", "cores", "runs", "train s", "(min-max)", "wall s", "(min-max)",
 		"load", "gather", "write", "predict", "eval", "S train", "E train", "S wall", "E wall",
 		"comm rank0", "comm other", "model pred.", rssHead}
+	byteStats := s.byteStatKeys()
+	for _, k := range byteStats {
+		head = append(head, strings.TrimSuffix(k, "_bytes")+"/rank")
+	}
 	head = append(head, metrics...)
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	for _, r := range s.Rows {
@@ -467,6 +509,13 @@ func (s *Scaling) WriteTable(w io.Writer) error {
 		cells = append(cells, fmt.Sprintf("%.2f", r.TrainSpeedup), fmt.Sprintf("%.2f", r.TrainEfficiency),
 			fmt.Sprintf("%.2f", r.WallSpeedup), fmt.Sprintf("%.2f", r.WallEfficiency),
 			HumanBytes(float64(r.CommRootBytes)), other, HumanBytes(r.PredictedRootBytes), HumanBytes(float64(r.PeakRSSMax)))
+		for _, k := range byteStats {
+			if v, ok := r.TrainerStats[k]; ok {
+				cells = append(cells, HumanBytes(v))
+			} else {
+				cells = append(cells, "-")
+			}
+		}
 		for _, m := range metrics {
 			if v, ok := r.Metrics[m]; ok {
 				cells = append(cells, fmt.Sprintf("%.2f", v))

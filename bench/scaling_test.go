@@ -350,3 +350,30 @@ func TestHumanBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestAggregateTrainerStats checks that a trainer's per-rank figures become
+// the median over runs of their largest rank's value, and that figures in
+// bytes get a column of the table.
+func TestAggregateTrainerStats(t *testing.T) {
+	var runs []*job.Summary
+	for i, state := range []float64{300, 100, 200} {
+		s := testRun{layout: Layout{2, 1}, train: 5, wall: 6, comm: []int64{1, 1}, rss: []int64{9, 9}}.summary(
+			"2x1-r" + string(rune('1'+i)) + ".json")
+		s.TrainerStats = []map[string]float64{{"block_state_bytes": state, "recall": 0.5}, {"block_state_bytes": state / 2, "recall": 0.5}}
+		runs = append(runs, s)
+	}
+	s, err := Aggregate(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Rows[0].TrainerStats; got["block_state_bytes"] != 200 || got["recall"] != 0.5 {
+		t.Errorf("trainer stats %v, want block_state_bytes 200 and recall 0.5", got)
+	}
+	var buf bytes.Buffer
+	if err := s.WriteTable(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "block_state/rank") || strings.Contains(buf.String(), "recall/rank") {
+		t.Errorf("table without the bytes column, or with one for a figure not in bytes:\n%s", buf.String())
+	}
+}
