@@ -69,12 +69,9 @@ type MEMOIRParams struct {
 	ClassBlocks int `json:"class_blocks"`
 	// Prune drops trained weights of smaller magnitude from the model.
 	Prune float64 `json:"prune"`
-	// Heldout, HeldoutFile and Patience stop training early on the
-	// held-out macro-F1 (P@1 if rows have several labels), as
-	// PDSparseParams's do on accuracy.
-	Heldout     float64 `json:"heldout"`
-	HeldoutFile string  `json:"heldout_file,omitempty"`
-	Patience    int     `json:"patience"`
+	// EarlyStop holds rows out to stop on their macro-F1 (P@1 if rows
+	// have several labels): the model is the best epoch's.
+	EarlyStop
 	// Seed orders the rows of every epoch and draws the LSH projections.
 	Seed uint64 `json:"seed"`
 	model.Preprocess
@@ -99,7 +96,7 @@ const memoirL1Lambda = 1e-3
 // run against 25-27 s; this VM's times vary by ±15%): not adopted.
 func DefaultMEMOIRParams() MEMOIRParams {
 	return MEMOIRParams{Regularizer: "l2", Lambda: 1e-6, Eta0: 1, EtaStep: 0.001, Index: "lsh", Tables: 8, Probes: 1,
-		Degree: 8, Ef: 4, Epochs: 3, BatchSize: 64, ClassBlocks: 32, Patience: 5, Preprocess: model.Preprocess{Normalize: true}}
+		Degree: 8, Ef: 4, Epochs: 3, BatchSize: 64, ClassBlocks: 32, EarlyStop: EarlyStop{Patience: 5}, Preprocess: model.Preprocess{Normalize: true}}
 }
 
 // Validate reports the first parameter out of its range.
@@ -135,14 +132,8 @@ func (p MEMOIRParams) Validate() error {
 		return fmt.Errorf("--class-blocks must be at least 1, got %d", p.ClassBlocks)
 	case !(p.Prune >= 0) || math.IsInf(p.Prune, 0):
 		return fmt.Errorf("--prune must be 0 or more, got %v", p.Prune)
-	case !(p.Heldout >= 0 && p.Heldout < 1):
-		return fmt.Errorf("--heldout must be a fraction in [0, 1) or a file, got %v", p.Heldout)
-	case p.Heldout > 0 && p.HeldoutFile != "":
-		return errors.New("--heldout is a fraction or a file, not both")
-	case p.Patience < 1:
-		return fmt.Errorf("--patience must be at least 1, got %d", p.Patience)
 	}
-	return nil
+	return p.EarlyStop.validate()
 }
 
 // memoirAlgorithm is the Trainer of --algo memoir.
@@ -167,8 +158,7 @@ func (a *memoirAlgorithm) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&p.BatchSize, "batch-size", p.BatchSize, "rows per round (searched against the weights of the round's start)")
 	fs.IntVar(&p.ClassBlocks, "class-blocks", p.ClassBlocks, "blocks the classes are dealt into, each with its own index (ranks own blocks; not more than the classes)")
 	fs.Float64Var(&p.Prune, "prune", p.Prune, "drop trained weights of smaller magnitude")
-	heldoutFlag(fs, &p.Heldout, &p.HeldoutFile, "macro-F1")
-	fs.IntVar(&p.Patience, "patience", p.Patience, "with --heldout, stop after this many epochs without a better held-out macro-F1")
+	p.EarlyStop.flags(fs, "macro-F1")
 	fs.BoolVar(&p.Normalize, "normalize", p.Normalize, "scale rows to unit L2 norm, in training and prediction")
 }
 
@@ -184,7 +174,7 @@ func (a *memoirAlgorithm) Prepare(env Env, ds *data.Dataset) (*Work, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	train, held, err := heldoutRows(env, ds, p.Heldout, p.HeldoutFile, p.Seed)
+	train, held, err := p.EarlyStop.rows(env, ds, p.Seed)
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 	"sync/atomic"
 
 	"xmc/data"
@@ -59,15 +58,9 @@ type PDSparseParams struct {
 	MaxSelect int `json:"max_select"`
 	// Prune drops trained weights of smaller magnitude from the model.
 	Prune float64 `json:"prune"`
-	// Heldout is the fraction of the training rows, drawn by the seed,
-	// kept out of training to stop it early, or HeldoutFile a data file of
-	// such rows: after every epoch the ranks measure the accuracy of the
-	// top class on them, training ends once Patience epochs in a row have
-	// not improved the best, and the model is the best epoch's. 0 and ""
-	// train every epoch on every row.
-	Heldout     float64 `json:"heldout"`
-	HeldoutFile string  `json:"heldout_file,omitempty"`
-	Patience    int     `json:"patience"`
+	// EarlyStop holds rows out to stop on their accuracy (of the top
+	// class): the model is the best epoch's.
+	EarlyStop
 	// Seed orders the rows of every epoch and the classes tried first.
 	Seed uint64 `json:"seed"`
 	model.Preprocess
@@ -85,7 +78,7 @@ type PDSparseParams struct {
 // 58.89 (10 passes: 59.20), Delicious from 41.73 to 40.41 and wordnet-mc
 // accuracy from 34.26 to 33.95.
 func DefaultPDSparseParams() PDSparseParams {
-	return PDSparseParams{Cost: 10, Lambda: 0.1, Epochs: 10, BatchSize: 64, ClassesPerUnit: 256, Patience: 3,
+	return PDSparseParams{Cost: 10, Lambda: 0.1, Epochs: 10, BatchSize: 64, ClassesPerUnit: 256, EarlyStop: EarlyStop{Patience: 3},
 		Preprocess: model.Preprocess{Normalize: true}}
 }
 
@@ -108,14 +101,8 @@ func (p PDSparseParams) Validate() error {
 		return fmt.Errorf("--max-select must be 0 (automatic) or more, got %d", p.MaxSelect)
 	case !(p.Prune >= 0) || math.IsInf(p.Prune, 0):
 		return fmt.Errorf("--prune must be 0 or more, got %v", p.Prune)
-	case !(p.Heldout >= 0 && p.Heldout < 1):
-		return fmt.Errorf("--heldout must be a fraction in [0, 1) or a file, got %v", p.Heldout)
-	case p.Heldout > 0 && p.HeldoutFile != "":
-		return errors.New("--heldout is a fraction or a file, not both")
-	case p.Patience < 1:
-		return fmt.Errorf("--patience must be at least 1, got %d", p.Patience)
 	}
-	return nil
+	return p.EarlyStop.validate()
 }
 
 // pdsparseAlgorithm is the Trainer of --algo pdsparse.
@@ -134,8 +121,7 @@ func (a *pdsparseAlgorithm) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&p.ClassesPerUnit, "classes-per-unit", p.ClassesPerUnit, "classes per unit (a block of classes one rank owns)")
 	fs.IntVar(&p.MaxSelect, "max-select", p.MaxSelect, "negative classes a row's search adds at most (0: the mean labels per row)")
 	fs.Float64Var(&p.Prune, "prune", p.Prune, "drop trained weights of smaller magnitude")
-	heldoutFlag(fs, &p.Heldout, &p.HeldoutFile, "accuracy")
-	fs.IntVar(&p.Patience, "patience", p.Patience, "with --heldout, stop after this many epochs without a better held-out accuracy")
+	p.EarlyStop.flags(fs, "accuracy")
 	fs.BoolVar(&p.Normalize, "normalize", p.Normalize, "scale rows to unit L2 norm, in training and prediction")
 }
 
@@ -149,7 +135,7 @@ func (a *pdsparseAlgorithm) Prepare(env Env, ds *data.Dataset) (*Work, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	train, held, err := heldoutRows(env, ds, p.Heldout, p.HeldoutFile, p.Seed)
+	train, held, err := p.EarlyStop.rows(env, ds, p.Seed)
 	if err != nil {
 		return nil, err
 	}
@@ -624,64 +610,6 @@ func (t *pdsTrainer) bestWeight(j, e int) float64 {
 		return 0
 	}
 	return t.bestWt[j][e]
-}
-
-// heldoutFlag registers --heldout FRAC|FILE, of rows to stop early on
-// their metric.
-func heldoutFlag(fs *flag.FlagSet, frac *float64, file *string, metric string) {
-	fs.Func("heldout", "`FRAC|FILE`: a fraction of the training rows held out (drawn by --seed), or a data file of held-out rows, to stop early on their "+metric+" and keep the best epoch's model (default none)",
-		func(v string) error {
-			*frac, *file = 0, ""
-			if f, err := strconv.ParseFloat(v, 64); err == nil {
-				*frac = f
-				return nil
-			}
-			*file = v
-			return nil
-		})
-}
-
-// heldoutRows returns the training rows and the held-out rows of
-// --heldout: a fraction frac of ds drawn by the seed, or the rows of a data
-// file (nil held-out rows for neither).
-func heldoutRows(env Env, ds *data.Dataset, frac float64, file string, seed uint64) (train, held *data.Dataset, err error) {
-	train, held = heldoutSplit(ds, frac, seed)
-	if file == "" {
-		return train, held, nil
-	}
-	if env.Load == nil {
-		return nil, nil, fmt.Errorf("--heldout %s: no way to read a data file here", file)
-	}
-	if held, err = env.Load(file); err != nil {
-		return nil, nil, fmt.Errorf("--heldout: %w", err)
-	}
-	if held.N() == 0 {
-		return nil, nil, fmt.Errorf("--heldout %s: no rows", file)
-	}
-	if held.D() > ds.D() || held.L() > ds.L() {
-		return nil, nil, fmt.Errorf("--heldout %s has D=%d L=%d but the training data D=%d L=%d", file, held.D(), held.L(), ds.D(), ds.L())
-	}
-	return train, held, nil
-}
-
-// heldoutSplit returns ds without the rows held out, and those rows: a
-// fraction frac of them drawn by the seed alone (nil when frac is 0).
-func heldoutSplit(ds *data.Dataset, frac float64, seed uint64) (*data.Dataset, *data.Dataset) {
-	if frac <= 0 {
-		return ds, nil
-	}
-	var train, held []int
-	for i := range ds.N() {
-		if float64(data.SplitMix64(seed^0x2545f4914f6cdd1d^uint64(i))>>11)/(1<<53) < frac {
-			held = append(held, i)
-		} else {
-			train = append(train, i)
-		}
-	}
-	if len(held) == 0 || len(train) == 0 {
-		return ds, nil
-	}
-	return ds.Subset(train), ds.Subset(held)
 }
 
 // pdsSearch is a worker's scratch for the search of a batch's rows.
