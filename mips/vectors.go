@@ -4,10 +4,11 @@
 // row, which class scores highest, while every step of training moves the
 // class vectors; exact search would cost a pass over all classes per row.
 //
-// Vectors holds the sparse vectors (of classes); LSH is an approximate index
-// over them (SimpleLSH) that follows their changes at a cost independent of
-// their number; Inverted is exact search over a snapshot of them, for
-// prediction and for measuring the recall of the index.
+// Vectors holds the sparse vectors (of classes); LSH (SimpleLSH with norm
+// ranging) and Graph (a small-world graph of inner products) are
+// approximate indexes over them that follow their changes; Inverted is
+// exact search over a snapshot of them, for prediction and for measuring
+// the recall of an index.
 //
 // No Go library does MIPS over sparse vectors with incremental updates (the
 // graph and hashing libraries index dense, fixed vectors), hence this
