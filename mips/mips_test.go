@@ -166,13 +166,7 @@ func TestLSHRecallAndState(t *testing.T) {
 	const queries = 300
 	hits, scored := 0, 0
 	for range queries {
-		// Queries near a vector, as training rows are near their class.
-		k := rng.IntN(n)
-		idx, val := v.Vector(k)
-		qi, qv := slices.Clone(idx), make([]float32, len(idx))
-		for e := range qv {
-			qv[e] = float32(val[e] + 0.3*rng.NormFloat64())
-		}
+		qi, qv := nearQuery(rng, v)
 		h.Project(qi, qv, proj)
 		keys := h.QueryKeys(proj, 1, nil)
 		best, score, c, ok := x.Search(qi, qv, keys, nil, &s)
@@ -191,6 +185,17 @@ func TestLSHRecallAndState(t *testing.T) {
 	if recall < 0.7 || frac > 0.3 {
 		t.Fatalf("recall@1 %.3f (want ≥ 0.7) scoring %.3f of the vectors (want ≤ 0.3)", recall, frac)
 	}
+}
+
+// nearQuery returns a query near a random vector of v, as a training row is
+// near its class: the vector's coordinates, with noise on their values.
+func nearQuery(rng *rand.Rand, v *Vectors) ([]int32, []float32) {
+	idx, val := v.Vector(rng.IntN(v.Len()))
+	qv := make([]float32, len(idx))
+	for e := range qv {
+		qv[e] = float32(val[e] + 0.3*rng.NormFloat64())
+	}
+	return slices.Clone(idx), qv
 }
 
 func seq(n int) []int32 {
@@ -263,11 +268,8 @@ func BenchmarkIndex(b *testing.B) {
 		}
 		qs := make([]query, 256)
 		for i := range qs {
-			idx, val := v.Vector(rng.IntN(n))
-			q := query{xi: slices.Clone(idx), xv: make([]float32, len(idx)), proj: make([]float64, h.Projections())}
-			for e := range q.xv {
-				q.xv[e] = float32(val[e] + 0.3*rng.NormFloat64())
-			}
+			qi, qv := nearQuery(rng, v)
+			q := query{xi: qi, xv: qv, proj: make([]float64, h.Projections())}
 			h.Project(q.xi, q.xv, q.proj)
 			q.keys = h.QueryKeys(q.proj, 1, nil)
 			qs[i] = q
@@ -336,12 +338,7 @@ func TestGraphRecallAndState(t *testing.T) {
 	const queries = 300
 	hits, scored := 0, 0
 	for range queries {
-		k := rng.IntN(n)
-		idx, val := v.Vector(k)
-		qi, qv := slices.Clone(idx), make([]float32, len(idx))
-		for e := range qv {
-			qv[e] = float32(val[e] + 0.3*rng.NormFloat64())
-		}
+		qi, qv := nearQuery(rng, v)
 		best, score, c, ok := g.Search(qi, qv, nil, &s)
 		want, wscore := exact.Best(qi, qv, &es)
 		if ok && (int32(best) == want || score == wscore) {

@@ -135,13 +135,14 @@ func (s *scattered) clear(xi []int32) {
 }
 
 // denseFactor is how much longer than a query a vector may be for
-// dotScattered to read it straight through rather than merge or search:
-// short vectors are read faster straight through (5 times as fast as a
-// merge on vectors of 5-75 coordinates and queries of 8:
-// BenchmarkDotShapes), but a search's long vectors are better searched, as
-// reading them through brings them whole from memory. On wordnet-mc's first
-// epoch (1 rank, 2 threads, 3 interleaved runs) 2 trained in 5.6-6.1 s,
-// where reading none through took 6.2-6.9 s, and 32 was no faster.
+// dotScattered to read it straight through rather than merge or search.
+// With a factor of 32, vectors of 5-75 coordinates against queries of 8 took
+// 0.35 of Dot's time (BenchmarkDotShapes; with 2, about as long, since Dot
+// then scores most of them), but a search's candidates are longer, and
+// reading them whole from memory costs more than the comparisons it saves:
+// on wordnet-mc's first MEMOIR epoch (1 rank, 2 threads, 3 interleaved
+// runs) 2 trained in 5.6-6.1 s, reading none through 6.2-6.9 s, and 32 was
+// no faster than none.
 const denseFactor = 2
 
 // dotScattered is Dot with x also given scattered into dense (zero

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 )
 
 // Worker describes one worker of a Pool.
@@ -240,6 +241,24 @@ func (p *Pool) Run(fn func(w Worker) error) error {
 		}
 	}
 	return first
+}
+
+// For deals the range [0, n) to the pool's workers in chunks of chunk
+// indices: each worker calls fn with the next chunk [lo, hi) as soon as it
+// is done with its last one, so uneven chunks balance. It returns as Run
+// does.
+func (p *Pool) For(n, chunk int, fn func(w Worker, lo, hi int)) error {
+	chunk = max(chunk, 1)
+	var next atomic.Int64
+	return p.Run(func(w Worker) error {
+		for {
+			lo := int(next.Add(int64(chunk))) - chunk
+			if lo >= n {
+				return nil
+			}
+			fn(w, lo, min(lo+chunk, n))
+		}
+	})
 }
 
 // RunOnDomain calls fn on an idle worker of domain d, on that worker's pinned

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -229,6 +230,36 @@ func TestRunConcurrent(t *testing.T) {
 		}
 		callers.Wait()
 	})
+}
+
+// TestFor checks that For visits every index once, in chunks of the size
+// asked, across the workers.
+func TestFor(t *testing.T) {
+	topo := Topology{Domains: []Domain{{CPUs: []int{0}}, {CPUs: []int{0}}}}
+	p, err := newPool(topo, 3, nil, func([]int) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for _, c := range []struct{ n, chunk int }{{0, 4}, {1, 4}, {10, 3}, {100, 1}, {7, 0}} {
+		seen := make([]atomic.Int32, c.n)
+		err := p.For(c.n, c.chunk, func(_ Worker, lo, hi int) {
+			if hi-lo > max(c.chunk, 1) || hi > c.n {
+				t.Errorf("n=%d chunk=%d: chunk [%d, %d)", c.n, c.chunk, lo, hi)
+			}
+			for i := lo; i < hi; i++ {
+				seen[i].Add(1)
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range seen {
+			if seen[i].Load() != 1 {
+				t.Errorf("n=%d chunk=%d: index %d visited %d times", c.n, c.chunk, i, seen[i].Load())
+			}
+		}
+	}
 }
 
 func TestRunErrors(t *testing.T) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sync/atomic"
 
 	"xmc/mpi"
 	"xmc/numa"
@@ -91,8 +90,9 @@ func (g *allGather) exchange(c mpi.Comm, msg []byte) ([]byte, error) {
 // rowReports is what a worker reported of the rows it searched in a round:
 // the bytes of each row's entries, one row after another.
 type rowReports struct {
-	msg  []byte // the entries of the rows this worker searched
-	ends []int  // per row searched, the end of its entries in msg
+	msg   []byte // the entries of the rows this worker searched
+	ends  []int  // per row searched, the end of its entries in msg
+	round int    // the run of batchReports they belong to
 }
 
 // batchReports has a rank's workers report on a round's rows at once and
@@ -100,6 +100,7 @@ type rowReports struct {
 // round.
 type batchReports struct {
 	pieces []reportPiece
+	round  int // runs so far
 }
 
 // reportPiece is where the rows of a piece left their entries: from row
@@ -117,20 +118,16 @@ func (b *batchReports) run(pool *numa.Pool, n, piece int, reports func(numa.Work
 	report func(w numa.Worker, q int, r *rowReports), dst []byte) ([]byte, error) {
 	count := (n + piece - 1) / piece
 	b.pieces = slices.Grow(b.pieces[:0], count)[:count]
-	var next atomic.Int64
-	err := pool.Run(func(w numa.Worker) error {
+	b.round++
+	err := pool.For(count, 1, func(w numa.Worker, k, _ int) {
 		r := reports(w)
-		r.msg, r.ends = r.msg[:0], r.ends[:0]
-		for {
-			k := int(next.Add(1)) - 1
-			if k >= count {
-				return nil
-			}
-			b.pieces[k] = reportPiece{r: r, first: len(r.ends)}
-			for q := k * piece; q < min((k+1)*piece, n); q++ {
-				report(w, q, r)
-				r.ends = append(r.ends, len(r.msg))
-			}
+		if r.round != b.round { // the worker's first piece of this run
+			r.msg, r.ends, r.round = r.msg[:0], r.ends[:0], b.round
+		}
+		b.pieces[k] = reportPiece{r: r, first: len(r.ends)}
+		for q := k * piece; q < min((k+1)*piece, n); q++ {
+			report(w, q, r)
+			r.ends = append(r.ends, len(r.msg))
 		}
 	})
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"sync/atomic"
 
 	"xmc/data"
 	"xmc/model"
@@ -258,16 +257,9 @@ func float64s(b []byte, n int) ([]float64, error) {
 // the ranks sum the blocks' losses and all take the same decision.
 func (t *lsqTrainer) Round(ctx context.Context, r int) (bool, error) {
 	rows := t.order.Rows(r)
-	var next atomic.Int64
-	err := t.pool.Run(func(w numa.Worker) error {
+	err := t.pool.For(len(t.units), 1, func(w numa.Worker, i, _ int) {
 		d, s := t.data.Get(w.Domain), t.scratch.Get(w)
-		for {
-			i := int(next.Add(1)) - 1
-			if i >= len(t.units) {
-				return nil
-			}
-			t.step1(d, s, t.units[i], rows)
-		}
+		t.step1(d, s, t.units[i], rows)
 	})
 	if err != nil || !t.order.LastOfEpoch(r) {
 		return false, err

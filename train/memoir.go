@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"math"
 	"slices"
-	"sync/atomic"
 
 	"xmc/data"
 	"xmc/mips"
@@ -543,48 +542,48 @@ func (t *memoirTrainer) blockBest(b *memoirBlock, s *memoirSearch, xi []int32, x
 	return best, score
 }
 
+// moved brings the block up to date with a change of class k's vector, of
+// squared norm old before it and of projections dproj (for the LSH): its
+// index, its sum of squared norms and its lowest zero vector.
+func (b *memoirBlock) moved(k int, old float64, dproj []float64) {
+	if b.lsh != nil {
+		b.lsh.Shift(k, dproj)
+	}
+	if b.graph != nil {
+		b.graph.Changed(k)
+	}
+	b.sq += b.vec.SquaredNorm(k) - old
+	if b.vec.IsZero(k) {
+		b.zeroFrom = min(b.zeroFrom, k)
+	}
+}
+
 // apply makes the round's steps on the owned classes, block by block on the
 // rank's workers, each block's in row order.
 func (t *memoirTrainer) apply(rows []int32) error {
-	var next atomic.Int64
 	np := t.hasher.Projections()
-	return t.pool.Run(func(w numa.Worker) error {
+	return t.pool.For(len(t.mine), 1, func(w numa.Worker, bi, _ int) {
 		s := t.searchers.Get(w)
-		for {
-			bi := int(next.Add(1)) - 1
-			if bi >= len(t.mine) {
-				return nil
+		b := t.mine[bi]
+		for _, st := range t.steps {
+			if t.blockOf[st.class] != int32(bi) {
+				continue
 			}
-			b := t.mine[bi]
-			for _, st := range t.steps {
-				if t.blockOf[st.class] != int32(bi) {
-					continue
-				}
-				k := int(t.slot[st.class])
-				xi, xv := t.x.Row(int(rows[st.q]))
-				old := b.vec.SquaredNorm(k)
-				b.vec.Add(k, st.coef, xi, xv)
-				proj := t.proj[int(st.q)*np : int(st.q+1)*np]
-				for i, v := range proj {
-					s.dproj[i] = st.coef * v
-				}
-				if t.p.Regularizer == "l1" {
-					t.pay(b, k, s)
-				}
-				if b.lsh != nil {
-					b.lsh.Shift(k, s.dproj)
-				}
-				if b.graph != nil {
-					b.graph.Changed(k)
-				}
-				b.sq += b.vec.SquaredNorm(k) - old
-				if b.vec.IsZero(k) {
-					b.zeroFrom = min(b.zeroFrom, k)
-				}
+			k := int(t.slot[st.class])
+			xi, xv := t.x.Row(int(rows[st.q]))
+			old := b.vec.SquaredNorm(k)
+			b.vec.Add(k, st.coef, xi, xv)
+			proj := t.proj[int(st.q)*np : int(st.q+1)*np]
+			for i, v := range proj {
+				s.dproj[i] = st.coef * v
 			}
-			for b.zeroFrom < b.vec.Len() && !b.vec.IsZero(b.zeroFrom) {
-				b.zeroFrom++
+			if t.p.Regularizer == "l1" {
+				t.pay(b, k, s)
 			}
+			b.moved(k, old, s.dproj)
+		}
+		for b.zeroFrom < b.vec.Len() && !b.vec.IsZero(b.zeroFrom) {
+			b.zeroFrom++
 		}
 	})
 }
@@ -611,31 +610,14 @@ func (t *memoirTrainer) pay(b *memoirBlock, k int, s *memoirSearch) (changed boo
 // workers, so that the weights are those of the objective at an epoch's
 // end.
 func (t *memoirTrainer) settle() error {
-	var next atomic.Int64
-	return t.pool.Run(func(w numa.Worker) error {
+	return t.pool.For(len(t.mine), 1, func(w numa.Worker, bi, _ int) {
 		s := t.searchers.Get(w)
-		for {
-			bi := int(next.Add(1)) - 1
-			if bi >= len(t.mine) {
-				return nil
-			}
-			b := t.mine[bi]
-			for k := range b.classes {
-				old := b.vec.SquaredNorm(k)
-				clear(s.dproj)
-				if !t.pay(b, k, s) {
-					continue
-				}
-				if b.lsh != nil {
-					b.lsh.Shift(k, s.dproj)
-				}
-				if b.graph != nil {
-					b.graph.Changed(k)
-				}
-				b.sq += b.vec.SquaredNorm(k) - old
-				if b.vec.IsZero(k) {
-					b.zeroFrom = min(b.zeroFrom, k)
-				}
+		b := t.mine[bi]
+		for k := range b.classes {
+			old := b.vec.SquaredNorm(k)
+			clear(s.dproj)
+			if t.pay(b, k, s) {
+				b.moved(k, old, s.dproj)
 			}
 		}
 	})
@@ -691,7 +673,10 @@ func (t *memoirTrainer) endEpoch() (bool, error) {
 			return false, err
 		}
 	}
-	exact := t.snapshot()
+	var exact *mips.Inverted // built only for what needs it
+	if t.p.Index != "exact" || t.held.Rows > 0 {
+		exact = t.snapshot()
+	}
 	recall := -1.0
 	if t.p.Index != "exact" {
 		var err error
@@ -749,30 +734,23 @@ func (t *memoirTrainer) recall(exact *mips.Inverted) (float64, error) {
 	step := t.x.Rows / n
 	np := t.hasher.Projections()
 	t.proj = slices.Grow(t.proj[:0], n*np)[:n*np]
-	var next atomic.Int64
 	t.msg = slices.Grow(t.msg[:0], 2*n*roundEntryBytes)[:2*n*roundEntryBytes]
-	err := t.pool.Run(func(w numa.Worker) error {
+	err := t.pool.For(n, 1, func(w numa.Worker, q, _ int) {
 		s := t.searchers.Get(w)
-		for {
-			q := int(next.Add(1)) - 1
-			if q >= n {
-				return nil
+		xi, xv := t.x.Row(q * step)
+		proj := t.proj[q*np : (q+1)*np]
+		t.hasher.Project(xi, xv, proj)
+		s.keys = t.hasher.QueryKeys(proj, t.p.Probes, s.keys)
+		s.skip = s.skip[:0]
+		approx, as := int32(-1), math.Inf(-1)
+		for _, b := range t.mine {
+			if k, sc := t.blockBest(b, s, xi, xv); k >= 0 && (sc > as || (sc == as && b.classes[k] < approx)) {
+				approx, as = b.classes[k], sc
 			}
-			xi, xv := t.x.Row(q * step)
-			proj := t.proj[q*np : (q+1)*np]
-			t.hasher.Project(xi, xv, proj)
-			s.keys = t.hasher.QueryKeys(proj, t.p.Probes, s.keys)
-			s.skip = s.skip[:0]
-			approx, as := int32(-1), math.Inf(-1)
-			for _, b := range t.mine {
-				if k, sc := t.blockBest(b, s, xi, xv); k >= 0 && (sc > as || (sc == as && b.classes[k] < approx)) {
-					approx, as = b.classes[k], sc
-				}
-			}
-			ex, es := exact.Best(xi, xv, &s.exact)
-			appendEntry(t.msg[2*q*roundEntryBytes:][:0], roundEntry{q: int32(q), class: approx, kind: 0, score: as})
-			appendEntry(t.msg[(2*q+1)*roundEntryBytes:][:0], roundEntry{q: int32(q), class: ex, kind: 1, score: es})
 		}
+		ex, es := exact.Best(xi, xv, &s.exact)
+		appendEntry(t.msg[2*q*roundEntryBytes:][:0], roundEntry{q: int32(q), class: approx, kind: 0, score: as})
+		appendEntry(t.msg[(2*q+1)*roundEntryBytes:][:0], roundEntry{q: int32(q), class: ex, kind: 1, score: es})
 	})
 	if err != nil {
 		return 0, err
@@ -809,18 +787,11 @@ func (t *memoirTrainer) recall(exact *mips.Inverted) (float64, error) {
 func (t *memoirTrainer) heldoutScore(exact *mips.Inverted) (float64, string, error) {
 	n := t.held.Rows
 	t.msg = slices.Grow(t.msg[:0], n*roundEntryBytes)[:n*roundEntryBytes]
-	var next atomic.Int64
-	err := t.pool.Run(func(w numa.Worker) error {
+	err := t.pool.For(n, 1, func(w numa.Worker, i, _ int) {
 		s := t.searchers.Get(w)
-		for {
-			i := int(next.Add(1)) - 1
-			if i >= n {
-				return nil
-			}
-			xi, xv := t.held.Row(i)
-			c, sc := exact.Best(xi, xv, &s.exact)
-			appendEntry(t.msg[i*roundEntryBytes:][:0], roundEntry{q: int32(i), class: c, score: sc})
-		}
+		xi, xv := t.held.Row(i)
+		c, sc := exact.Best(xi, xv, &s.exact)
+		appendEntry(t.msg[i*roundEntryBytes:][:0], roundEntry{q: int32(i), class: c, score: sc})
 	})
 	if err != nil {
 		return 0, "", err

@@ -11,7 +11,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"sync/atomic"
 
 	"xmc/data"
 	"xmc/model"
@@ -507,17 +506,10 @@ func (t *pdsTrainer) Round(_ context.Context, r int) (bool, error) {
 func (t *pdsTrainer) heldoutAccuracy() (float64, error) {
 	n := t.held.Rows
 	t.msg = slices.Grow(t.msg[:0], 12*n)[:12*n]
-	var next atomic.Int64
-	err := t.pool.Run(func(w numa.Worker) error {
+	err := t.pool.For(n, 64, func(w numa.Worker, lo, hi int) {
 		s := t.searchers.Get(w)
-		for {
-			lo := int(next.Add(64)) - 64
-			if lo >= n {
-				return nil
-			}
-			for i := lo; i < min(lo+64, n); i++ {
-				t.heldoutBest(s, i)
-			}
+		for i := lo; i < hi; i++ {
+			t.heldoutBest(s, i)
 		}
 	})
 	if err != nil {
