@@ -56,7 +56,8 @@ type Rounds struct {
 	Kind string
 	// Comm connects the ranks.
 	Comm mpi.Comm
-	// Log receives the resume line; only rank 0 logs it.
+	// Log receives the resume line, and a warning when some ranks own no
+	// unit; only rank 0 logs them.
 	Log *slog.Logger
 	// Progress, if not nil, is told on rank 0 of every round done.
 	Progress Progress
@@ -94,6 +95,10 @@ func (p Rounds) Run(ctx context.Context, t RoundTrainer) ([]Result, error) {
 	}
 	if start > 0 && c.Rank() == 0 {
 		p.Log.Info("resuming from checkpoint", "dir", p.Checkpoint, "round", start)
+	}
+	if p.Units < c.Size() && c.Rank() == 0 {
+		p.Log.Warn("fewer units than ranks: some ranks own none and only take part in the rounds' exchanges",
+			"units", p.Units, "ranks", c.Size())
 	}
 	report := func(done int) {
 		if p.Progress != nil && c.Rank() == 0 {

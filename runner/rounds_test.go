@@ -6,10 +6,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -155,6 +157,7 @@ type roundsRun struct {
 	checkpoint    string
 	stopAt        int // a signal reaches stopRank during round stopAt-1
 	stopRank      int
+	log           *slog.Logger // nil: discarded
 }
 
 // runRounds trains lsqTrainer (40 rows, 6 units of 2 coordinates) on
@@ -169,8 +172,11 @@ func runRounds(t *testing.T, run roundsRun) ([][]byte, int, error) {
 		defer cancel()
 		tr := newLSQ(c, 40, 6, 2)
 		tr.stopAt, tr.stopRank, tr.cancel = run.stopAt, run.stopRank, cancel
-		p := Rounds{Units: tr.units, Rounds: run.rounds, Kind: "round", Comm: c, Log: slog.New(slog.DiscardHandler),
+		p := Rounds{Units: tr.units, Rounds: run.rounds, Kind: "round", Comm: c, Log: run.log,
 			Checkpoint: run.checkpoint, Fingerprint: "lsq"}
+		if p.Log == nil {
+			p.Log = slog.New(slog.DiscardHandler)
+		}
 		if c.Rank() == 0 {
 			p.Progress = prog
 		}
@@ -294,6 +300,39 @@ func TestRoundsCheckpointEvery(t *testing.T) {
 			t.Errorf("unit %d differs from the uninterrupted run", u)
 		}
 	}
+}
+
+// TestRoundsMoreRanksThanUnits runs 6 units on 8 ranks: the ranks without
+// a unit take part in the rounds, the model is the one rank's, and rank 0
+// warns that ranks are idle.
+func TestRoundsMoreRanksThanUnits(t *testing.T) {
+	want, _, err := runRounds(t, roundsRun{ranks: 1, rounds: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	got, _, err := runRounds(t, roundsRun{ranks: 8, rounds: 50, log: slog.New(slog.NewTextHandler(&syncWriter{w: &log}, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.EqualFunc(got, want, bytes.Equal) {
+		t.Error("8 ranks for 6 units: model differs from 1 rank's")
+	}
+	if !strings.Contains(log.String(), "fewer units than ranks") || strings.Count(log.String(), "fewer units") != 1 {
+		t.Errorf("want one warning of idle ranks, from rank 0; log:\n%s", log.String())
+	}
+}
+
+// syncWriter serialises the writes of the ranks' goroutines.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(b)
 }
 
 // TestRoundsRoundLimit stops at the round limit, which is complete, not
