@@ -31,18 +31,11 @@ type Vectors struct {
 	idx [][]int32
 	val [][]float64
 	sq  []float64
-	// skip is, for a vector of at least skipMin coordinates, its first
-	// coordinate of every stretch of skipStride (idx[0], idx[skipStride],
-	// …): a summary a sixteenth of its size, which a short query searches
-	// from cache before reading one stretch of idx, where a binary search
-	// of idx itself would miss the cache at most of its steps. Nil for a
-	// shorter vector.
-	skip [][]int32
 }
 
 // NewVectors returns n zero vectors.
 func NewVectors(n int) *Vectors {
-	return &Vectors{idx: make([][]int32, n), val: make([][]float64, n), sq: make([]float64, n), skip: make([][]int32, n)}
+	return &Vectors{idx: make([][]int32, n), val: make([][]float64, n), sq: make([]float64, n)}
 }
 
 // Len is the number of vectors.
@@ -66,11 +59,11 @@ func (v *Vectors) NNZ() int {
 	return n
 }
 
-// Bytes is the memory the vectors hold, headers and summaries included.
+// Bytes is the memory the vectors hold, headers included.
 func (v *Vectors) Bytes() int {
-	n := 80 * len(v.idx) // three slice headers and a squared norm
+	n := 56 * len(v.idx) // two slice headers and a squared norm
 	for k := range v.idx {
-		n += 4*cap(v.idx[k]) + 8*cap(v.val[k]) + 4*cap(v.skip[k])
+		n += 4*cap(v.idx[k]) + 8*cap(v.val[k])
 	}
 	return n
 }
@@ -99,29 +92,11 @@ func (v *Vectors) Dot(k int, xi []int32, xv []float32) float64 {
 	return s
 }
 
-// dotSearch is Dot by a search of v_k per coordinate of x: for a long
-// vector and a short query.
+// dotSearch is Dot by a binary search of v_k per coordinate of x: for a
+// long vector and a short query.
 func (v *Vectors) dotSearch(k int, xi []int32, xv []float32) float64 {
-	idx, val, skip := v.idx[k], v.val[k], v.skip[k]
+	idx, val := v.idx[k], v.val[k]
 	s := 0.0
-	if skip != nil {
-		// The stretch that may hold j starts at the last summary entry
-		// at most j; the next j, larger, is in it or after it.
-		first := 0
-		for e, j := range xi {
-			p, _ := slices.BinarySearch(skip[first:], j+1)
-			if p == 0 {
-				continue // j < idx[0]
-			}
-			first += p - 1
-			for a := first * skipStride; a < min((first+1)*skipStride, len(idx)) && idx[a] <= j; a++ {
-				if idx[a] == j {
-					s += val[a] * float64(xv[e])
-				}
-			}
-		}
-		return s
-	}
 	lo := 0
 	for e, j := range xi {
 		p, ok := slices.BinarySearch(idx[lo:], j)
@@ -134,28 +109,6 @@ func (v *Vectors) dotSearch(k int, xi []int32, xv []float32) float64 {
 		}
 	}
 	return s
-}
-
-// skipStride is the coordinates of a vector per entry of its summary (one
-// cache line of int32), and skipMin the fewest coordinates of a vector that
-// has one.
-const (
-	skipStride = 16
-	skipMin    = 4 * skipStride
-)
-
-// summarize rebuilds v_k's summary after its coordinates moved.
-func (v *Vectors) summarize(k int) {
-	idx := v.idx[k]
-	if len(idx) < skipMin {
-		v.skip[k] = nil
-		return
-	}
-	skip := v.skip[k][:0]
-	for a := 0; a < len(idx); a += skipStride {
-		skip = append(skip, idx[a])
-	}
-	v.skip[k] = skip
 }
 
 // scattered is a query written into a dense array, zero elsewhere, for
@@ -261,7 +214,6 @@ func (v *Vectors) Add(k int, c float64, xi []int32, xv []float32) {
 		}
 	}
 	v.idx[k], v.val[k], v.sq[k] = idx, val, max(sq, 0)
-	v.summarize(k)
 }
 
 // Shrink soft-thresholds every coordinate of v_k by g ≥ 0 (each value moves
@@ -285,9 +237,6 @@ func (v *Vectors) Shrink(k int, g float64, di []int32, dv []float64) ([]int32, [
 		}
 	}
 	v.idx[k], v.val[k], v.sq[k] = idx[:o], val[:o], sq
-	if o < len(idx) {
-		v.summarize(k)
-	}
 	return di, dv
 }
 
@@ -307,7 +256,7 @@ func (v *Vectors) Scale(f float64) {
 func (v *Vectors) Clone() *Vectors {
 	c := NewVectors(v.Len())
 	for k := range v.idx {
-		c.idx[k], c.val[k], c.sq[k], c.skip[k] = slices.Clone(v.idx[k]), slices.Clone(v.val[k]), v.sq[k], slices.Clone(v.skip[k])
+		c.idx[k], c.val[k], c.sq[k] = slices.Clone(v.idx[k]), slices.Clone(v.val[k]), v.sq[k]
 	}
 	return c
 }
@@ -364,7 +313,6 @@ func DecodeVectors(b []byte, d int) (*Vectors, []byte, error) {
 			v.idx[k][e], v.val[k][e] = j, math.Float64frombits(binary.LittleEndian.Uint64(b[4:]))
 			b = b[12:]
 		}
-		v.summarize(k)
 	}
 	return v, b, nil
 }
