@@ -16,7 +16,7 @@ func TestPDSparseParamsValidate(t *testing.T) {
 		{func(p *PDSparseParams) { p.Epochs = 0 }, "--epochs"},
 		{func(p *PDSparseParams) { p.PostEpochs = -1 }, "--post-epochs"},
 		{func(p *PDSparseParams) { p.BatchSize = 0 }, "--batch-size"},
-		{func(p *PDSparseParams) { p.ClassesPerUnit = 0 }, "--classes-per-unit"},
+		{func(p *PDSparseParams) { p.ClassesPerUnit = -1 }, "--classes-per-unit"},
 		{func(p *PDSparseParams) { p.MaxSelect = -1 }, "--max-select"},
 		{func(p *PDSparseParams) { p.Heldout = 1 }, "--heldout"},
 		{func(p *PDSparseParams) { p.Heldout = 0.2; p.Patience = 0 }, "--patience"},
@@ -45,5 +45,17 @@ func TestHeldoutSplit(t *testing.T) {
 	}
 	if all, none := heldoutSplit(tr, 0, 3); none != nil || all != tr {
 		t.Error("a fraction of 0 held rows out")
+	}
+}
+
+// TestPDSClassesPerUnit checks the default unit size: 64 units of small
+// class sets, at most 256 classes a unit.
+func TestPDSClassesPerUnit(t *testing.T) {
+	for _, tc := range []struct{ classes, want int }{
+		{1, 1}, {64, 1}, {65, 2}, {159, 3}, {983, 16}, {16384, 256}, {20206, 256}, {670091, 256},
+	} {
+		if got := pdsClassesPerUnit(tc.classes); got != tc.want {
+			t.Errorf("%d classes: %d a unit, want %d", tc.classes, got, tc.want)
+		}
 	}
 }
