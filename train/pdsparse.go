@@ -255,9 +255,9 @@ type pdsTrainer struct {
 // pdsClassesPerUnit is the default classes of a unit for l classes: enough
 // units (64) that a small class set spreads over the ranks (Bibtex's 159
 // classes made one unit of 256, and one of 2 ranks did all the work: 5.5 s
-// against 3.8 s with units of 32), and at most 256 classes a unit, as many
-// as a unit needs to carry the work of its messages and records on large
-// sets.
+// against 3.8 s with units of 32), and at most 256 classes a unit, the
+// earlier default (on wordnet-mc, units of 32 took 30-50 MiB more peak RSS
+// than units of 256, in two interleaved pairs of runs).
 func pdsClassesPerUnit(l int) int { return min(256, max(1, (l+63)/64)) }
 
 func newPDSTrainer(p PDSparseParams, ds *data.Dataset, comm mpi.Comm, pool *numa.Pool) (*pdsTrainer, error) {
