@@ -88,7 +88,7 @@ func (g *Graph) Link(k int) {
 		}
 	}
 	idx, val := g.vec.Vector(k)
-	found := g.search(func(j int) float64 { return g.vec.dotVec(j, idx, val) }, []int{k}, &g.sc)
+	found := g.search(func(j int) float64 { return mergeDot(g.vec.idx[j], g.vec.val[j], idx, val) }, []int{k}, &g.sc)
 	nb, wt := g.nbr[k*g.degree:(k+1)*g.degree], g.weight[k*g.degree:(k+1)*g.degree]
 	for i := range nb {
 		nb[i], wt[i] = -1, math.Inf(-1)
@@ -249,26 +249,6 @@ func insertBest(rs []scored, c scored, ef int) []scored {
 		rs[i], rs[i-1] = rs[i-1], rs[i]
 	}
 	return rs
-}
-
-// dotVec returns ⟨v_k, u⟩ for u given by increasing coordinates and
-// float64 values.
-func (v *Vectors) dotVec(k int, ui []int32, uv []float64) float64 {
-	idx, val := v.idx[k], v.val[k]
-	s := 0.0
-	for a, b := 0, 0; a < len(idx) && b < len(ui); {
-		switch {
-		case idx[a] < ui[b]:
-			a++
-		case idx[a] > ui[b]:
-			b++
-		default:
-			s += val[a] * uv[b]
-			a++
-			b++
-		}
-	}
-	return s
 }
 
 // AppendBinary appends the graph's state: its edges, their weights, and

@@ -116,7 +116,7 @@ const (
 )
 
 // NewLSH indexes the vectors of vec, which it keeps and follows: a caller
-// that changes a vector tells the index by Shift (or Reproject).
+// that changes a vector tells the index by Shift.
 func NewLSH(h *Hasher, vec *Vectors) *LSH {
 	x := &LSH{h: h, vec: vec, proj: make([]float64, vec.Len()*h.Projections())}
 	for k := range vec.Len() {
@@ -157,15 +157,6 @@ func (x *LSH) Shift(k int, d []float64) {
 	for i, v := range d {
 		p[i] += v
 	}
-	x.rekey(k)
-}
-
-// Reproject recomputes vector k's projections from the vector itself, for a
-// change that is easier to describe by the result than by the difference.
-func (x *LSH) Reproject(k int) {
-	idx, val := x.vec.Vector(k)
-	np := x.h.Projections()
-	x.h.ProjectDense(idx, val, x.proj[k*np:(k+1)*np])
 	x.rekey(k)
 }
 

@@ -154,33 +154,50 @@ func TestLSHRecallAndState(t *testing.T) {
 			}
 		}
 	}
-	exact := NewInverted(d, []*Vectors{v}, [][]int32{seq(n)}, 1)
 	dec, rest, err := DecodeLSH(h, v, x.AppendBinary(nil))
 	if err != nil || len(rest) != 0 {
 		t.Fatalf("decode: %v, %d bytes left", err, len(rest))
 	}
-	rng := rand.New(rand.NewPCG(5, 6))
 	var s Scratch
-	var es InvertedScratch
 	proj := make([]float64, np)
+	search := func(x *LSH) searchFunc {
+		return func(qi []int32, qv []float32) (int, float64, int, bool) {
+			h.Project(qi, qv, proj)
+			return x.Search(qi, qv, h.QueryKeys(proj, 1, nil), nil, &s)
+		}
+	}
+	checkRecall(t, rand.New(rand.NewPCG(5, 6)), v, d, search(x), search(dec))
+}
+
+// searchFunc answers a query as an index's Search does: the best vector,
+// its score, how many vectors it scored, and whether it found one.
+type searchFunc func(qi []int32, qv []float32) (best int, score float64, scored int, ok bool)
+
+// checkRecall asks search, and decoded (the same index decoded from its
+// encoding), 300 queries near vectors of v drawn by rng: decoded must give
+// the same answers, and search must find the exact best vector (or one of
+// its score) of at least 70% of them, scoring at most 30% of the vectors.
+func checkRecall(t *testing.T, rng *rand.Rand, v *Vectors, d int, search, decoded searchFunc) {
+	t.Helper()
+	n := v.Len()
+	exact := NewInverted(d, []*Vectors{v}, [][]int32{seq(n)}, 1)
+	var es InvertedScratch
 	const queries = 300
 	hits, scored := 0, 0
 	for range queries {
 		qi, qv := nearQuery(rng, v)
-		h.Project(qi, qv, proj)
-		keys := h.QueryKeys(proj, 1, nil)
-		best, score, c, ok := x.Search(qi, qv, keys, nil, &s)
+		best, score, c, ok := search(qi, qv)
 		want, wscore := exact.Best(qi, qv, &es)
 		if ok && (int32(best) == want || score == wscore) {
 			hits++
 		}
 		scored += c
-		b2, s2, _, ok2 := dec.Search(qi, qv, keys, nil, &s)
+		b2, s2, _, ok2 := decoded(qi, qv)
 		if b2 != best || s2 != score || ok2 != ok {
 			t.Fatalf("decoded index answers %d %v, the original %d %v", b2, s2, best, score)
 		}
 	}
-	recall, frac := float64(hits)/queries, float64(scored)/queries/n
+	recall, frac := float64(hits)/queries, float64(scored)/queries/float64(n)
 	t.Logf("recall@1 %.3f, scoring %.3f of the vectors per query", recall, frac)
 	if recall < 0.7 || frac > 0.3 {
 		t.Fatalf("recall@1 %.3f (want ≥ 0.7) scoring %.3f of the vectors (want ≤ 0.3)", recall, frac)
@@ -328,31 +345,12 @@ func TestGraphRecallAndState(t *testing.T) {
 		v.Add(k, rng.Float64(), xi, xv)
 		g.Changed(k)
 	}
-	exact := NewInverted(d, []*Vectors{v}, [][]int32{seq(n)}, 1)
 	dec, rest, err := DecodeGraph(v, 16, 64, g.AppendBinary(nil))
 	if err != nil || len(rest) != 0 {
 		t.Fatalf("decode: %v, %d bytes left", err, len(rest))
 	}
 	var s, s2 GraphScratch
-	var es InvertedScratch
-	const queries = 300
-	hits, scored := 0, 0
-	for range queries {
-		qi, qv := nearQuery(rng, v)
-		best, score, c, ok := g.Search(qi, qv, nil, &s)
-		want, wscore := exact.Best(qi, qv, &es)
-		if ok && (int32(best) == want || score == wscore) {
-			hits++
-		}
-		scored += c
-		b2, sc2, _, ok2 := dec.Search(qi, qv, nil, &s2)
-		if b2 != best || sc2 != score || ok2 != ok {
-			t.Fatalf("decoded graph answers %d %v, the original %d %v", b2, sc2, best, score)
-		}
-	}
-	recall, frac := float64(hits)/queries, float64(scored)/queries/n
-	t.Logf("recall@1 %.3f, scoring %.3f of the vectors per query", recall, frac)
-	if recall < 0.7 || frac > 0.3 {
-		t.Fatalf("recall@1 %.3f (want ≥ 0.7) scoring %.3f of the vectors (want ≤ 0.3)", recall, frac)
-	}
+	checkRecall(t, rng, v, d,
+		func(qi []int32, qv []float32) (int, float64, int, bool) { return g.Search(qi, qv, nil, &s) },
+		func(qi []int32, qv []float32) (int, float64, int, bool) { return dec.Search(qi, qv, nil, &s2) })
 }

@@ -72,11 +72,18 @@ func (v *Vectors) Bytes() int {
 // values xv. The terms are summed in increasing coordinate order, so the
 // result does not depend on how the common coordinates are found.
 func (v *Vectors) Dot(k int, xi []int32, xv []float32) float64 {
-	idx, val := v.idx[k], v.val[k]
-	s := 0.0
+	idx := v.idx[k]
 	if len(xi)*bits.Len(uint(len(idx))) < len(idx) {
 		return v.dotSearch(k, xi, xv)
 	}
+	return mergeDot(idx, v.val[k], xi, xv)
+}
+
+// mergeDot returns ⟨v, x⟩ for v and x given by increasing coordinates and
+// their values, by a merge of the two: x's values are float32 for a data
+// row, float64 for another class vector.
+func mergeDot[T float32 | float64](idx []int32, val []float64, xi []int32, xv []T) float64 {
+	s := 0.0
 	for a, b := 0, 0; a < len(idx) && b < len(xi); {
 		switch {
 		case idx[a] < xi[b]:
