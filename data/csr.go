@@ -46,6 +46,18 @@ func (m *CSR) Binary() bool {
 	return true
 }
 
+// NonNegative reports whether no stored value of m is negative, as in
+// counts and TF-IDF weights: then the positive part of a weight vector
+// bounds every row's score from above.
+func (m *CSR) NonNegative() bool {
+	for _, v := range m.Values[:m.NNZ()] {
+		if v < 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // Slice returns rows lo to hi-1 of m as a matrix of its own shape that
 // shares m's entries (only its row pointers are new): a batch of rows to
 // process without copying them.

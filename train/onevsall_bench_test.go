@@ -54,7 +54,7 @@ func BenchmarkOneVsAllByFrequency(b *testing.B) {
 			}
 		}()},
 		{"ppdsparse", func() func(numa.Worker, int32) int {
-			rep, err := numa.NewReplicas(pool, func(int) (*PPDSparseData, error) { return NewPPDSparseData(ds, ppd.Preprocess) })
+			rep, err := numa.NewReplicas(pool, func(int) (*PPDSparseData, error) { return NewPPDSparseData(ds, ppd) })
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -125,41 +125,62 @@ func (p PPDSparseParams) Validate() error {
 type PPDSparseData struct {
 	*LinearData
 	// XT is X by column (feature → rows): column j holds the rows with a
-	// non-zero in feature j, ordered by decreasing |x_ij| (ties by row), so
-	// that a scan can stop at the first negligible entry. The bias column
-	// is left empty: the search adds the bias weight to every row itself.
+	// non-zero in feature j, by row or, for searches with a cutoff, by
+	// decreasing |x_ij| (ties by row), so that a scan can stop at the first
+	// negligible entry. The bias column is left empty: the search adds the
+	// bias weight to every row itself.
 	XT data.CSR
 	// SqNorm is ‖x_i‖² per row, the curvature of a dual coordinate.
 	SqNorm []float64
+	// FeatureNorm is ‖x_i‖ per row over its features, the bias left out:
+	// it bounds how far a row's score can move when w moves (see
+	// ppdScratch.search).
+	FeatureNorm []float64
+	// NonNegative says that no feature value is negative (see
+	// data.CSR.NonNegative).
+	NonNegative bool
 }
 
-// NewPPDSparseData builds the training data of PPDSparse from ds with the
-// preprocessing prep. Like NewLinearData it allocates everything, so that
-// a replica built on a pinned worker lives in that worker's NUMA domain.
-func NewPPDSparseData(ds *data.Dataset, prep model.Preprocess) (*PPDSparseData, error) {
+// NewPPDSparseData builds the training data of PPDSparse with parameters
+// p from ds. Like NewLinearData it allocates everything, so that a replica
+// built on a pinned worker lives in that worker's NUMA domain.
+func NewPPDSparseData(ds *data.Dataset, p PPDSparseParams) (*PPDSparseData, error) {
+	prep := p.Preprocess
 	lin, err := NewLinearData(ds, prep)
 	if err != nil {
 		return nil, err
 	}
-	d := &PPDSparseData{LinearData: lin, SqNorm: make([]float64, lin.X.Rows)}
+	d := &PPDSparseData{LinearData: lin, SqNorm: make([]float64, lin.X.Rows), FeatureNorm: make([]float64, lin.X.Rows)}
 	x := &lin.X
 	bias := int32(-1)
 	if prep.Bias {
 		bias = int32(lin.D)
 	}
 	for i := range x.Rows {
-		_, val := x.Row(i)
-		for _, v := range val {
-			d.SqNorm[i] += float64(v) * float64(v)
+		idx, val := x.Row(i)
+		sq := 0.0
+		for k, v := range val {
+			if idx[k] != bias {
+				sq += float64(v) * float64(v)
+			}
 		}
+		d.FeatureNorm[i] = math.Sqrt(sq)
+		if bias >= 0 {
+			sq++ // the bias feature's value is 1
+		}
+		d.SqNorm[i] = sq
 	}
-	d.XT = transposeSorted(x, bias)
+	// Only a cutoff needs the columns by magnitude; unsorted, debian-tags'
+	// data builds in 12 ms rather than 71 (no search sums differently).
+	d.XT = transpose(x, bias, p.Sparsify > 1 && p.SearchCutoff > 0)
+	d.NonNegative = x.NonNegative()
 	return d, nil
 }
 
-// transposeSorted returns x by column, each column's entries ordered by
-// decreasing magnitude, then by row; column skip (if ≥ 0) is left empty.
-func transposeSorted(x *data.CSR, skip int32) data.CSR {
+// transpose returns x by column, each column's entries by row or, if
+// byMagnitude, by decreasing magnitude, then by row; column skip (if ≥ 0)
+// is left empty.
+func transpose(x *data.CSR, skip int32, byMagnitude bool) data.CSR {
 	t := data.CSR{Rows: x.Cols, Cols: x.Rows, Indptr: make([]int64, x.Cols+1)}
 	for _, j := range x.Indices[:x.NNZ()] {
 		if j != skip {
@@ -181,6 +202,9 @@ func transposeSorted(x *data.CSR, skip int32) data.CSR {
 			t.Indices[next[j]], t.Values[next[j]] = int32(i), val[k]
 			next[j]++
 		}
+	}
+	if !byMagnitude {
+		return t
 	}
 	type entry struct {
 		row int32
@@ -216,6 +240,9 @@ type PPDSparseStats struct {
 	Updates int64
 	// Scanned counts inverted-index entries visited by searches.
 	Scanned int64
+	// Rescored counts rows whose score a bounded search computed from
+	// the row itself, in place of a scan of the index.
+	Rescored int64
 	// ActiveRows sums the active-set size at the end of every label.
 	ActiveRows int64
 	// Unconverged counts labels stopped by MaxIters before reaching Tol.
@@ -256,6 +283,7 @@ func (t *PPDSparseTrainer) Stats() PPDSparseStats {
 		s.Passes += st.Passes
 		s.Updates += st.Updates
 		s.Scanned += st.Scanned
+		s.Rescored += st.Rescored
 		s.ActiveRows += st.ActiveRows
 		s.Unconverged += st.Unconverged
 	})
@@ -322,21 +350,30 @@ type ppdScratch struct {
 	touched []bool    // per column: v_j was changed
 	cols    []int32   // the columns touched
 
-	score  []float64 // per row: search estimate of Σ_{j≠bias} w_j x_ij
-	scored []int32   // rows with a score
-	wIdx   []int32   // search: columns and weights to scan
-	wVal   []float64
-	cum    []float64 // search: cumulative |w_j| for sampling
-	counts []int32   // search: draws per column of wIdx, zero between searches
-	cand   []ppdCandidate
-	block  model.LinearBlock
-	stats  PPDSparseStats
+	score []float64 // per row: search estimate of Σ_{j≠bias} w_j x_ij
+	// The last full exact search of the label left in slack, per row,
+	// how far the row was from violating (Tol − violation), and in
+	// wFull, per column, the weights it scored with; fullDone says that
+	// there was one. A later search rescores only the rows that w's move
+	// since then can have brought to violate (see search).
+	slack    []float64
+	wFull    []float64
+	fullDone bool
+	near     []int32 // search: the rows a bounded search rescores
+	wIdx     []int32 // search: columns and weights to scan
+	wVal     []float64
+	cum      []float64 // search: cumulative |w_j| for sampling
+	counts   []int32   // search: draws per column of wIdx, zero between searches
+	cand     []ppdCandidate
+	block    model.LinearBlock
+	stats    PPDSparseStats
 }
 
 // skipFraction of Tol is the projected gradient below which a dual
 // coordinate is not updated: such a step barely moves w, yet costs a pass
-// over the row's features.
-const skipFraction = 0.1
+// over the row's features. Half of Tol (rather than a tenth) halved the
+// updates on debian-tags with P@1 within 0.08 on the five shared sets.
+const skipFraction = 0.5
 
 // ppdCandidate is an inactive row whose dual gradient violates optimality
 // by viol.
@@ -350,7 +387,7 @@ func newPPDScratch(d *PPDSparseData, p PPDSparseParams) *ppdScratch {
 	s := &ppdScratch{d: d, p: p, bias: -1,
 		pos: make([]bool, n), active: make([]bool, n), alpha: make([]float64, n), moved: make([]bool, n),
 		v: make([]float64, c), w: make([]float64, c), touched: make([]bool, c),
-		score: make([]float64, n), counts: make([]int32, c),
+		score: make([]float64, n), slack: make([]float64, n), wFull: make([]float64, c), counts: make([]int32, c),
 	}
 	if d.Prep.Bias {
 		s.bias = int32(d.D)
@@ -466,9 +503,10 @@ func (s *ppdScratch) train(l int32, seed uint64) {
 // clearWeights zeroes v and w after the caller has read w.
 func (s *ppdScratch) clearWeights() {
 	for _, j := range s.cols {
-		s.v[j], s.w[j], s.touched[j] = 0, 0, false
+		s.v[j], s.w[j], s.wFull[j], s.touched[j] = 0, 0, 0, false
 	}
 	s.cols = s.cols[:0]
+	s.fullDone = false
 }
 
 func (s *ppdScratch) addActive(i int32) {
@@ -522,12 +560,16 @@ func (s *ppdScratch) sweep(bound float64) float64 {
 	}
 	worst := 0.0
 	kept := s.pass[:0]
+	// Locals, not fields, in the loops over features: the compiler then
+	// keeps the slices in registers (3-4% of the training time).
+	w, v := s.w, s.v
 	for _, i := range s.pass {
 		lo, hi := x.Indptr[i], x.Indptr[i+1]-nb
 		idx, val := x.Indices[lo:hi], x.Values[lo:hi]
+		val = val[:len(idx)]
 		m := wb
 		for k, j := range idx {
-			m += s.w[j] * float64(val[k])
+			m += w[j] * float64(val[k])
 		}
 		y := -1.0
 		if s.pos[i] {
@@ -564,9 +606,9 @@ func (s *ppdScratch) sweep(bound float64) float64 {
 		s.alpha[i] = na
 		delta := y * (na - a)
 		for k, j := range idx {
-			v := s.v[j] + delta*float64(val[k])
-			s.v[j] = v
-			s.w[j] = softThreshold(v, lambda)
+			vj := v[j] + delta*float64(val[k])
+			v[j] = vj
+			w[j] = softThreshold(vj, lambda)
 		}
 		if nb == 1 {
 			wb += delta // the bias feature's value is 1
@@ -597,7 +639,7 @@ func (s *ppdScratch) markColumns(i int32) {
 // softThreshold is the proximal map of λ|·|, written without branches:
 // in the update loop the sign of v is unpredictable.
 func softThreshold(v, lambda float64) float64 {
-	return math.Copysign(max(math.Abs(v)-lambda, 0), v)
+	return v - min(max(v, -lambda), lambda)
 }
 
 // shrink drops from the active set the negatives whose dual variable is 0:
@@ -620,21 +662,99 @@ func (s *ppdScratch) shrink() {
 // the violation. The scores come from the inverted index, visiting only
 // the columns where w is non-zero: exactly, or, if sampled, with the
 // randomised estimate of w and the column cutoff.
+//
+// An exact search spares what it can of the scan, with the same answer:
+//   - after the first, since the last full scan row i's score has moved by
+//     at most ‖Δw‖·‖x_i‖ + |Δb| (Cauchy–Schwarz, Δw over the features, Δb
+//     the bias), so only the rows whose slack then was below that bound
+//     can violate now; when scoring those rows from their own features
+//     costs less than the scan, that is done instead (near convergence w
+//     barely moves: the search that confirms a label is done rescores a
+//     few rows rather than scanning every column of w);
+//   - on data without negative features, the columns of positive weights
+//     alone bound every score from above, and only the rows that bound
+//     lets violate need the rest: their own features, or the columns of
+//     negative weights, whichever costs less.
 func (s *ppdScratch) search(sampled bool) []ppdCandidate {
-	d, p := s.d, s.p
+	if sampled {
+		s.gatherWeights(0)
+		s.sparsify()
+		s.scan(s.p.SearchCutoff)
+		return s.collect(false)
+	}
+	if s.fullDone {
+		if cand, ok := s.boundedSearch(); ok {
+			return cand
+		}
+	}
+	if !s.d.NonNegative {
+		s.gatherWeights(0)
+		s.scan(0)
+		return s.collect(true)
+	}
+	s.gatherWeights(1)
+	s.scan(0)
+	// The positive columns' scores bound the violations from above.
+	d, tol, b := s.d, s.p.Tol, s.biasWeight()
+	x := &d.X
+	negScan := s.columnsLength(-1)
+	s.near = s.near[:0]
+	var cost int64
+	for i, sc := range s.score {
+		if sc+b+1 > tol && !s.active[i] {
+			s.near = append(s.near, int32(i))
+			if cost += x.Indptr[i+1] - x.Indptr[i]; cost > negScan {
+				break
+			}
+		}
+	}
+	if cost > negScan {
+		s.gatherWeights(-1)
+		s.scan(0)
+		return s.collect(true)
+	}
+	// Every row's slack is at least what its bound leaves; the rows that
+	// may violate are rescored from their features.
+	for i, sc := range s.score {
+		s.score[i] = 0
+		s.slack[i] = tol - (sc + b + 1)
+	}
+	s.cand = s.rescore(s.cand[:0], b)
+	s.snapshot(b)
+	return s.cand
+}
+
+// gatherWeights lists in s.wIdx and s.wVal the non-zero feature weights
+// (the bias left out) of the given sign: 1 positive, −1 negative, 0 both.
+func (s *ppdScratch) gatherWeights(sign float64) {
 	s.wIdx, s.wVal = s.wIdx[:0], s.wVal[:0]
 	for _, j := range s.cols {
-		if wj := s.w[j]; wj != 0 && j != s.bias {
+		if wj := s.w[j]; wj != 0 && j != s.bias && wj*sign >= 0 {
 			s.wIdx = append(s.wIdx, j)
 			s.wVal = append(s.wVal, wj)
 		}
 	}
-	cutoff := 0.0
-	if sampled {
-		s.sparsify()
-		cutoff = p.SearchCutoff
+}
+
+// columnsLength returns the number of index entries in the columns whose
+// weight has the given sign (1 or −1).
+func (s *ppdScratch) columnsLength(sign float64) int64 {
+	xt := &s.d.XT
+	var n int64
+	for _, j := range s.cols {
+		if s.w[j]*sign > 0 && j != s.bias {
+			n += xt.Indptr[j+1] - xt.Indptr[j]
+		}
 	}
-	xt := &d.XT
+	return n
+}
+
+// scan adds w_j·x_ij to s.score[i] for the weights listed in s.wIdx and
+// s.wVal; with cutoff > 0 it skips the entries whose |w_j·x_ij| falls
+// below it.
+func (s *ppdScratch) scan(cutoff float64) {
+	xt := &s.d.XT
+	score := s.score
 	var scanned int64
 	for q, j := range s.wIdx {
 		wj := s.wVal[q]
@@ -651,27 +771,122 @@ func (s *ppdScratch) search(sampled bool) []ppdCandidate {
 			rows, val = rows[:k], val[:k]
 		}
 		scanned += int64(len(rows))
+		val = val[:len(rows)]
 		for k, i := range rows {
-			s.score[i] += wj * float64(val[k])
+			score[i] += wj * float64(val[k])
 		}
 	}
 	s.stats.Scanned += scanned
-	b := 0.0
-	if s.bias >= 0 {
-		b = s.w[s.bias]
-	}
-	// One pass over the rows collects the violators and clears the
-	// scores: cheaper than tracking which rows were scored, as a scan
-	// visits far more entries than there are rows.
+}
+
+// collect returns the violators by s.score and clears it; if exact, it
+// also keeps every row's slack for the bounded searches that follow. One
+// pass over the rows: cheaper than tracking which rows were scored, as a
+// scan visits far more entries than there are rows.
+func (s *ppdScratch) collect(exact bool) []ppdCandidate {
+	tol, b := s.p.Tol, s.biasWeight()
 	s.cand = s.cand[:0]
 	for i, sc := range s.score {
 		s.score[i] = 0
 		// y = −1 and α = 0: the gradient is −(w·x_i) − 1.
-		if viol := sc + b + 1; viol > p.Tol && !s.active[i] {
+		viol := sc + b + 1
+		if exact {
+			s.slack[i] = tol - viol
+		}
+		if viol > tol && !s.active[i] {
 			s.cand = append(s.cand, ppdCandidate{row: int32(i), viol: viol})
 		}
 	}
+	if exact {
+		s.snapshot(b)
+	}
 	return s.cand
+}
+
+// snapshot records the weights the slacks of the last full search were
+// measured with; b is the bias weight.
+func (s *ppdScratch) snapshot(b float64) {
+	for _, j := range s.cols {
+		s.wFull[j] = s.w[j]
+	}
+	if s.bias >= 0 {
+		s.wFull[s.bias] = b
+	}
+	s.fullDone = true
+}
+
+// rescore appends to cand the rows of s.near that violate, each scored
+// from its own features, and records their slack; b is the bias weight.
+func (s *ppdScratch) rescore(cand []ppdCandidate, b float64) []ppdCandidate {
+	x := &s.d.X
+	w := s.w
+	s.stats.Rescored += int64(len(s.near))
+	for _, i := range s.near {
+		idx, val := x.Row(int(i))
+		val = val[:len(idx)]
+		m := 0.0
+		for k, j := range idx {
+			if j != s.bias {
+				m += w[j] * float64(val[k])
+			}
+		}
+		viol := m + b + 1
+		s.slack[i] = s.p.Tol - viol
+		if viol > s.p.Tol {
+			cand = append(cand, ppdCandidate{row: i, viol: viol})
+		}
+	}
+	return cand
+}
+
+// boundedSearch is search's answer from the rows that the move of w since
+// the last full scan can have brought to violate, each scored from its own
+// features; ok is false, and nothing is searched, when that would cost
+// more than scanning the index.
+func (s *ppdScratch) boundedSearch() (cand []ppdCandidate, ok bool) {
+	d := s.d
+	var dw2 float64
+	var scan int64
+	for _, j := range s.cols {
+		if j == s.bias {
+			continue
+		}
+		dw := s.w[j] - s.wFull[j]
+		dw2 += dw * dw
+		if s.w[j] != 0 {
+			scan += d.XT.Indptr[j+1] - d.XT.Indptr[j]
+		}
+	}
+	b := s.biasWeight()
+	db := 0.0
+	if s.bias >= 0 {
+		db = math.Abs(b - s.wFull[s.bias])
+	}
+	// A margin for rounding: the scores compared were summed in other
+	// orders.
+	const eps = 1e-9
+	dw := math.Sqrt(dw2)
+	x := &d.X
+	s.near = s.near[:0]
+	var cost int64
+	for i, sl := range s.slack {
+		if sl <= dw*d.FeatureNorm[i]+db+eps && !s.active[i] {
+			s.near = append(s.near, int32(i))
+			if cost += x.Indptr[i+1] - x.Indptr[i]; cost > scan {
+				return nil, false
+			}
+		}
+	}
+	s.cand = s.rescore(s.cand[:0], b)
+	return s.cand, true
+}
+
+// biasWeight returns the bias weight, 0 without a bias feature.
+func (s *ppdScratch) biasWeight() float64 {
+	if s.bias >= 0 {
+		return s.w[s.bias]
+	}
+	return 0
 }
 
 // verify keeps the candidates whose exact violation, from their own
@@ -800,7 +1015,7 @@ func (a *ppdsparseAlgorithm) Prepare(env Env, ds *data.Dataset) (*Work, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	replicas, err := numa.NewReplicas(env.Pool, func(int) (*PPDSparseData, error) { return NewPPDSparseData(ds, p.Preprocess) })
+	replicas, err := numa.NewReplicas(env.Pool, func(int) (*PPDSparseData, error) { return NewPPDSparseData(ds, p) })
 	if err != nil {
 		return nil, err
 	}
@@ -817,6 +1032,6 @@ func (a *ppdsparseAlgorithm) Prepare(env Env, ds *data.Dataset) (*Work, error) {
 				mean = float64(st.ActiveRows) / float64(st.Labels)
 			}
 			log.Info("ppdsparse", "labels", st.Labels, "rounds", st.Rounds, "cd_passes", st.Passes, "dual_updates", st.Updates,
-				"index_entries_scanned", st.Scanned, "mean_active_rows", fmt.Sprintf("%.0f", mean), "unconverged", st.Unconverged)
+				"index_entries_scanned", st.Scanned, "rows_rescored", st.Rescored, "mean_active_rows", fmt.Sprintf("%.0f", mean), "unconverged", st.Unconverged)
 		}}, nil
 }

@@ -2,6 +2,7 @@ package train
 
 import (
 	"bytes"
+	"cmp"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -19,7 +20,7 @@ import (
 // returns the encoded units and the trainer.
 func trainPPDSparse(t testing.TB, ds *data.Dataset, p PPDSparseParams, pool *numa.Pool) ([][]byte, *PPDSparseTrainer) {
 	t.Helper()
-	rep, err := numa.NewReplicas(pool, func(int) (*PPDSparseData, error) { return NewPPDSparseData(ds, p.Preprocess) })
+	rep, err := numa.NewReplicas(pool, func(int) (*PPDSparseData, error) { return NewPPDSparseData(ds, p) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +129,7 @@ func TestPPDSparseOptimality(t *testing.T) {
 		p := DefaultPPDSparseParams()
 		p.Tol, p.MaxIters, p.InnerPasses, p.Sparsify = 1e-6, 1000, 1000, sparsify
 		p.Cost = 0.05
-		d, err := NewPPDSparseData(ds, p.Preprocess)
+		d, err := NewPPDSparseData(ds, p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -148,6 +149,155 @@ func TestPPDSparseOptimality(t *testing.T) {
 			s.clearWeights()
 		}
 	}
+}
+
+// TestPPDSparseSearchShortcuts checks the exact search against scoring
+// every row, on generated rows whose columns are of very uneven length,
+// while w moves as little as brings the rows nearest the threshold just
+// past it (along their own features, where the bound on how far a score
+// moved is tight). Both shortcuts must be taken (a bounded search that
+// scans nothing; on non-negative rows, a full search by the positive
+// weights' columns first) and must find every violator.
+func TestPPDSparseSearchShortcuts(t *testing.T) {
+	for _, signed := range []bool{false, true} {
+		rng := rand.New(rand.NewPCG(3, 4))
+		const n, dim = 3000, 400
+		rows := make([][]float32, n)
+		labels := make([][]int32, n)
+		for i := range rows {
+			rows[i] = make([]float32, dim)
+			for range 15 {
+				u := rng.Float64()
+				v := float32(0.1 + rng.Float64())
+				if signed && rng.IntN(2) == 0 {
+					v = -v
+				}
+				rows[i][int(dim*u*u*u)] = v // low columns are long
+			}
+			labels[i] = []int32{0}
+		}
+		p := DefaultPPDSparseParams()
+		p.Normalize, p.Cost = true, 1
+		d, err := NewPPDSparseData(tinyDataset(rows, labels, 1), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := newPPDScratch(d, p)
+		for j := range d.X.Cols {
+			s.touched[j] = true
+			s.cols = append(s.cols, int32(j))
+		}
+		for i := range n {
+			if rng.IntN(20) == 0 {
+				s.addActive(int32(i))
+			}
+		}
+		// A sparse w, and a bias that leaves 3% of the rows violating.
+		for j := range dim {
+			if rng.IntN(3) == 0 {
+				s.w[j] = rng.NormFloat64()
+			}
+		}
+		scores := make([]float64, n)
+		for i := range n {
+			scores[i] = rowScore(s, i)
+		}
+		slices.Sort(scores)
+		s.w[s.bias] = p.Tol - 1 - scores[n*97/100]
+		var bounded, positiveFirst int
+		for step := range 40 {
+			if step > 0 {
+				s.nudge(3, step%3 == 2)
+			}
+			if step%4 == 0 {
+				s.fullDone = false // a full search
+			}
+			var positiveScan int64
+			for j := range dim {
+				if s.w[j] > 0 {
+					positiveScan += d.XT.Indptr[j+1] - d.XT.Indptr[j]
+				}
+			}
+			scanned, rescored := s.stats.Scanned, s.stats.Rescored
+			got := slices.Clone(s.search(false))
+			switch {
+			case s.stats.Rescored > rescored && s.stats.Scanned == scanned:
+				bounded++
+			case s.stats.Rescored > rescored && s.stats.Scanned-scanned == positiveScan:
+				positiveFirst++
+			}
+			want := bruteViolators(s)
+			slices.SortFunc(got, func(a, b ppdCandidate) int { return int(a.row - b.row) })
+			if len(got) != len(want) {
+				t.Fatalf("signed %v, step %d: %d violators, want %d", signed, step, len(got), len(want))
+			}
+			for k := range got {
+				if got[k].row != want[k].row || math.Abs(got[k].viol-want[k].viol) > 1e-9 {
+					t.Fatalf("signed %v, step %d: violator %v, want %v", signed, step, got[k], want[k])
+				}
+			}
+		}
+		t.Logf("signed %v: %d bounded searches, %d by positive columns first", signed, bounded, positiveFirst)
+		if bounded == 0 || (!signed && positiveFirst == 0) || (signed && positiveFirst != 0) {
+			t.Errorf("signed %v: %d bounded searches, %d by positive columns first: a shortcut went untested or was misused", signed, bounded, positiveFirst)
+		}
+	}
+}
+
+// nudge moves w along the features of the k inactive rows nearest to
+// violating, each just enough to bring it past the threshold alone, or if
+// byBias, raises the bias as much as brings the nearest past it.
+func (s *ppdScratch) nudge(k int, byBias bool) {
+	type near struct {
+		row   int
+		slack float64
+	}
+	var rows []near
+	for i := range s.d.X.Rows {
+		if sl := s.p.Tol - (rowScore(s, i) + 1); sl > 0 && !s.active[i] {
+			rows = append(rows, near{i, sl})
+		}
+	}
+	slices.SortFunc(rows, func(a, b near) int { return cmp.Compare(a.slack, b.slack) })
+	if byBias {
+		s.w[s.bias] += rows[0].slack + 1e-3
+		return
+	}
+	for _, r := range rows[:k] {
+		step := (r.slack + 1e-3) / (s.d.FeatureNorm[r.row] * s.d.FeatureNorm[r.row])
+		idx, val := s.d.X.Row(r.row)
+		for q, j := range idx {
+			if j != s.bias {
+				s.w[j] += step * float64(val[q])
+			}
+		}
+	}
+}
+
+// rowScore returns w·x_i, bias included, from the row's features.
+func rowScore(s *ppdScratch, i int) float64 {
+	idx, val := s.d.X.Row(i)
+	m := 0.0
+	for k, j := range idx {
+		m += s.w[j] * float64(val[k])
+	}
+	return m
+}
+
+// bruteViolators returns the inactive rows of s whose violation, scored
+// from their features with s.w, exceeds Tol, by row.
+func bruteViolators(s *ppdScratch) []ppdCandidate {
+	x := &s.d.X
+	var out []ppdCandidate
+	for i := range x.Rows {
+		if s.active[i] {
+			continue
+		}
+		if viol := rowScore(s, i) + 1; viol > s.p.Tol {
+			out = append(out, ppdCandidate{row: int32(i), viol: viol})
+		}
+	}
+	return out
 }
 
 // primalViolation returns the largest violation of the primal optimality
@@ -218,25 +368,27 @@ func TestPPDSparseParamsValidate(t *testing.T) {
 	}
 }
 
-// TestTransposeSorted checks the inverted index: every entry of x once,
-// columns by decreasing magnitude then row, the skipped column empty.
-func TestTransposeSorted(t *testing.T) {
+// TestTranspose checks the inverted index: every entry of x once, columns
+// by row or by decreasing magnitude then row, the skipped column empty.
+func TestTranspose(t *testing.T) {
 	ds := tinyDataset([][]float32{{0.5, 0, 2, 1}, {-3, 1, 0, 1}, {0.5, 1, 0, 1}}, [][]int32{{0}, {0}, {0}}, 1)
-	xt := transposeSorted(&ds.X, 3)
-	want := [][2][]float32{
-		{{1, 0, 2}, {-3, 0.5, 0.5}},
-		{{1, 2}, {1, 1}},
-		{{0}, {2}},
-		{nil, nil},
-	}
-	for j, w := range want {
-		rows, vals := xt.Row(j)
-		gotRows := make([]float32, len(rows))
-		for k, r := range rows {
-			gotRows[k] = float32(r)
-		}
-		if !slices.Equal(gotRows, w[0]) || !slices.Equal(vals, w[1]) {
-			t.Errorf("column %d: rows %v values %v, want %v %v", j, rows, vals, w[0], w[1])
+	for _, c := range []struct {
+		byMagnitude bool
+		want        [][2][]float32 // per column: rows, values
+	}{
+		{false, [][2][]float32{{{0, 1, 2}, {0.5, -3, 0.5}}, {{1, 2}, {1, 1}}, {{0}, {2}}, {nil, nil}}},
+		{true, [][2][]float32{{{1, 0, 2}, {-3, 0.5, 0.5}}, {{1, 2}, {1, 1}}, {{0}, {2}}, {nil, nil}}},
+	} {
+		xt := transpose(&ds.X, 3, c.byMagnitude)
+		for j, w := range c.want {
+			rows, vals := xt.Row(j)
+			gotRows := make([]float32, len(rows))
+			for k, r := range rows {
+				gotRows[k] = float32(r)
+			}
+			if !slices.Equal(gotRows, w[0]) || !slices.Equal(vals, w[1]) {
+				t.Errorf("by magnitude %v, column %d: rows %v values %v, want %v %v", c.byMagnitude, j, rows, vals, w[0], w[1])
+			}
 		}
 	}
 }
