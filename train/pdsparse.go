@@ -178,6 +178,13 @@ type pdsActive struct {
 	alpha float64
 }
 
+// pdsWeight is a non-zero weight of a feature as the search reads it: the
+// class (local id), its place in the feature's lists and the weight.
+type pdsWeight struct {
+	class, place int32
+	w            float64
+}
+
 // pdsTrainer is the runner.RoundTrainer of PDSparseParams.
 type pdsTrainer struct {
 	p      PDSparseParams
@@ -194,19 +201,20 @@ type pdsTrainer struct {
 
 	// The owned classes' weights, by feature: feature j holds the dual
 	// sums val[j] of classes cls[j] (local ids) and their weights wt[j] =
-	// prox_λ(val[j]); nz[j] lists the places of the non-zero weights (and
-	// some that became zero since, dropped once they are half the list),
-	// inNZ[j] marks them; at gives the place of class c in feature j's
-	// lists.
+	// prox_λ(val[j]); at gives the place of class c in feature j's lists.
+	// nz[j] lists the non-zero weights (and some that became zero since,
+	// dropped once they are half the list) with their class and place,
+	// side by side for the search, which reads nothing else; listed[j][e]
+	// is place e's index in nz[j], or -1.
 	owned  []int
 	local  []int32 // per class: its local id on this rank, or -1
 	global []int32 // per local id: its class
 	cls    [][]int32
 	val    [][]float64
 	wt     [][]float64
-	nz     [][]int32
-	inNZ   [][]bool
-	stale  []int32 // per feature: the places of nz[j] whose weight is zero
+	nz     [][]pdsWeight
+	listed [][]int32
+	stale  []int32 // per feature: the entries of nz[j] whose weight is zero
 	at     placeTable
 	// post is whether the post-solve runs (after Epochs epochs); off marks,
 	// per feature, the places outside the support of W when it began.
@@ -324,12 +332,15 @@ func (t *pdsTrainer) Start(units []int, _ int, state [][]byte, shared []byte) er
 	t.cls = make([][]int32, t.x.Cols)
 	t.val = make([][]float64, t.x.Cols)
 	t.wt = make([][]float64, t.x.Cols)
-	t.nz = make([][]int32, t.x.Cols)
-	t.inNZ = make([][]bool, t.x.Cols)
+	t.nz = make([][]pdsWeight, t.x.Cols)
+	t.listed = make([][]int32, t.x.Cols)
 	t.stale = make([]int32, t.x.Cols)
 	t.at = placeTable{}
 	t.searchers = numa.NewPerWorker(t.pool, func(numa.Worker) *pdsSearch {
-		return &pdsSearch{score: make([]float64, len(classes)), seen: make([]bool, len(classes))}
+		// touched holds every class once, and one more slot: the search
+		// writes a class there before it knows whether to keep it.
+		return &pdsSearch{score: make([]float64, len(classes)), seen: make([]uint8, len(classes)),
+			touched: make([]int32, len(classes)+1)}
 	})
 	t.act = make([][]pdsActive, t.x.Rows)
 	t.epochs, t.bestAcc, t.sinceBest, t.bestWt, t.post, t.off = 0, -1, 0, nil, false, nil
@@ -397,7 +408,7 @@ func (t *pdsTrainer) add(j, c int32, v float64) {
 		t.cls[j] = append(t.cls[j], c)
 		t.val[j] = append(t.val[j], 0)
 		t.wt[j] = append(t.wt[j], 0)
-		t.inNZ[j] = append(t.inNZ[j], false)
+		t.listed[j] = append(t.listed[j], -1)
 	}
 	t.val[j][e] += v
 	lambda := t.p.Lambda
@@ -406,28 +417,39 @@ func (t *pdsTrainer) add(j, c int32, v float64) {
 	}
 	w, was := softThreshold(t.val[j][e], lambda), t.wt[j][e]
 	t.wt[j][e] = w
+	k := t.listed[j][e]
+	if k >= 0 {
+		t.nz[j][k].w = w
+	}
 	switch {
-	case w != 0 && !t.inNZ[j][e]:
-		t.inNZ[j][e] = true
-		t.nz[j] = append(t.nz[j], e)
+	case w != 0 && k < 0:
+		t.listed[j][e] = int32(len(t.nz[j]))
+		t.nz[j] = append(t.nz[j], pdsWeight{class: c, place: e, w: w})
 	case w == 0 && was != 0:
-		// Listed but zero: searches skip it; drop such places once
+		// Listed but zero: searches skip it; drop such entries once
 		// they are half the list.
 		t.stale[j]++
 		if 2*int(t.stale[j]) > len(t.nz[j]) {
-			kept := t.nz[j][:0]
-			for _, p := range t.nz[j] {
-				if t.wt[j][p] != 0 {
-					kept = append(kept, p)
-				} else {
-					t.inNZ[j][p] = false
-				}
-			}
-			t.nz[j], t.stale[j] = kept, 0
+			t.relist(j)
 		}
-	case w != 0 && was == 0 && t.inNZ[j][e]:
+	case w != 0 && was == 0 && k >= 0:
 		t.stale[j]-- // listed again before it was dropped
 	}
+}
+
+// relist remakes feature j's list of non-zero weights.
+func (t *pdsTrainer) relist(j int32) {
+	kept := t.nz[j][:0]
+	for _, n := range t.nz[j] {
+		t.listed[j][n.place] = -1
+	}
+	for e, w := range t.wt[j] {
+		if w != 0 {
+			t.listed[j][e] = int32(len(kept))
+			kept = append(kept, pdsWeight{class: t.cls[j][e], place: int32(e), w: w})
+		}
+	}
+	t.nz[j], t.stale[j] = kept, 0
 }
 
 // startPost begins the post-solve: places of zero weight leave the support
@@ -447,16 +469,8 @@ func (t *pdsTrainer) startPost(resumed bool) {
 			}
 			t.wt[j][e] = t.val[j][e]
 		}
-		if resumed {
-			// The lists were made under the threshold: remake them.
-			t.nz[j], t.stale[j] = t.nz[j][:0], 0
-			for e := range t.cls[j] {
-				t.inNZ[j][e] = t.wt[j][e] != 0
-				if t.inNZ[j][e] {
-					t.nz[j] = append(t.nz[j], int32(e))
-				}
-			}
-		}
+		// The weights changed under the lists: remake them.
+		t.relist(int32(j))
 	}
 }
 
@@ -563,11 +577,11 @@ func (t *pdsTrainer) heldoutBest(s *pdsSearch, i int) {
 	idx, val := t.held.Row(i)
 	s.touched = s.touched[:0]
 	for e, j := range idx {
-		for _, p := range t.nz[j] {
-			if w := t.wt[j][p]; w != 0 {
-				c := t.cls[j][p]
-				if !s.seen[c] {
-					s.seen[c] = true
+		for _, n := range t.nz[j] {
+			if w := n.w; w != 0 {
+				c := n.class
+				if s.seen[c] == 0 {
+					s.seen[c] = 1
 					s.touched = append(s.touched, c)
 				}
 				s.score[c] += w * float64(val[e])
@@ -584,7 +598,7 @@ func (t *pdsTrainer) heldoutBest(s *pdsSearch, i int) {
 	// this rank owns.
 	if score <= 0 {
 		for _, l := range t.ownSorted {
-			if !s.seen[t.local[l]] {
+			if s.seen[t.local[l]] == 0 {
 				if score < 0 || l < best {
 					best, score = l, 0
 				}
@@ -593,7 +607,7 @@ func (t *pdsTrainer) heldoutBest(s *pdsSearch, i int) {
 		}
 	}
 	for _, c := range s.touched {
-		s.score[c], s.seen[c] = 0, false
+		s.score[c], s.seen[c] = 0, 0
 	}
 	binary.LittleEndian.PutUint32(t.msg[12*i:], uint32(best))
 	binary.LittleEndian.PutUint64(t.msg[12*i+4:], math.Float64bits(score))
@@ -624,7 +638,7 @@ func (t *pdsTrainer) bestWeight(j, e int) float64 {
 // pdsSearch is a worker's scratch for the search of a batch's rows.
 type pdsSearch struct {
 	score   []float64 // per local class
-	seen    []bool    // per local class: touched
+	seen    []uint8   // per local class: 1 if touched
 	touched []int32
 	best    []int32
 	rowReports
@@ -637,23 +651,28 @@ func (t *pdsTrainer) report(s *pdsSearch, q int32, i int32) {
 		return // step skips the row: nothing to report
 	}
 	idx, val := t.x.Row(int(i))
-	s.touched = s.touched[:0]
+	// Without a branch on whether a class was seen before (the search's
+	// costliest misprediction): every class is written at the end of
+	// touched, which only grows if the class is new.
+	touched, seen, score := s.touched[:cap(s.touched)], s.seen, s.score
+	nt := 0
 	for e, j := range idx {
 		xv := float64(val[e])
-		cls, wt := t.cls[j], t.wt[j]
-		for _, p := range t.nz[j] {
-			w := wt[p]
-			if w == 0 { // became zero since listed
-				continue
+		for _, n := range t.nz[j] {
+			// A weight that became zero since listed adds nothing and
+			// does not touch its class; tested without a branch too.
+			w, c := n.w, n.class
+			var live uint8
+			if w != 0 {
+				live = 1
 			}
-			c := cls[p]
-			if !s.seen[c] {
-				s.seen[c] = true
-				s.touched = append(s.touched, c)
-			}
-			s.score[c] += w * xv
+			touched[nt] = c
+			nt += int(live &^ seen[c])
+			seen[c] |= live
+			score[c] += w * xv
 		}
 	}
+	s.touched = touched[:nt]
 	put := func(class int32, kind int32, score float64) {
 		s.msg = appendEntry(s.msg, roundEntry{q: q, class: class, kind: kind, score: score})
 	}
@@ -669,7 +688,7 @@ func (t *pdsTrainer) report(s *pdsSearch, q int32, i int32) {
 	if t.post {
 		// The active sets are frozen: no candidates.
 		for _, c := range s.touched {
-			s.score[c], s.seen[c] = 0, false
+			s.score[c], s.seen[c] = 0, 0
 		}
 		for _, a := range active {
 			if c := t.local[a.class]; c >= 0 {
@@ -684,8 +703,12 @@ func (t *pdsTrainer) report(s *pdsSearch, q int32, i int32) {
 		return s.score[a] > s.score[b] || (s.score[a] == s.score[b] && t.global[a] < t.global[b])
 	}
 	best := s.best[:0]
+	// floor is 0 until best is full, then the score of its worst: most
+	// classes fall below it, which one comparison tells.
+	floor := 0.0
 	for _, c := range s.touched {
-		if s.score[c] <= 0 || (len(best) == t.p.MaxSelect && !better(c, best[len(best)-1])) {
+		sc := s.score[c]
+		if sc < floor || (sc == floor && (len(best) < t.p.MaxSelect || !better(c, best[len(best)-1]))) {
 			continue
 		}
 		if len(best) < t.p.MaxSelect {
@@ -695,6 +718,9 @@ func (t *pdsTrainer) report(s *pdsSearch, q int32, i int32) {
 		}
 		for k := len(best) - 1; k > 0 && better(best[k], best[k-1]); k-- {
 			best[k], best[k-1] = best[k-1], best[k]
+		}
+		if len(best) == t.p.MaxSelect {
+			floor = s.score[best[len(best)-1]]
 		}
 	}
 	s.best = best
@@ -707,13 +733,13 @@ func (t *pdsTrainer) report(s *pdsSearch, q int32, i int32) {
 		if found == t.p.MaxSelect {
 			break
 		}
-		if c := t.local[l]; !s.seen[c] && !isActive(active, l) {
+		if c := t.local[l]; s.seen[c] == 0 && !isActive(active, l) {
 			put(l, pdsUntouched, 0)
 			found++
 		}
 	}
 	for _, c := range s.touched {
-		s.score[c], s.seen[c] = 0, false
+		s.score[c], s.seen[c] = 0, 0
 	}
 	for _, a := range active {
 		if c := t.local[a.class]; c >= 0 {
