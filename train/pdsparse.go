@@ -178,11 +178,21 @@ type pdsActive struct {
 	alpha float64
 }
 
+// pdsPlace is the weight of a class (local id) on a feature: its dual sum
+// v, its weight w = prox_λ(v) and its index in the feature's list of
+// non-zero weights (-1: not listed). The fields a step changes share a
+// cache line.
+type pdsPlace struct {
+	v, w   float64
+	class  int32
+	listed int32
+}
+
 // pdsWeight is a non-zero weight of a feature as the search reads it: the
-// class (local id), its place in the feature's lists and the weight.
+// class (local id) and the weight.
 type pdsWeight struct {
-	class, place int32
-	w            float64
+	class int32
+	w     float64
 }
 
 // pdsTrainer is the runner.RoundTrainer of PDSparseParams.
@@ -199,21 +209,16 @@ type pdsTrainer struct {
 	fill    []int32
 	fillPos []int32 // per class, its place in fill (-1: none)
 
-	// The owned classes' weights, by feature: feature j holds the dual
-	// sums val[j] of classes cls[j] (local ids) and their weights wt[j] =
-	// prox_λ(val[j]); at gives the place of class c in feature j's lists.
-	// nz[j] lists the non-zero weights (and some that became zero since,
-	// dropped once they are half the list) with their class and place,
-	// side by side for the search, which reads nothing else; listed[j][e]
-	// is place e's index in nz[j], or -1.
+	// The owned classes' weights, by feature: places[j] holds feature j's
+	// (class, dual sum, weight) places and at gives the place of class c
+	// in it. nz[j] lists the non-zero weights (and some that became zero
+	// since, dropped once they are half the list) with their class, side
+	// by side for the search, which reads nothing else.
 	owned  []int
 	local  []int32 // per class: its local id on this rank, or -1
 	global []int32 // per local id: its class
-	cls    [][]int32
-	val    [][]float64
-	wt     [][]float64
+	places [][]pdsPlace
 	nz     [][]pdsWeight
-	listed [][]int32
 	stale  []int32 // per feature: the entries of nz[j] whose weight is zero
 	at     placeTable
 	// post is whether the post-solve runs (after Epochs epochs); off marks,
@@ -232,8 +237,8 @@ type pdsTrainer struct {
 	bestAcc   float64
 	sinceBest int
 	// bestWt is, with --heldout, the weights of the epoch of best
-	// held-out accuracy, by feature as wt (shorter lists: zeros after);
-	// the model is made of them.
+	// held-out accuracy, by feature and place as places (shorter lists:
+	// zeros after); the model is made of them.
 	bestWt [][]float64
 	// rounds and reportBytes count this run's rounds and the bytes of the
 	// reports every rank received, for the log.
@@ -257,6 +262,7 @@ type pdsTrainer struct {
 	stepScratch struct {
 		add, fill          []roundEntry
 		scores, b, c, x, y []float64
+		at                 []int32
 	}
 }
 
@@ -329,11 +335,8 @@ func (t *pdsTrainer) Start(units []int, _ int, state [][]byte, shared []byte) er
 			t.ownFill = append(t.ownFill, l)
 		}
 	}
-	t.cls = make([][]int32, t.x.Cols)
-	t.val = make([][]float64, t.x.Cols)
-	t.wt = make([][]float64, t.x.Cols)
+	t.places = make([][]pdsPlace, t.x.Cols)
 	t.nz = make([][]pdsWeight, t.x.Cols)
-	t.listed = make([][]int32, t.x.Cols)
 	t.stale = make([]int32, t.x.Cols)
 	t.at = placeTable{}
 	t.searchers = numa.NewPerWorker(t.pool, func(numa.Worker) *pdsSearch {
@@ -397,34 +400,43 @@ func (t *pdsTrainer) Start(units []int, _ int, state [][]byte, shared []byte) er
 
 // add adds v to the dual sum of local class c on feature j.
 func (t *pdsTrainer) add(j, c int32, v float64) {
-	key := placeKey(j, c)
-	e, ok := t.at.get(key)
-	if t.post && (!ok || t.off[j][e]) {
+	t.addAt(j, c, t.placeOf(j, c), v)
+}
+
+// placeOf returns the place of local class c in feature j's lists, or -1.
+func (t *pdsTrainer) placeOf(j, c int32) int32 {
+	if e, ok := t.at.get(placeKey(j, c)); ok {
+		return e
+	}
+	return -1
+}
+
+// addAt is add with the place e of the pair (-1: none yet) looked up.
+func (t *pdsTrainer) addAt(j, c, e int32, v float64) {
+	if t.post && (e < 0 || t.off[j][e]) {
 		return // outside the support the post-solve keeps
 	}
-	if !ok {
-		e = int32(len(t.cls[j]))
-		t.at.put(key, e)
-		t.cls[j] = append(t.cls[j], c)
-		t.val[j] = append(t.val[j], 0)
-		t.wt[j] = append(t.wt[j], 0)
-		t.listed[j] = append(t.listed[j], -1)
+	if e < 0 {
+		e = int32(len(t.places[j]))
+		t.at.put(placeKey(j, c), e)
+		t.places[j] = append(t.places[j], pdsPlace{class: c, listed: -1})
 	}
-	t.val[j][e] += v
+	p := &t.places[j][e]
+	p.v += v
 	lambda := t.p.Lambda
 	if t.post {
 		lambda = 0
 	}
-	w, was := softThreshold(t.val[j][e], lambda), t.wt[j][e]
-	t.wt[j][e] = w
-	k := t.listed[j][e]
+	w, was := softThreshold(p.v, lambda), p.w
+	p.w = w
+	k := p.listed
 	if k >= 0 {
 		t.nz[j][k].w = w
 	}
 	switch {
 	case w != 0 && k < 0:
-		t.listed[j][e] = int32(len(t.nz[j]))
-		t.nz[j] = append(t.nz[j], pdsWeight{class: c, place: e, w: w})
+		p.listed = int32(len(t.nz[j]))
+		t.nz[j] = append(t.nz[j], pdsWeight{class: c, w: w})
 	case w == 0 && was != 0:
 		// Listed but zero: searches skip it; drop such entries once
 		// they are half the list.
@@ -440,13 +452,12 @@ func (t *pdsTrainer) add(j, c int32, v float64) {
 // relist remakes feature j's list of non-zero weights.
 func (t *pdsTrainer) relist(j int32) {
 	kept := t.nz[j][:0]
-	for _, n := range t.nz[j] {
-		t.listed[j][n.place] = -1
-	}
-	for e, w := range t.wt[j] {
-		if w != 0 {
-			t.listed[j][e] = int32(len(kept))
-			kept = append(kept, pdsWeight{class: t.cls[j][e], place: int32(e), w: w})
+	for e := range t.places[j] {
+		p := &t.places[j][e]
+		p.listed = -1
+		if p.w != 0 {
+			p.listed = int32(len(kept))
+			kept = append(kept, pdsWeight{class: p.class, w: p.w})
 		}
 	}
 	t.nz[j], t.stale[j] = kept, 0
@@ -460,14 +471,15 @@ func (t *pdsTrainer) relist(j int32) {
 // leaves it: a difference of measure zero).
 func (t *pdsTrainer) startPost(resumed bool) {
 	t.post = true
-	t.off = make([][]bool, len(t.cls))
-	for j := range t.cls {
-		t.off[j] = make([]bool, len(t.cls[j]))
-		for e := range t.cls[j] {
-			if (resumed && t.val[j][e] == 0) || (!resumed && t.wt[j][e] == 0) {
-				t.off[j][e], t.val[j][e] = true, 0
+	t.off = make([][]bool, len(t.places))
+	for j := range t.places {
+		t.off[j] = make([]bool, len(t.places[j]))
+		for e := range t.places[j] {
+			p := &t.places[j][e]
+			if (resumed && p.v == 0) || (!resumed && p.w == 0) {
+				t.off[j][e], p.v = true, 0
 			}
-			t.wt[j][e] = t.val[j][e]
+			p.w = p.v
 		}
 		// The weights changed under the lists: remake them.
 		t.relist(int32(j))
@@ -622,8 +634,11 @@ func (t *pdsTrainer) keepBest() {
 	if t.bestWt == nil {
 		t.bestWt = make([][]float64, t.x.Cols)
 	}
-	for j := range t.wt {
-		t.bestWt[j] = append(t.bestWt[j][:0], t.wt[j]...)
+	for j := range t.places {
+		t.bestWt[j] = t.bestWt[j][:0]
+		for _, p := range t.places[j] {
+			t.bestWt[j] = append(t.bestWt[j], p.w)
+		}
 	}
 }
 
@@ -857,9 +872,16 @@ func (t *pdsTrainer) step(i int32, entries []roundEntry) error {
 		}
 		if d := na - a.alpha; d != 0 {
 			if lc := t.local[a.class]; lc >= 0 {
-				for e, j := range idx {
-					t.add(j, lc, d*float64(val[e]))
+				// All the lookups first: each misses the cache, and
+				// apart from the updates they run at once.
+				at := st.at[:0]
+				for _, j := range idx {
+					at = append(at, t.placeOf(j, lc))
 				}
+				for e, j := range idx {
+					t.addAt(j, lc, at[e], d*float64(val[e]))
+				}
+				st.at = at
 			}
 		}
 		if k < len(labels) || na != 0 {
@@ -885,9 +907,9 @@ func (t *pdsTrainer) Save() ([][]byte, []byte, error) {
 		state[q] = binary.LittleEndian.AppendUint32(state[q], uint32(l))
 		state[q] = binary.LittleEndian.AppendUint64(state[q], math.Float64bits(v))
 	}
-	for j := range t.cls {
-		for e, c := range t.cls[j] {
-			v, best := t.val[j][e], t.bestWeight(j, e)
+	for j := range t.places {
+		for e, p := range t.places[j] {
+			c, v, best := p.class, p.v, t.bestWeight(j, e)
 			if v == 0 && best == 0 {
 				continue
 			}
@@ -955,9 +977,9 @@ func (t *pdsTrainer) Finish() ([]runner.Result, error) {
 	}
 	feats := make([][]int32, n)
 	weights := make([][]float64, n)
-	for j := range t.cls {
-		for e, c := range t.cls[j] {
-			w := t.wt[j][e]
+	for j := range t.places {
+		for e, p := range t.places[j] {
+			c, w := p.class, p.w
 			if t.bestWt != nil {
 				w = t.bestWeight(j, e)
 			}
@@ -1006,9 +1028,9 @@ func (t *pdsTrainer) meanActive() float64 {
 // nnz is the number of non-zero weights of this rank's classes.
 func (t *pdsTrainer) nnz() int {
 	n := 0
-	for j := range t.wt {
-		for _, w := range t.wt[j] {
-			if w != 0 {
+	for j := range t.places {
+		for _, p := range t.places[j] {
+			if p.w != 0 {
 				n++
 			}
 		}
