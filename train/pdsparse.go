@@ -338,7 +338,7 @@ func (t *pdsTrainer) Start(units []int, _ int, state [][]byte, shared []byte) er
 	t.places = make([][]pdsPlace, t.x.Cols)
 	t.nz = make([][]pdsWeight, t.x.Cols)
 	t.stale = make([]int32, t.x.Cols)
-	t.at = placeTable{}
+	t.at = newPlaceTable(t.x.Cols, len(classes))
 	t.searchers = numa.NewPerWorker(t.pool, func(numa.Worker) *pdsSearch {
 		// touched holds every class once, and one more slot: the search
 		// writes a class there before it knows whether to keep it.
@@ -374,7 +374,7 @@ func (t *pdsTrainer) Start(units []int, _ int, state [][]byte, shared []byte) er
 			}
 			// A weight of the best epoch's model: its place exists, as
 			// the record of its dual sum comes first.
-			e, ok := t.at.get(placeKey(j, t.local[l]))
+			e, ok := t.at.get(j, t.local[l])
 			if !ok {
 				return fmt.Errorf("unit %d: best weight of feature %d and class %d without its dual sum", u, j, l)
 			}
@@ -405,7 +405,7 @@ func (t *pdsTrainer) add(j, c int32, v float64) {
 
 // placeOf returns the place of local class c in feature j's lists, or -1.
 func (t *pdsTrainer) placeOf(j, c int32) int32 {
-	if e, ok := t.at.get(placeKey(j, c)); ok {
+	if e, ok := t.at.get(j, c); ok {
 		return e
 	}
 	return -1
@@ -418,7 +418,7 @@ func (t *pdsTrainer) addAt(j, c, e int32, v float64) {
 	}
 	if e < 0 {
 		e = int32(len(t.places[j]))
-		t.at.put(placeKey(j, c), e)
+		t.at.put(j, c, e)
 		t.places[j] = append(t.places[j], pdsPlace{class: c, listed: -1})
 	}
 	p := &t.places[j][e]

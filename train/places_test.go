@@ -5,49 +5,62 @@ import (
 	"testing"
 )
 
-// TestPlaceTable checks the table against Go's map on keys of every shape:
-// dense runs of classes on one feature, runs of features for one class,
-// random pairs, and extreme ids; through several growths.
+// TestPlaceTable checks the table against Go's map on pairs of every
+// shape: dense runs of classes on one feature, runs of features for one
+// class, random pairs, and extreme ids (hashed, through several growths);
+// and pairs of a small range (dense).
 func TestPlaceTable(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
+	const features, classes = 300, 40
+	hashed := func() placeTable { return newPlaceTable(1<<31-1, 1<<31-1) }
+	dense := func() placeTable { return newPlaceTable(features, classes) }
+	anyPair := func() (int32, int32) { return rng.Int32(), rng.Int32() }
+	smallPair := func() (int32, int32) { return rng.Int32N(features), rng.Int32N(classes) }
 	cases := []struct {
-		name string
-		pair func(i int) (int32, int32)
+		name      string
+		table     func() placeTable
+		wantDense bool
+		pair      func(i int) (int32, int32) // the pairs put
+		query     func() (int32, int32)      // pairs looked up
 	}{
-		{"classes of one feature", func(i int) (int32, int32) { return 7, int32(i) }},
-		{"features of one class", func(i int) (int32, int32) { return int32(i), 3 }},
-		{"random", func(int) (int32, int32) { return rng.Int32N(1 << 20), rng.Int32N(1 << 20) }},
-		{"extremes", func(i int) (int32, int32) { return int32(1<<31 - 1 - i), int32(i % 2 * (1<<31 - 1)) }},
+		{"classes of one feature", hashed, false, func(i int) (int32, int32) { return 7, int32(i) }, anyPair},
+		{"features of one class", hashed, false, func(i int) (int32, int32) { return int32(i), 3 }, anyPair},
+		{"random", hashed, false, func(int) (int32, int32) { return rng.Int32N(1 << 20), rng.Int32N(1 << 20) }, anyPair},
+		{"extremes", hashed, false, func(i int) (int32, int32) { return int32(1<<31 - 1 - i), int32(i % 2 * (1<<31 - 1)) }, anyPair},
+		{"dense", dense, true, func(int) (int32, int32) { return smallPair() }, smallPair},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var tab placeTable
-			want := map[uint64]int32{}
+			tab := tc.table()
+			if (tab.dense != nil) != tc.wantDense {
+				t.Fatalf("dense %v, want %v", tab.dense != nil, tc.wantDense)
+			}
+			want := map[[2]int32]int32{}
 			for i := range 5000 {
 				j, c := tc.pair(i)
-				k := placeKey(j, c)
+				k := [2]int32{j, c}
 				if _, ok := want[k]; ok {
 					continue
 				}
-				if _, ok := tab.get(k); ok {
+				if _, ok := tab.get(j, c); ok {
 					t.Fatalf("pair (%d, %d) found before it was put", j, c)
 				}
 				want[k] = int32(i)
-				tab.put(k, int32(i))
+				tab.put(j, c, int32(i))
 			}
 			if tab.n != len(want) {
 				t.Errorf("%d entries, want %d", tab.n, len(want))
 			}
 			for k, p := range want {
-				if got, ok := tab.get(k); !ok || got != p {
-					t.Errorf("key %#x: place %d, %v; want %d", k, got, ok, p)
+				if got, ok := tab.get(k[0], k[1]); !ok || got != p {
+					t.Errorf("pair %v: place %d, %v; want %d", k, got, ok, p)
 				}
 			}
 			for range 1000 {
-				k := placeKey(rng.Int32(), rng.Int32())
-				_, inMap := want[k]
-				if _, ok := tab.get(k); ok != inMap {
-					t.Errorf("key %#x: found %v, want %v", k, ok, inMap)
+				j, c := tc.query()
+				_, inMap := want[[2]int32{j, c}]
+				if _, ok := tab.get(j, c); ok != inMap {
+					t.Errorf("pair (%d, %d): found %v, want %v", j, c, ok, inMap)
 				}
 			}
 		})
