@@ -650,12 +650,18 @@ func (t *pdsTrainer) bestWeight(j, e int) float64 {
 	return t.bestWt[j][e]
 }
 
+// pdsCandidate is a class (local id) a search may report, and its score.
+type pdsCandidate struct {
+	class int32
+	score float64
+}
+
 // pdsSearch is a worker's scratch for the search of a batch's rows.
 type pdsSearch struct {
 	score   []float64 // per local class
 	seen    []uint8   // per local class: 1 if touched
 	touched []int32
-	best    []int32
+	best    []pdsCandidate
 	rowReports
 }
 
@@ -712,36 +718,6 @@ func (t *pdsTrainer) report(s *pdsSearch, q int32, i int32) {
 		}
 		return
 	}
-	// The best MaxSelect violators of positive score, ties to the lower
-	// class, kept sorted by insertion (MaxSelect is small).
-	better := func(a, b int32) bool {
-		return s.score[a] > s.score[b] || (s.score[a] == s.score[b] && t.global[a] < t.global[b])
-	}
-	best := s.best[:0]
-	// floor is 0 until best is full, then the score of its worst: most
-	// classes fall below it, which one comparison tells.
-	floor := 0.0
-	for _, c := range s.touched {
-		sc := s.score[c]
-		if sc < floor || (sc == floor && (len(best) < t.p.MaxSelect || !better(c, best[len(best)-1]))) {
-			continue
-		}
-		if len(best) < t.p.MaxSelect {
-			best = append(best, c)
-		} else {
-			best[len(best)-1] = c
-		}
-		for k := len(best) - 1; k > 0 && better(best[k], best[k-1]); k-- {
-			best[k], best[k-1] = best[k-1], best[k]
-		}
-		if len(best) == t.p.MaxSelect {
-			floor = s.score[best[len(best)-1]]
-		}
-	}
-	s.best = best
-	for _, c := range best {
-		put(t.global[c], pdsViolator, s.score[c])
-	}
 	// The first MaxSelect untouched classes of the fill order.
 	found := 0
 	for _, l := range t.ownFill {
@@ -753,8 +729,37 @@ func (t *pdsTrainer) report(s *pdsSearch, q int32, i int32) {
 			found++
 		}
 	}
+	// The best MaxSelect violators of positive score, ties to the lower
+	// class, kept sorted by insertion (MaxSelect is small), in the pass
+	// that clears the scores.
+	better := func(a, b pdsCandidate) bool {
+		return a.score > b.score || (a.score == b.score && t.global[a.class] < t.global[b.class])
+	}
+	best := s.best[:0]
+	// floor is 0 until best is full, then the score of its worst: most
+	// classes fall below it, which one comparison tells.
+	floor := 0.0
 	for _, c := range s.touched {
+		sc := s.score[c]
 		s.score[c], s.seen[c] = 0, 0
+		if sc < floor || (sc == floor && (len(best) < t.p.MaxSelect || !better(pdsCandidate{c, sc}, best[len(best)-1]))) {
+			continue
+		}
+		if len(best) < t.p.MaxSelect {
+			best = append(best, pdsCandidate{c, sc})
+		} else {
+			best[len(best)-1] = pdsCandidate{c, sc}
+		}
+		for k := len(best) - 1; k > 0 && better(best[k], best[k-1]); k-- {
+			best[k], best[k-1] = best[k-1], best[k]
+		}
+		if len(best) == t.p.MaxSelect {
+			floor = best[len(best)-1].score
+		}
+	}
+	s.best = best
+	for _, b := range best {
+		put(t.global[b.class], pdsViolator, b.score)
 	}
 	for _, a := range active {
 		if c := t.local[a.class]; c >= 0 {
