@@ -189,10 +189,10 @@ type pdsPlace struct {
 }
 
 // pdsWeight is a non-zero weight of a feature as the search reads it: the
-// class (local id) and the weight.
+// class (local id), its place in the feature's lists and the weight.
 type pdsWeight struct {
-	class int32
-	w     float64
+	class, place int32
+	w            float64
 }
 
 // pdsTrainer is the runner.RoundTrainer of PDSparseParams.
@@ -211,15 +211,14 @@ type pdsTrainer struct {
 
 	// The owned classes' weights, by feature: places[j] holds feature j's
 	// (class, dual sum, weight) places and at gives the place of class c
-	// in it. nz[j] lists the non-zero weights (and some that became zero
-	// since, dropped once they are half the list) with their class, side
-	// by side for the search, which reads nothing else.
+	// in it. nz[j] lists the non-zero weights, in no order, with their
+	// class and place, side by side for the search, which reads nothing
+	// else.
 	owned  []int
 	local  []int32 // per class: its local id on this rank, or -1
 	global []int32 // per local id: its class
 	places [][]pdsPlace
 	nz     [][]pdsWeight
-	stale  []int32 // per feature: the entries of nz[j] whose weight is zero
 	at     placeTable
 	// post is whether the post-solve runs (after Epochs epochs); off marks,
 	// per feature, the places outside the support of W when it began.
@@ -337,7 +336,6 @@ func (t *pdsTrainer) Start(units []int, _ int, state [][]byte, shared []byte) er
 	}
 	t.places = make([][]pdsPlace, t.x.Cols)
 	t.nz = make([][]pdsWeight, t.x.Cols)
-	t.stale = make([]int32, t.x.Cols)
 	t.at = newPlaceTable(t.x.Cols, len(classes))
 	t.searchers = numa.NewPerWorker(t.pool, func(numa.Worker) *pdsSearch {
 		// touched holds every class once, and one more slot: the search
@@ -427,25 +425,22 @@ func (t *pdsTrainer) addAt(j, c, e int32, v float64) {
 	if t.post {
 		lambda = 0
 	}
-	w, was := softThreshold(p.v, lambda), p.w
+	w := softThreshold(p.v, lambda)
 	p.w = w
-	k := p.listed
-	if k >= 0 {
+	switch k := p.listed; {
+	case w != 0 && k >= 0:
 		t.nz[j][k].w = w
-	}
-	switch {
-	case w != 0 && k < 0:
+	case w != 0:
 		p.listed = int32(len(t.nz[j]))
-		t.nz[j] = append(t.nz[j], pdsWeight{class: c, w: w})
-	case w == 0 && was != 0:
-		// Listed but zero: searches skip it; drop such entries once
-		// they are half the list.
-		t.stale[j]++
-		if 2*int(t.stale[j]) > len(t.nz[j]) {
-			t.relist(j)
-		}
-	case w != 0 && was == 0 && k >= 0:
-		t.stale[j]-- // listed again before it was dropped
+		t.nz[j] = append(t.nz[j], pdsWeight{class: c, place: e, w: w})
+	case k >= 0:
+		// Zero: out of the list, whose last entry takes its slot.
+		list := t.nz[j]
+		last := list[len(list)-1]
+		list[k] = last
+		t.places[j][last.place].listed = k
+		t.nz[j] = list[:len(list)-1]
+		p.listed = -1
 	}
 }
 
@@ -457,10 +452,10 @@ func (t *pdsTrainer) relist(j int32) {
 		p.listed = -1
 		if p.w != 0 {
 			p.listed = int32(len(kept))
-			kept = append(kept, pdsWeight{class: p.class, w: p.w})
+			kept = append(kept, pdsWeight{class: p.class, place: int32(e), w: p.w})
 		}
 	}
-	t.nz[j], t.stale[j] = kept, 0
+	t.nz[j] = kept
 }
 
 // startPost begins the post-solve: places of zero weight leave the support
@@ -590,14 +585,12 @@ func (t *pdsTrainer) heldoutBest(s *pdsSearch, i int) {
 	s.touched = s.touched[:0]
 	for e, j := range idx {
 		for _, n := range t.nz[j] {
-			if w := n.w; w != 0 {
-				c := n.class
-				if s.seen[c] == 0 {
-					s.seen[c] = 1
-					s.touched = append(s.touched, c)
-				}
-				s.score[c] += w * float64(val[e])
+			c := n.class
+			if s.seen[c] == 0 {
+				s.seen[c] = 1
+				s.touched = append(s.touched, c)
 			}
+			s.score[c] += n.w * float64(val[e])
 		}
 	}
 	best, score := int32(-1), math.Inf(-1)
@@ -680,17 +673,11 @@ func (t *pdsTrainer) report(s *pdsSearch, q int32, i int32) {
 	for e, j := range idx {
 		xv := float64(val[e])
 		for _, n := range t.nz[j] {
-			// A weight that became zero since listed adds nothing and
-			// does not touch its class; tested without a branch too.
-			w, c := n.w, n.class
-			var live uint8
-			if w != 0 {
-				live = 1
-			}
+			c := n.class
 			touched[nt] = c
-			nt += int(live &^ seen[c])
-			seen[c] |= live
-			score[c] += w * xv
+			nt += int(1 - seen[c])
+			seen[c] = 1
+			score[c] += n.w * xv
 		}
 	}
 	s.touched = touched[:nt]
