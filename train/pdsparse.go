@@ -221,6 +221,9 @@ type pdsTrainer struct {
 	places [][]pdsPlace
 	nz     [][]pdsWeight
 	at     placeTable
+	// denseLimit is the most pairs of a dense place table (see
+	// newPlaceTable).
+	denseLimit int
 	// post is whether the post-solve runs (after Epochs epochs); off marks,
 	// per feature, the places outside the support of W when it began.
 	post bool
@@ -278,7 +281,7 @@ func newPDSTrainer(p PDSparseParams, ds *data.Dataset, comm mpi.Comm, pool *numa
 	if ds.N() == 0 {
 		return nil, errors.New("pdsparse: no training rows")
 	}
-	t := &pdsTrainer{p: p, comm: comm, pool: pool, x: p.Apply(&ds.X), y: ds.Y.Clone()}
+	t := &pdsTrainer{p: p, comm: comm, pool: pool, x: p.Apply(&ds.X), y: ds.Y.Clone(), denseLimit: placeDenseLimit}
 	t.sq = make([]float64, t.x.Rows)
 	for i := range t.x.Rows {
 		_, val := t.x.Row(i)
@@ -337,7 +340,7 @@ func (t *pdsTrainer) Start(units []int, _ int, state [][]byte, shared []byte) er
 	}
 	t.places = make([][]pdsPlace, t.x.Cols)
 	t.nz = make([][]pdsWeight, t.x.Cols)
-	t.at = newPlaceTable(t.x.Cols, len(classes))
+	t.at = newPlaceTable(t.x.Cols, len(classes), t.denseLimit)
 	t.searchers = numa.NewPerWorker(t.pool, func(numa.Worker) *pdsSearch {
 		// touched holds every class once, and one more slot: the search
 		// writes a class there before it knows whether to keep it.

@@ -1,8 +1,15 @@
 package train
 
 import (
+	"bytes"
+	"context"
+	"fmt"
 	"strings"
 	"testing"
+
+	"xmc/mpi"
+	"xmc/numa/numatest"
+	"xmc/runner"
 )
 
 func TestPDSparseParamsValidate(t *testing.T) {
@@ -56,6 +63,53 @@ func TestPDSClassesPerUnit(t *testing.T) {
 	} {
 		if got := pdsClassesPerUnit(tc.classes); got != tc.want {
 			t.Errorf("%d classes: %d a unit, want %d", tc.classes, got, tc.want)
+		}
+	}
+}
+
+// TestPDSparsePlaceTables trains Bibtex with the dense place table its
+// size gets and with hashed ones: the weights must be the same bytes.
+func TestPDSparsePlaceTables(t *testing.T) {
+	tr, _ := loadBibtex(t)
+	p := DefaultPDSparseParams()
+	p.Epochs = 2
+	var models [2][]runner.Result
+	for k, limit := range []int{placeDenseLimit, 0} {
+		pool := numatest.Pool(t, 1, 1)
+		err := mpi.Launch(1, func(c mpi.Comm) error {
+			tt, err := newPDSTrainer(p, tr, c, pool)
+			if err != nil {
+				return err
+			}
+			tt.denseLimit = limit
+			units := make([]int, len(tt.blocks))
+			for u := range units {
+				units[u] = u
+			}
+			if err := tt.Start(units, 0, nil, nil); err != nil {
+				return err
+			}
+			if (tt.at.dense != nil) != (limit > 0) {
+				return fmt.Errorf("dense limit %d: dense table %v", limit, tt.at.dense != nil)
+			}
+			for r := range p.Epochs * tt.order.Batches {
+				if _, err := tt.Round(context.Background(), r); err != nil {
+					return err
+				}
+			}
+			models[k], err = tt.Finish()
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(models[0]) != len(models[1]) {
+		t.Fatalf("%d and %d units", len(models[0]), len(models[1]))
+	}
+	for u := range models[0] {
+		if a, b := models[0][u], models[1][u]; a.Unit != b.Unit || !bytes.Equal(a.Data, b.Data) {
+			t.Errorf("unit %d: dense and hashed place tables trained different weights", a.Unit)
 		}
 	}
 }

@@ -31,9 +31,10 @@ type placeTable struct {
 const placeDenseLimit = 1 << 22
 
 // newPlaceTable returns an empty table for pairs of features below
-// features and classes below classes.
-func newPlaceTable(features, classes int) placeTable {
-	if features*classes <= placeDenseLimit {
+// features and classes below classes, dense if they are at most
+// denseLimit pairs (placeDenseLimit but in tests).
+func newPlaceTable(features, classes, denseLimit int) placeTable {
+	if features*classes <= denseLimit {
 		return placeTable{dense: make([]int32, features*classes), classes: classes}
 	}
 	return placeTable{byFeature: make([][]uint64, features), count: make([]int32, features)}

@@ -13,8 +13,8 @@ func TestPlaceTable(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	const features, classes = 300, 40
 	const manyFeatures = 1 << 16
-	hashed := func() placeTable { return newPlaceTable(manyFeatures, 1<<31-1) }
-	dense := func() placeTable { return newPlaceTable(features, classes) }
+	hashed := func() placeTable { return newPlaceTable(manyFeatures, 1<<31-1, placeDenseLimit) }
+	dense := func() placeTable { return newPlaceTable(features, classes, placeDenseLimit) }
 	anyPair := func() (int32, int32) { return rng.Int32N(manyFeatures), rng.Int32() }
 	smallPair := func() (int32, int32) { return rng.Int32N(features), rng.Int32N(classes) }
 	cases := []struct {
