@@ -719,7 +719,7 @@ func (s *ppdScratch) search(sampled bool) []ppdCandidate {
 		s.score[i] = 0
 		s.slack[i] = tol - (sc + b + 1)
 	}
-	s.cand = s.rescore(s.cand[:0], b)
+	s.cand = s.rescore(s.cand[:0])
 	s.snapshot(b)
 	return s.cand
 }
@@ -816,8 +816,9 @@ func (s *ppdScratch) snapshot(b float64) {
 }
 
 // rescore appends to cand the rows of s.near that violate, each scored
-// from its own features, and records their slack; b is the bias weight.
-func (s *ppdScratch) rescore(cand []ppdCandidate, b float64) []ppdCandidate {
+// from its own features, and records their slack. The bias, the last
+// entry of every row when there is one, adds its weight w[bias] in turn.
+func (s *ppdScratch) rescore(cand []ppdCandidate) []ppdCandidate {
 	x := &s.d.X
 	w := s.w
 	s.stats.Rescored += int64(len(s.near))
@@ -826,11 +827,9 @@ func (s *ppdScratch) rescore(cand []ppdCandidate, b float64) []ppdCandidate {
 		val = val[:len(idx)]
 		m := 0.0
 		for k, j := range idx {
-			if j != s.bias {
-				m += w[j] * float64(val[k])
-			}
+			m += w[j] * float64(val[k])
 		}
-		viol := m + b + 1
+		viol := m + 1
 		s.slack[i] = s.p.Tol - viol
 		if viol > s.p.Tol {
 			cand = append(cand, ppdCandidate{row: i, viol: viol})
@@ -877,7 +876,7 @@ func (s *ppdScratch) boundedSearch() (cand []ppdCandidate, ok bool) {
 			}
 		}
 	}
-	s.cand = s.rescore(s.cand[:0], b)
+	s.cand = s.rescore(s.cand[:0])
 	return s.cand, true
 }
 
