@@ -302,14 +302,20 @@ func (t *PPDSparseTrainer) Work(w numa.Worker, unit int) ([]byte, error) {
 	for _, l := range t.blocks[unit] {
 		s.train(l, t.Params.Seed)
 		// Only the columns listed in s.cols can be non-zero: visiting
-		// them alone keeps a rare label's cost off D.
-		slices.Sort(s.cols)
+		// them alone keeps a rare label's cost off D. Those the pruning
+		// keeps, far fewer, are sorted for the model.
+		s.kept = s.kept[:0]
 		for _, j := range s.cols {
-			if v := s.w[j]; math.IsNaN(v) || math.IsInf(v, 0) {
+			v := s.w[j]
+			if math.IsNaN(v) || math.IsInf(v, 0) {
 				return nil, fmt.Errorf("label %d: training diverged: non-finite weight", l)
 			}
+			if v != 0 && math.Abs(v) >= t.Params.Prune {
+				s.kept = append(s.kept, j)
+			}
 		}
-		s.block.AppendSparse(l, s.cols, s.w, t.Params.Prune)
+		slices.Sort(s.kept)
+		s.block.AppendSparse(l, s.kept, s.w, t.Params.Prune)
 		s.clearWeights()
 	}
 	return s.block.MarshalBinary()
@@ -349,6 +355,7 @@ type ppdScratch struct {
 	v, w    []float64 // per column: v = Σ α_i y_i x_i and w = prox(v)
 	touched []bool    // per column: v_j was changed
 	cols    []int32   // the columns touched
+	kept    []int32   // the columns a label's pruned weights keep
 
 	score []float64 // per row: search estimate of Σ_{j≠bias} w_j x_ij
 	// The last full exact search of the label left in slack, per row,
