@@ -9,11 +9,7 @@ import (
 // itself, and that Each visits the values made, in worker order.
 func TestPerWorker(t *testing.T) {
 	topo := Topology{Domains: []Domain{{CPUs: []int{0}}, {CPUs: []int{1}}}}
-	p, err := newPool(topo, 4, nil, func([]int) error { return nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := unpinnedPool(t, topo, 4)
 	var made atomic.Int64
 	type scratch struct {
 		owner Worker

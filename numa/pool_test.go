@@ -193,13 +193,21 @@ func TestPoolSimulatedOneCPUPerWorker(t *testing.T) {
 	}
 }
 
-func TestRunConcurrent(t *testing.T) {
-	topo := Topology{Domains: []Domain{{CPUs: []int{0}}, {CPUs: []int{0}}}}
-	p, err := newPool(topo, 4, nil, func([]int) error { return nil })
+// unpinnedPool returns a pool of threads workers over topo that pins
+// nothing, closed when the test ends.
+func unpinnedPool(t *testing.T, topo Topology, threads int) *Pool {
+	t.Helper()
+	p, err := newPool(topo, threads, nil, func([]int) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close()
+	t.Cleanup(p.Close)
+	return p
+}
+
+func TestRunConcurrent(t *testing.T) {
+	topo := Topology{Domains: []Domain{{CPUs: []int{0}}, {CPUs: []int{0}}}}
+	p := unpinnedPool(t, topo, 4)
 	// Every call waits for all the others: Run must call fn on all workers
 	// at once.
 	within(t, func() {
@@ -236,11 +244,7 @@ func TestRunConcurrent(t *testing.T) {
 // asked, across the workers.
 func TestFor(t *testing.T) {
 	topo := Topology{Domains: []Domain{{CPUs: []int{0}}, {CPUs: []int{0}}}}
-	p, err := newPool(topo, 3, nil, func([]int) error { return nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := unpinnedPool(t, topo, 3)
 	for _, c := range []struct{ n, chunk int }{{0, 4}, {1, 4}, {10, 3}, {100, 1}, {7, 0}} {
 		seen := make([]atomic.Int32, c.n)
 		err := p.For(c.n, c.chunk, func(_ Worker, lo, hi int) {
@@ -264,11 +268,7 @@ func TestFor(t *testing.T) {
 
 func TestRunErrors(t *testing.T) {
 	topo := Topology{Domains: []Domain{{CPUs: []int{0}}, {CPUs: []int{0}}}}
-	p, err := newPool(topo, 3, nil, func([]int) error { return nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := unpinnedPool(t, topo, 3)
 	errBoom := errors.New("boom")
 	tests := []struct {
 		name    string

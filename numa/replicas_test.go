@@ -58,11 +58,7 @@ func TestNewReplicas(t *testing.T) {
 
 func TestNewReplicasErrors(t *testing.T) {
 	topo := Topology{Domains: []Domain{{CPUs: []int{0}}, {CPUs: []int{0}}, {CPUs: []int{0}}}}
-	p, err := newPool(topo, 3, nil, func([]int) error { return nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := unpinnedPool(t, topo, 3)
 	errBoom := errors.New("boom")
 	tests := []struct {
 		name    string
