@@ -147,6 +147,31 @@ func TestForestDeterministic(t *testing.T) {
 	}
 }
 
+// TestForestTogetherInPieces checks that a tree grown together is the tree
+// grown alone when its root is large enough (at least 2 × routeChunk rows:
+// Delicious has 12,920) for the helpers to take its k-means passes,
+// centroids and routing in pieces, over numbers of workers that split the
+// rows differently.
+func TestForestTogetherInPieces(t *testing.T) {
+	tr, _ := loadDelicious(t)
+	if tr.X.Rows < 2*routeChunk {
+		t.Fatalf("Delicious has %d rows: too few for pieces", tr.X.Rows)
+	}
+	p := DefaultForestParams()
+	p.Trees = 2
+	p.Seed = 5
+	p, _ = p.Resolve(tr.D(), tr.L())
+	ref := trainTrees(t, tr, p, numatest.Pool(t, 1, 1))
+	for _, threads := range []int{2, 3} {
+		got := newForestTrainer(t, tr, p, numatest.Pool(t, threads, 1)).workTogether(t)
+		for i := range ref {
+			if !bytes.Equal(ref[i], got[i]) {
+				t.Errorf("%d threads together: tree %d differs from the tree grown alone", threads, i)
+			}
+		}
+	}
+}
+
 // TestForestRoutesAsPrediction checks that training routes instances as
 // prediction does: every training instance, routed through a trained tree
 // by model.SplitIndex, reaches nodes whose Size counts exactly it.
