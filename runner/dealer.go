@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -118,7 +119,21 @@ func (p Plan) dynamicDealer(ctx context.Context, ck *checkpoint) (dealer, []Resu
 			q.queue = append(q.queue, u)
 		}
 	}
-	return &coordinator{queue: q, comm: c, served: make(chan error, 1)}, loaded, nil
+	return &coordinator{queue: q, comm: c, served: make(chan error, 1), cost: cumulativeCost(q.queue, p.Cost)}, loaded, nil
+}
+
+// cumulativeCost returns, for i in [0, len(queue)], the estimated cost of
+// queue[:i]: each unit's cost(u), or 1 when cost is nil.
+func cumulativeCost(queue []int, cost func(u int) float64) []float64 {
+	cum := make([]float64, len(queue)+1)
+	for i, u := range queue {
+		c := 1.0
+		if cost != nil {
+			c = max(cost(u), 0)
+		}
+		cum[i+1] = cum[i] + c
+	}
+	return cum
 }
 
 // claimCheckpoint returns, for every unit, the rank that keeps it from the
@@ -171,14 +186,16 @@ func (p Plan) claimCheckpoint(ck *checkpoint) ([]int32, error) {
 // take units from the queue directly, and a goroutine serves the requests
 // of the other ranks from the same queue. A request carries the progress
 // the rank made since its last one, so progress costs no message of its
-// own, and is answered with a chunk of units, guided: a fraction of those
-// left, so that a request serves many units while many are left and one
-// as the end nears, when the ranks must finish together.
+// own, and is answered with a chunk of units, guided: a share of the
+// estimated cost left (Plan.Cost), so that a request serves many units
+// while much is left and one as the end nears, when the ranks must finish
+// together.
 type coordinator struct {
 	queue   *queueDealer
 	comm    mpi.Comm
 	tracker *tracker
 	served  chan error
+	cost    []float64 // cost[i]: the estimated cost of queue.queue[:i]
 }
 
 // Request kinds, the first byte of a tagRequest message; the 8 bytes that
@@ -223,8 +240,7 @@ func (c *coordinator) serve() error {
 			open--
 			continue
 		}
-		left := len(c.queue.queue) - int(min(c.queue.taken.Load(), int64(len(c.queue.queue))))
-		units := c.queue.take(max(1, min(maxChunk, left/(2*size))))
+		units := c.queue.take(c.chunk(int(min(c.queue.taken.Load(), int64(len(c.queue.queue)))), size))
 		if len(units) == 0 {
 			open--
 		}
@@ -237,6 +253,18 @@ func (c *coordinator) serve() error {
 		}
 	}
 	return nil
+}
+
+// chunk returns how many units to hand a rank when the first taken units
+// of the queue are gone, among size ranks: the most whose estimated cost
+// stays within 1/(2·size) of the cost left, at least one and at most
+// maxChunk. Units of equal cost give a 1/(2·size) share of the units left.
+func (c *coordinator) chunk(taken, size int) int {
+	total := c.cost[len(c.cost)-1]
+	share := (total - c.cost[taken]) / float64(2*size)
+	// The first n whose cost exceeds the share, less one.
+	n := sort.Search(len(c.cost)-taken, func(n int) bool { return c.cost[taken+n]-c.cost[taken] > share }) - 1
+	return max(1, min(n, maxChunk))
 }
 
 func (c *coordinator) close() (bool, error) {

@@ -70,6 +70,13 @@ type Plan struct {
 	// Weight, if set, is what unit u counts for in progress reports (the
 	// labels of a label block); each unit counts 1 otherwise.
 	Weight func(u int) int
+	// Cost, if set, estimates what unit u costs to compute, relative to
+	// the other units (a label block: its labels' positives). The dynamic
+	// schedule's chunks then hold a share of the cost left rather than of
+	// the units left: units dealt costly first otherwise put the costliest
+	// together in the first chunk, which one rank then computes while the
+	// others run out of work. Nil: units cost alike.
+	Cost func(u int) float64
 	// Checkpoint, if not empty, is a directory where each finished unit is
 	// saved atomically and from which a rerun of the same Fingerprint loads
 	// finished units instead of recomputing them.

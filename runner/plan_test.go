@@ -239,3 +239,42 @@ func TestRunTeam(t *testing.T) {
 		}
 	}
 }
+
+// TestCoordinatorChunk checks the dynamic schedule's chunk sizes: a
+// 1/(2·ranks) share of the units left when they cost alike, and of the
+// estimated cost left when they do not, so that the costliest units,
+// dealt first, are not handed to one rank together.
+func TestCoordinatorChunk(t *testing.T) {
+	uniform := func(int) float64 { return 1 }
+	heavyFirst := func(u int) float64 { // 8 units of 100, then units of 1
+		if u < 8 {
+			return 100
+		}
+		return 1
+	}
+	for _, c := range []struct {
+		name               string
+		units, taken, size int
+		cost               func(int) float64
+		want               int
+	}{
+		{"alike, none taken", 75, 0, 2, nil, 18},
+		{"alike by Cost", 75, 0, 2, uniform, 18},
+		{"alike, near the end", 75, 72, 2, nil, 1},
+		{"alike, all taken", 75, 75, 2, nil, 1},
+		{"alike, capped", 100000, 0, 8, nil, maxChunk},
+		{"costly first", 75, 0, 2, heavyFirst, 2},          // 867/4: two of 100
+		{"costly first, 4 ranks", 75, 0, 4, heavyFirst, 1}, // 867/8: one of 100
+		{"costly ones gone", 75, 8, 2, heavyFirst, 16},     // 67/4: 16 of 1
+		{"costly unit alone", 75, 7, 2, heavyFirst, 1},     // 167/4 < 100: still one
+	} {
+		queue := make([]int, c.units)
+		for u := range queue {
+			queue[u] = u
+		}
+		co := coordinator{cost: cumulativeCost(queue, c.cost)}
+		if got := co.chunk(c.taken, c.size); got != c.want {
+			t.Errorf("%s: chunk(taken %d, %d ranks) = %d, want %d", c.name, c.taken, c.size, got, c.want)
+		}
+	}
+}

@@ -266,6 +266,20 @@ func NewPPDSparseTrainer(p PPDSparseParams, data *numa.Replicas[*PPDSparseData],
 		scratch: numa.NewPerWorker(pool, func(w numa.Worker) *ppdScratch { return newPPDScratch(data.Get(w.Domain), p) })}
 }
 
+// Cost estimates what label block u costs to train, relative to the other
+// blocks: the sum over its labels of 1 + positives^0.6. Trained one by one
+// on debian-tags and wordnet-hyper (1 to 27,704 positives), a label took
+// 0.36-0.46 ms per unit of this estimate from the rarest to the most
+// frequent: it grows with the positives, though far slower than they do.
+func (t *PPDSparseTrainer) Cost(u int) float64 {
+	d := t.Data.Get(0)
+	c := 0.0
+	for _, l := range t.blocks[u] {
+		c += 1 + math.Pow(float64(d.PosStart[l+1]-d.PosStart[l]), 0.6)
+	}
+	return c
+}
+
 // Units returns the number of work units, label blocks.
 func (t *PPDSparseTrainer) Units() int { return len(t.blocks) }
 
@@ -1030,7 +1044,7 @@ func (a *ppdsparseAlgorithm) Prepare(env Env, ds *data.Dataset) (*Work, error) {
 		return nil, err
 	}
 	return &Work{Kind: model.LinearKind{}, Params: p, Units: t.Units(), Unit: t.Work, Schedule: oneVsAllSchedule,
-		Weight: func(u int) int { return len(t.Block(u)) },
+		Weight: func(u int) int { return len(t.Block(u)) }, Cost: t.Cost,
 		Done: func(log *slog.Logger) {
 			st := t.Stats()
 			mean := 0.0

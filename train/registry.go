@@ -107,6 +107,9 @@ type Work struct {
 	// labels of a label block), in units of Kind.Axis(); each unit counts
 	// 1 otherwise.
 	Weight func(u int) int
+	// Cost, if set, estimates what a unit costs to compute relative to the
+	// others, for the dynamic schedule's chunks (see runner.Plan.Cost).
+	Cost func(u int) float64
 	// Rounds trains in synchronous rounds, for work of coupled units; its
 	// units are Units, and MaxRounds bounds the rounds.
 	Rounds    runner.RoundTrainer
