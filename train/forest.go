@@ -1113,6 +1113,7 @@ func (b *treeBuilder) kmeans(sample []int32, proj *model.Projection) int {
 		for _, c := range cluster {
 			counts[c]++
 		}
+		// s.scores is free outside route: keep, then normalizeColumns' scratch.
 		keep := s.scores[:k] // 1 for a cluster left empty, else 0
 		for c := range keep {
 			keep[c] = float32(1 - min(counts[c], 1))

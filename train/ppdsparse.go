@@ -267,10 +267,11 @@ func NewPPDSparseTrainer(p PPDSparseParams, data *numa.Replicas[*PPDSparseData],
 }
 
 // Cost estimates what label block u costs to train, relative to the other
-// blocks: the sum over its labels of 1 + positives^0.6. Trained one by one
-// on debian-tags and wordnet-hyper (1 to 27,704 positives), a label took
-// 0.36-0.46 ms per unit of this estimate from the rarest to the most
-// frequent: it grows with the positives, though far slower than they do.
+// blocks: the sum over its labels of 1 + positives^0.6. A label's time
+// grows with its positives, though far slower than they do: trained one by
+// one on debian-tags and wordnet-hyper (1 to 27,704 positives), labels
+// took 0.9 to 98 ms on average by range of positives, but 0.21-0.56 ms per
+// unit of this estimate (debian-tags alone 0.35-0.46).
 func (t *PPDSparseTrainer) Cost(u int) float64 {
 	d := t.Data.Get(0)
 	c := 0.0
