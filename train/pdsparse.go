@@ -669,6 +669,32 @@ func (t *pdsTrainer) report(s *pdsSearch, q int32, i int32) {
 		return // step skips the row: nothing to report
 	}
 	idx, val := t.x.Row(int(i))
+	put := func(class int32, kind int32, score float64) {
+		s.msg = appendEntry(s.msg, roundEntry{q: q, class: class, kind: kind, score: score})
+	}
+	active := t.act[i]
+	if t.post {
+		// The active sets are frozen: no candidates, and only the scores
+		// of the active classes this rank owns, each summed from its own
+		// places, feature by feature as the lists would add them (the
+		// same sums), not from every weight of the row's features.
+		for _, a := range active {
+			c := t.local[a.class]
+			if c < 0 {
+				continue
+			}
+			sc := 0.0
+			for e, j := range idx {
+				if p := t.placeOf(j, c); p >= 0 {
+					if w := t.places[j][p].w; w != 0 {
+						sc += w * float64(val[e])
+					}
+				}
+			}
+			put(a.class, pdsScore, sc)
+		}
+		return
+	}
 	// Without a branch on whether a class was seen before (the search's
 	// costliest misprediction): every class is written at the end of
 	// touched, which only grows if the class is new.
@@ -685,29 +711,13 @@ func (t *pdsTrainer) report(s *pdsSearch, q int32, i int32) {
 		}
 	}
 	s.touched = touched[:nt]
-	put := func(class int32, kind int32, score float64) {
-		s.msg = appendEntry(s.msg, roundEntry{q: q, class: class, kind: kind, score: score})
-	}
 	// The scores of the active classes this rank owns; mark them so that
 	// they are not candidates.
-	active := t.act[i]
 	for _, a := range active {
 		if c := t.local[a.class]; c >= 0 {
 			put(a.class, pdsScore, s.score[c])
 			s.score[c] = math.Inf(-1)
 		}
-	}
-	if t.post {
-		// The active sets are frozen: no candidates.
-		for _, c := range s.touched {
-			s.score[c], s.seen[c] = 0, 0
-		}
-		for _, a := range active {
-			if c := t.local[a.class]; c >= 0 {
-				s.score[c] = 0
-			}
-		}
-		return
 	}
 	// The first MaxSelect untouched classes of the fill order.
 	found := 0

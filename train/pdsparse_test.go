@@ -3,11 +3,14 @@ package train
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
 	"xmc/mpi"
+	"xmc/numa"
 	"xmc/numa/numatest"
 	"xmc/runner"
 )
@@ -111,5 +114,67 @@ func TestPDSparsePlaceTables(t *testing.T) {
 		if a, b := models[0][u], models[1][u]; a.Unit != b.Unit || !bytes.Equal(a.Data, b.Data) {
 			t.Errorf("unit %d: dense and hashed place tables trained different weights", a.Unit)
 		}
+	}
+}
+
+// TestPDSparsePostSolveScores checks that in the post-solve a row's report
+// holds exactly the scores the weight lists give its active classes (a
+// feature at a time, in the row's order), though it sums them from the
+// classes' own places: the post-solve's steps, and so its model, do not
+// depend on which way they are summed.
+func TestPDSparsePostSolveScores(t *testing.T) {
+	tr, _ := loadBibtex(t)
+	p := DefaultPDSparseParams()
+	p.Epochs = 2
+	pools := []*numa.Pool{numatest.Pool(t, 1, 1), numatest.Pool(t, 1, 1)}
+	err := mpi.Launch(2, func(c mpi.Comm) error {
+		tt, err := newPDSTrainer(p, tr, c, pools[c.Rank()])
+		if err != nil {
+			return err
+		}
+		if err := tt.Start(runner.OwnedUnits(len(tt.blocks), c.Rank(), c.Size()), 0, nil, nil); err != nil {
+			return err
+		}
+		for r := range p.Epochs * tt.order.Batches {
+			if _, err := tt.Round(context.Background(), r); err != nil {
+				return err
+			}
+		}
+		tt.startPost(false)
+		s := tt.searchers.Get(numa.Worker{})
+		checked := 0
+		for i := range int32(tr.N()) {
+			s.msg = s.msg[:0]
+			tt.report(s, 0, i)
+			entries, err := decodeEntries(s.msg, nil)
+			if err != nil {
+				return err
+			}
+			idx, val := tt.x.Row(int(i))
+			for _, e := range entries {
+				if e.kind != pdsScore {
+					return fmt.Errorf("row %d: a post-solve report of kind %d", i, e.kind)
+				}
+				want := 0.0
+				for k, j := range idx {
+					for _, n := range tt.nz[j] {
+						if n.class == tt.local[e.class] {
+							want += n.w * float64(val[k])
+						}
+					}
+				}
+				if math.Float64bits(e.score) != math.Float64bits(want) {
+					return fmt.Errorf("row %d, class %d: score %v, the lists give %v", i, e.class, e.score, want)
+				}
+				checked++
+			}
+		}
+		if checked == 0 {
+			return errors.New("no active class scored")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
