@@ -586,17 +586,7 @@ func (t *pdsTrainer) heldoutAccuracy() (float64, error) {
 // for held-out row i and its score (class −1 if the rank owns none).
 func (t *pdsTrainer) heldoutBest(s *pdsSearch, i int) {
 	idx, val := t.held.Row(i)
-	s.touched = s.touched[:0]
-	for e, j := range idx {
-		for _, n := range t.nz[j] {
-			c := n.class
-			if s.seen[c] == 0 {
-				s.seen[c] = 1
-				s.touched = append(s.touched, c)
-			}
-			s.score[c] += n.w * float64(val[e])
-		}
-	}
+	t.scoreRow(s, idx, val)
 	best, score := int32(-1), math.Inf(-1)
 	for _, c := range s.touched {
 		if l := t.global[c]; s.score[c] > score || (s.score[c] == score && l < best) {
@@ -695,22 +685,7 @@ func (t *pdsTrainer) report(s *pdsSearch, q int32, i int32) {
 		}
 		return
 	}
-	// Without a branch on whether a class was seen before (the search's
-	// costliest misprediction): every class is written at the end of
-	// touched, which only grows if the class is new.
-	touched, seen, score := s.touched[:cap(s.touched)], s.seen, s.score
-	nt := 0
-	for e, j := range idx {
-		xv := float64(val[e])
-		for _, n := range t.nz[j] {
-			c := n.class
-			touched[nt] = c
-			nt += int(1 - seen[c])
-			seen[c] = 1
-			score[c] += n.w * xv
-		}
-	}
-	s.touched = touched[:nt]
+	t.scoreRow(s, idx, val)
 	// The scores of the active classes this rank owns; mark them so that
 	// they are not candidates.
 	for _, a := range active {
@@ -767,6 +742,29 @@ func (t *pdsTrainer) report(s *pdsSearch, q int32, i int32) {
 			s.score[c] = 0
 		}
 	}
+}
+
+// scoreRow adds to s.score the row's score for every class with a
+// non-zero weight on one of its features (idx, val), marks them in s.seen
+// and lists them in s.touched, in order of first appearance. It reads the
+// weight lists only; the caller clears the scores and marks.
+func (t *pdsTrainer) scoreRow(s *pdsSearch, idx []int32, val []float32) {
+	// Without a branch on whether a class was seen before (the search's
+	// costliest misprediction): every class is written at the end of
+	// touched, which only grows if the class is new.
+	touched, seen, score := s.touched[:cap(s.touched)], s.seen, s.score
+	nt := 0
+	for e, j := range idx {
+		xv := float64(val[e])
+		for _, n := range t.nz[j] {
+			c := n.class
+			touched[nt] = c
+			nt += int(1 - seen[c])
+			seen[c] = 1
+			score[c] += n.w * xv
+		}
+	}
+	s.touched = touched[:nt]
 }
 
 func isActive(active []pdsActive, l int32) bool {

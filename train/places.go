@@ -22,7 +22,6 @@ type placeTable struct {
 	// place, 0 when empty; count[j] its entries.
 	byFeature [][]uint64
 	count     []int32
-	n         int // entries
 }
 
 // placeDenseLimit is the most pairs a dense placeTable indexes: 16 MiB of
@@ -71,7 +70,6 @@ func (t *placeTable) get(j, c int32) (int32, bool) {
 
 // put records the place of pair (j, c), which the table does not hold.
 func (t *placeTable) put(j, c, place int32) {
-	t.n++
 	if t.dense != nil {
 		t.dense[int(j)*t.classes+int(c)] = place + 1
 		return

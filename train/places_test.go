@@ -49,8 +49,8 @@ func TestPlaceTable(t *testing.T) {
 				want[k] = int32(i)
 				tab.put(j, c, int32(i))
 			}
-			if tab.n != len(want) {
-				t.Errorf("%d entries, want %d", tab.n, len(want))
+			if n := entries(&tab); n != len(want) {
+				t.Errorf("%d entries, want %d", n, len(want))
 			}
 			for k, p := range want {
 				if got, ok := tab.get(k[0], k[1]); !ok || got != p {
@@ -66,4 +66,18 @@ func TestPlaceTable(t *testing.T) {
 			}
 		})
 	}
+}
+
+// entries returns the number of pairs tab holds.
+func entries(tab *placeTable) int {
+	n := 0
+	for _, p := range tab.dense {
+		if p != 0 {
+			n++
+		}
+	}
+	for _, c := range tab.count {
+		n += int(c)
+	}
+	return n
 }

@@ -841,17 +841,9 @@ func (s *ppdScratch) snapshot(b float64) {
 // from its own features, and records their slack. The bias, the last
 // entry of every row when there is one, adds its weight w[bias] in turn.
 func (s *ppdScratch) rescore(cand []ppdCandidate) []ppdCandidate {
-	x := &s.d.X
-	w := s.w
 	s.stats.Rescored += int64(len(s.near))
 	for _, i := range s.near {
-		idx, val := x.Row(int(i))
-		val = val[:len(idx)]
-		m := 0.0
-		for k, j := range idx {
-			m += w[j] * float64(val[k])
-		}
-		viol := m + 1
+		viol := s.rowScore(i) + 1
 		s.slack[i] = s.p.Tol - viol
 		if viol > s.p.Tol {
 			cand = append(cand, ppdCandidate{row: i, viol: viol})
@@ -902,6 +894,19 @@ func (s *ppdScratch) boundedSearch() (cand []ppdCandidate, ok bool) {
 	return s.cand, true
 }
 
+// rowScore returns w·x_i from row i's own features, the bias entry (the
+// last, when there is one) included.
+func (s *ppdScratch) rowScore(i int32) float64 {
+	idx, val := s.d.X.Row(int(i))
+	val = val[:len(idx)]
+	w := s.w
+	m := 0.0
+	for k, j := range idx {
+		m += w[j] * float64(val[k])
+	}
+	return m
+}
+
 // biasWeight returns the bias weight, 0 without a bias feature.
 func (s *ppdScratch) biasWeight() float64 {
 	if s.bias >= 0 {
@@ -913,15 +918,9 @@ func (s *ppdScratch) biasWeight() float64 {
 // verify keeps the candidates whose exact violation, from their own
 // rows, exceeds Tol, with that violation.
 func (s *ppdScratch) verify(cand []ppdCandidate) []ppdCandidate {
-	x := &s.d.X
 	kept := cand[:0]
 	for _, c := range cand {
-		idx, val := x.Row(int(c.row))
-		m := 0.0
-		for k, j := range idx {
-			m += s.w[j] * float64(val[k])
-		}
-		if viol := m + 1; viol > s.p.Tol {
+		if viol := s.rowScore(c.row) + 1; viol > s.p.Tol {
 			kept = append(kept, ppdCandidate{row: c.row, viol: viol})
 		}
 	}
