@@ -325,6 +325,73 @@ func TestRunErrors(t *testing.T) {
 	}
 }
 
+// TestRunFrom checks that a function RunOn gives worker lead can call fn
+// on every worker with RunFrom, on its own thread for itself, all at once,
+// and gets the first error prefixed with its worker.
+func TestRunFrom(t *testing.T) {
+	topo := Topology{Domains: []Domain{{CPUs: []int{0}}, {CPUs: []int{0}}}}
+	p := unpinnedPool(t, topo, 3)
+	errBoom := errors.New("boom")
+	tests := []struct {
+		name    string
+		lead    int
+		failing int // the worker whose call fails, -1: none
+		wantErr string
+	}{
+		{"lead 0", 0, -1, ""},
+		{"lead 2", 2, -1, ""},
+		{"a helper fails", 0, 1, "worker 0 (domain 0): worker 1 (domain 0): boom"},
+		{"the lead fails", 2, 2, "worker 2 (domain 1): boom"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			within(t, func() {
+				var calls [3]atomic.Int32
+				var leadOnThread bool
+				err := p.RunOn(tt.lead, func(self Worker) error {
+					if self.ID != tt.lead {
+						return fmt.Errorf("RunOn(%d) ran on worker %d", tt.lead, self.ID)
+					}
+					leadThread := unix.Gettid()
+					// Every call waits for all the others: RunFrom runs
+					// them at once.
+					var barrier sync.WaitGroup
+					barrier.Add(len(p.Workers()))
+					return p.RunFrom(self, func(w Worker) error {
+						calls[w.ID].Add(1)
+						if w.ID == self.ID {
+							leadOnThread = unix.Gettid() == leadThread
+						}
+						barrier.Done()
+						barrier.Wait()
+						if w.ID == tt.failing {
+							return errBoom
+						}
+						return nil
+					})
+				})
+				if tt.wantErr == "" && err != nil {
+					t.Fatal(err)
+				}
+				if tt.wantErr != "" && (err == nil || err.Error() != tt.wantErr || !errors.Is(err, errBoom)) {
+					t.Fatalf("error %v, want %q", err, tt.wantErr)
+				}
+				for id := range calls {
+					if n := calls[id].Load(); n != 1 {
+						t.Errorf("worker %d called %d times, want 1", id, n)
+					}
+				}
+				if !leadOnThread {
+					t.Error("the lead's share did not run on the lead's thread")
+				}
+			})
+		})
+	}
+	if err := p.RunOn(3, func(Worker) error { return nil }); err == nil {
+		t.Error("RunOn(3) on a pool of 3 workers returned nil")
+	}
+}
+
 func TestRunOnDomain(t *testing.T) {
 	for name, topo := range testTopologies(t) {
 		t.Run(name, func(t *testing.T) {
