@@ -755,16 +755,26 @@ func (t *pdsTrainer) scoreRow(s *pdsSearch, idx []int32, val []float32) {
 	touched, seen, score := s.touched[:cap(s.touched)], s.seen, s.score
 	nt := 0
 	for e, j := range idx {
-		xv := float64(val[e])
-		for _, n := range t.nz[j] {
-			c := n.class
-			touched[nt] = c
-			nt += int(1 - seen[c])
-			seen[c] = 1
-			score[c] += n.w * xv
-		}
+		nt = scoreList(t.nz[j], float64(val[e]), score, seen, touched, nt)
 	}
 	s.touched = touched[:nt]
+}
+
+// scoreList is scoreRow's loop over one feature's weights, of value xv in
+// the row, with nt classes touched so far; it returns the new count. It is
+// a function of its own, not inlined: inside scoreRow's loop over features
+// the compiler kept this loop's counter and bounds on the stack.
+//
+//go:noinline
+func scoreList(list []pdsWeight, xv float64, score []float64, seen []uint8, touched []int32, nt int) int {
+	for _, n := range list {
+		c := n.class
+		touched[nt] = c
+		nt += int(1 - seen[c])
+		seen[c] = 1
+		score[c] += n.w * xv
+	}
+	return nt
 }
 
 func isActive(active []pdsActive, l int32) bool {
