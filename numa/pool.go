@@ -218,26 +218,7 @@ func (p *Pool) Domains() int {
 // first error to occur, prefixed with the worker that returned it. A panic
 // in fn is recovered and returned as an error with its stack; the worker
 // remains usable.
-func (p *Pool) Run(fn func(w Worker) error) error {
-	done := make(chan error, len(p.workers))
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return ErrClosed
-	}
-	for _, c := range p.own {
-		c <- task{fn: fn, done: done}
-	}
-	p.mu.Unlock()
-
-	var first error
-	for range p.workers {
-		if err := <-done; err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
-}
+func (p *Pool) Run(fn func(w Worker) error) error { return p.runAll(fn, nil) }
 
 // RunOn calls fn on worker id's pinned thread and returns its error, as
 // Run does for every worker; fn may lead the pool with RunFrom.
@@ -245,15 +226,24 @@ func (p *Pool) RunOn(id int, fn func(w Worker) error) error {
 	if id < 0 || id >= len(p.workers) {
 		return fmt.Errorf("run on worker %d: pool has %d workers", id, len(p.workers))
 	}
+	done, err := p.submit(p.own[id], fn)
+	if err != nil {
+		return err
+	}
+	return <-done // prefixed by the worker
+}
+
+// submit hands fn to queue q, unless the pool is closed, and returns the
+// channel on which its error will come.
+func (p *Pool) submit(q chan task, fn func(Worker) error) (<-chan error, error) {
 	done := make(chan error, 1)
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.closed {
-		p.mu.Unlock()
-		return ErrClosed
+		return nil, ErrClosed
 	}
-	p.own[id] <- task{fn: fn, done: done}
-	p.mu.Unlock()
-	return <-done // prefixed by the worker
+	q <- task{fn: fn, done: done}
+	return done, nil
 }
 
 // RunFrom is Run called by a function running on worker self (given it by
@@ -265,7 +255,10 @@ func (p *Pool) RunOn(id int, fn func(w Worker) error) error {
 // alone. The other workers must be idle or busy only with work that does
 // not wait for self, or RunFrom deadlocks. The error of another worker is
 // prefixed with that worker, as Run's are.
-func (p *Pool) RunFrom(self Worker, fn func(w Worker) error) error {
+func (p *Pool) RunFrom(self Worker, fn func(w Worker) error) error { return p.runAll(fn, &self) }
+
+// runAll is Run, and RunFrom if self is not nil.
+func (p *Pool) runAll(fn func(w Worker) error, self *Worker) error {
 	done := make(chan error, len(p.workers))
 	p.mu.Lock()
 	if p.closed {
@@ -273,15 +266,20 @@ func (p *Pool) RunFrom(self Worker, fn func(w Worker) error) error {
 		return ErrClosed
 	}
 	for i, c := range p.own {
-		if i != self.ID {
+		if self == nil || i != self.ID {
 			c <- task{fn: fn, done: done}
 		}
 	}
 	p.mu.Unlock()
 
-	// Self's error is prefixed by the call that runs this one.
-	first := call(self, fn)
-	for range len(p.workers) - 1 {
+	var first error
+	waits := len(p.workers)
+	if self != nil {
+		// Self's error is prefixed by the call that runs this one.
+		first = call(*self, fn)
+		waits--
+	}
+	for range waits {
 		if err := <-done; err != nil && first == nil {
 			first = err
 		}
@@ -323,14 +321,10 @@ func (p *Pool) RunOnDomain(d int, fn func() error) error {
 	if d < 0 || d >= len(p.domain) {
 		return fmt.Errorf("run on domain %d: pool has %d domains", d, len(p.domain))
 	}
-	done := make(chan error, 1)
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return ErrClosed
+	done, err := p.submit(p.domain[d], func(Worker) error { return fn() })
+	if err != nil {
+		return err
 	}
-	p.domain[d] <- task{fn: func(Worker) error { return fn() }, done: done}
-	p.mu.Unlock()
 	return <-done
 }
 
