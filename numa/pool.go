@@ -39,8 +39,9 @@ type task struct {
 // Run and RunOnDomain may be called from several goroutines at once. Every
 // worker executes the functions of concurrent Runs in the same order, so a
 // function that waits for the other workers of its own Run (a barrier) does
-// not deadlock. The functions must not call Run or RunOnDomain on the same
-// pool, which would deadlock, nor runtime.Goexit (t.FailNow in tests), which
+// not deadlock. The functions must not call Run, RunOn or RunOnDomain on
+// the same pool, which would deadlock (RunFrom is the way for one to lead
+// the others), nor runtime.Goexit (t.FailNow in tests), which
 // would end the worker and leave its caller waiting.
 type Pool struct {
 	workers []Worker
@@ -287,8 +288,8 @@ func (p *Pool) runAll(fn func(w Worker) error, self *Worker) error {
 	return first
 }
 
-// prefixed returns err prefixed with the worker that returned it, as the
-// workers' loop prefixes the errors of Run; nil stays nil.
+// prefixed returns err prefixed with worker w, which returned it (nil
+// stays nil): how the errors of Run and RunFrom name their worker.
 func prefixed(w Worker, err error) error {
 	if err == nil {
 		return nil

@@ -345,10 +345,11 @@ func TestRunFrom(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			var calls [3]atomic.Int32
+			var leadOnThread bool
+			var err error
 			within(t, func() {
-				var calls [3]atomic.Int32
-				var leadOnThread bool
-				err := p.RunOn(tt.lead, func(self Worker) error {
+				err = p.RunOn(tt.lead, func(self Worker) error {
 					if self.ID != tt.lead {
 						return fmt.Errorf("RunOn(%d) ran on worker %d", tt.lead, self.ID)
 					}
@@ -370,21 +371,21 @@ func TestRunFrom(t *testing.T) {
 						return nil
 					})
 				})
-				if tt.wantErr == "" && err != nil {
-					t.Fatal(err)
-				}
-				if tt.wantErr != "" && (err == nil || err.Error() != tt.wantErr || !errors.Is(err, errBoom)) {
-					t.Fatalf("error %v, want %q", err, tt.wantErr)
-				}
-				for id := range calls {
-					if n := calls[id].Load(); n != 1 {
-						t.Errorf("worker %d called %d times, want 1", id, n)
-					}
-				}
-				if !leadOnThread {
-					t.Error("the lead's share did not run on the lead's thread")
-				}
 			})
+			if tt.wantErr == "" && err != nil {
+				t.Fatal(err)
+			}
+			if tt.wantErr != "" && (err == nil || err.Error() != tt.wantErr || !errors.Is(err, errBoom)) {
+				t.Fatalf("error %v, want %q", err, tt.wantErr)
+			}
+			for id := range calls {
+				if n := calls[id].Load(); n != 1 {
+					t.Errorf("worker %d called %d times, want 1", id, n)
+				}
+			}
+			if !leadOnThread {
+				t.Error("the lead's share did not run on the lead's thread")
+			}
 		})
 	}
 	if err := p.RunOn(3, func(Worker) error { return nil }); err == nil {
