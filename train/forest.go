@@ -663,17 +663,11 @@ func grow(t *model.Tree, n int32, c crew) error {
 				return err
 			}
 		}
+		if err := appendLevel(t, outs, c); err != nil {
+			return err
+		}
 		for i, o := range outs {
-			id, b := lo+i, &o.b.out
-			t.SplitStart = append(t.SplitStart, int64(len(t.SplitDim)))
-			t.EntryStart = append(t.EntryStart, int64(len(t.SplitChild)))
-			t.LeafStart = append(t.LeafStart, int64(len(t.LeafLabel)))
-			t.SplitDim = append(t.SplitDim, b.SplitDim[o.dim:o.dimEnd]...)
-			t.SplitCount = append(t.SplitCount, b.SplitCount[o.dim:o.dimEnd]...)
-			t.SplitChild = append(t.SplitChild, b.SplitChild[o.ent:o.entEnd]...)
-			t.SplitWeight = append(t.SplitWeight, b.SplitWeight[o.ent:o.entEnd]...)
-			t.LeafLabel = append(t.LeafLabel, b.LeafLabel[o.leaf:o.leafEnd]...)
-			t.LeafValue = append(t.LeafValue, b.LeafValue[o.leaf:o.leafEnd]...)
+			id := lo + i
 			bounds := o.b.bounds[o.bounds:o.boundsEnd]
 			if len(bounds) == 0 {
 				continue
@@ -695,6 +689,49 @@ func grow(t *model.Tree, n int32, c crew) error {
 	t.EntryStart = append(t.EntryStart, int64(len(t.SplitChild)))
 	t.LeafStart = append(t.LeafStart, int64(len(t.LeafLabel)))
 	return nil
+}
+
+// appendLevel appends to t the classifiers and leaves of a level's nodes,
+// outs in id order: their places first, then the copies, which the crew
+// makes at once. Copied one node after another as they were appended, they
+// took 7 of the 55 ms of a Delicious tree grown by two workers, all on the
+// lead (first touches of the arrays' fresh memory, and append's growth by
+// a quarter, which copied the arrays about four times over); 3.6-4.1 ms so.
+func appendLevel(t *model.Tree, outs []nodeOut, c crew) error {
+	first := len(t.SplitStart)
+	dim, ent, leaf := len(t.SplitDim), len(t.SplitChild), len(t.LeafLabel)
+	for _, o := range outs {
+		t.SplitStart = append(t.SplitStart, int64(dim))
+		t.EntryStart = append(t.EntryStart, int64(ent))
+		t.LeafStart = append(t.LeafStart, int64(leaf))
+		dim += o.dimEnd - o.dim
+		ent += o.entEnd - o.ent
+		leaf += o.leafEnd - o.leaf
+	}
+	t.SplitDim, t.SplitCount = extended(t.SplitDim, dim), extended(t.SplitCount, dim)
+	t.SplitChild, t.SplitWeight = extended(t.SplitChild, ent), extended(t.SplitWeight, ent)
+	t.LeafLabel, t.LeafValue = extended(t.LeafLabel, leaf), extended(t.LeafValue, leaf)
+	return c.each(len(outs), func(_ *treeBuilder, i int) {
+		o, b := outs[i], &outs[i].b.out
+		d, e, l := t.SplitStart[first+i], t.EntryStart[first+i], t.LeafStart[first+i]
+		copy(t.SplitDim[d:], b.SplitDim[o.dim:o.dimEnd])
+		copy(t.SplitCount[d:], b.SplitCount[o.dim:o.dimEnd])
+		copy(t.SplitChild[e:], b.SplitChild[o.ent:o.entEnd])
+		copy(t.SplitWeight[e:], b.SplitWeight[o.ent:o.entEnd])
+		copy(t.LeafLabel[l:], b.LeafLabel[o.leaf:o.leafEnd])
+		copy(t.LeafValue[l:], b.LeafValue[o.leaf:o.leafEnd])
+	})
+}
+
+// extended returns s lengthened to n elements; when it must grow, its
+// capacity at least doubles.
+func extended[S ~[]E, E any](s S, n int) S {
+	if n > cap(s) {
+		g := make(S, len(s), max(n, 2*cap(s)))
+		copy(g, s)
+		s = g
+	}
+	return s[:n]
 }
 
 // node splits node id, whose instances are sp, or makes it a leaf, into
