@@ -12,27 +12,37 @@ func gcPercent() int {
 	return p
 }
 
-// TestGCPause checks that overlapping pauses of in-process ranks keep the
-// collector off until the last one ends, then restore the setting found
-// by the first.
+// TestGCPause checks that overlapping pauses and headrooms of in-process
+// ranks keep the collector off while any rank pauses it, give it the
+// largest headroom asked while any rank asks for one (never less than the
+// setting found), and restore the setting found by the first once the last
+// ends.
 func TestGCPause(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(150))
+	const roomy = -2 // want: a percentage above 150
 	var g gcPause
 	steps := []struct {
-		begin bool // else end
-		want  int
+		name string
+		do   func()
+		want int
 	}{
-		{true, -1}, {true, -1}, {false, -1}, {false, 150},
-		{true, -1}, {false, 150}, // and again
+		{"pause", g.begin, -1}, {"pause", g.begin, -1}, {"end", g.end, -1}, {"end", g.end, 150},
+		{"pause", g.begin, -1}, {"end", g.end, 150}, // and again
+		{"small room", func() { g.beginRoom(1) }, 150},
+		{"large room", func() { g.beginRoom(1 << 40) }, roomy},
+		{"pause in room", g.begin, -1}, {"end", g.end, roomy},
+		{"end room", g.endRoom, roomy}, {"end room", g.endRoom, 150},
+		{"pause", g.begin, -1}, {"large room", func() { g.beginRoom(1 << 40) }, -1},
+		{"end", g.end, roomy}, {"end room", g.endRoom, 150},
 	}
 	for i, s := range steps {
-		if s.begin {
-			g.begin()
-		} else {
-			g.end()
+		s.do()
+		got := gcPercent()
+		if s.want == roomy && got > 150 {
+			continue
 		}
-		if got := gcPercent(); got != s.want {
-			t.Fatalf("step %d: GC percent %d, want %d", i, got, s.want)
+		if got != s.want {
+			t.Fatalf("step %d (%s): GC percent %d, want %d (%d: above 150)", i, s.name, got, s.want, roomy)
 		}
 	}
 }

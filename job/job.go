@@ -128,6 +128,14 @@ func (r *Rank) PauseGC() { r.gc.begin() }
 // ResumeGC ends a PauseGC.
 func (r *Rank) ResumeGC() { r.gc.end() }
 
+// GCHeadroom lets the heap grow by at least bytes past the live data
+// before Go's garbage collector runs, while the rank's workers grow what
+// they keep together (see gcPause); the function it returns ends it.
+func (r *Rank) GCHeadroom(bytes uint64) (end func()) {
+	r.gc.beginRoom(bytes)
+	return r.gc.endRoom
+}
+
 // Run runs body on every rank of a job laid out by opts: under an MPI
 // launcher one rank per process, otherwise opts.Ranks goroutine ranks. The
 // first error on any rank ends the whole job with that rank's message,
