@@ -317,7 +317,8 @@ func (r *Rank) setupWorkers(opts Options, sharing int) error {
 	}
 	cpus := len(topo.CPUs())
 	inProcess := r.Backend == "in-process"
-	if cpus == runtime.NumCPU() || inProcess {
+	shared := cpus == runtime.NumCPU() || inProcess
+	if shared {
 		cpus = max(1, cpus/sharing)
 	}
 	threads, source, err := numa.ThreadCount(opts.Threads, os.Getenv, cpus)
@@ -349,6 +350,9 @@ func (r *Rank) setupWorkers(opts Options, sharing int) error {
 	r.Pool, err = numa.NewPool(topo, threads, r.Log)
 	if err != nil {
 		return err
+	}
+	if shared {
+		r.Pool.ShareCPUs(sharing)
 	}
 	r.Log.Debug("workers", "threads", threads, "from", source, "domains", len(topo.Domains))
 	return nil

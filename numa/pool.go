@@ -55,6 +55,10 @@ type Pool struct {
 	// concurrent Runs in one order, and guards closed.
 	mu     sync.Mutex
 	closed bool
+	// cpus is the number of CPUs of the pool's topology, and sharing the
+	// number of pools of this size that run on them (see ShareCPUs).
+	cpus    int
+	sharing atomic.Int32
 }
 
 // NewPool starts threads workers over the domains of t and returns once
@@ -100,6 +104,7 @@ func newPool(t Topology, threads int, log *slog.Logger, pin func(cpus []int) err
 		memFree += d.MemFree
 	}
 	p := &Pool{
+		cpus:    len(t.CPUs()),
 		memFree: memFree,
 		workers: make([]Worker, 0, threads),
 		own:     make([]chan task, threads),
@@ -141,8 +146,19 @@ func newPool(t Topology, threads int, log *slog.Logger, pin func(cpus []int) err
 		log.Info("more worker threads than CPUs", "threads", threads, "cpus", cpus)
 	}
 	log.Debug("worker pool started", "workers", threads, "domains", len(t.Domains), "per_domain", counts)
+	p.sharing.Store(1)
 	return p, nil
 }
+
+// ShareCPUs tells the pool that n pools of its size, its own included, run
+// on its topology's CPUs: in-process ranks, or MPI ranks of one node that
+// are not bound apart. A Team then waits spinning only if all their
+// workers fit on the CPUs, one each (see Team).
+func (p *Pool) ShareCPUs(n int) { p.sharing.Store(int32(max(1, n))) }
+
+// fitsCPUs reports whether the workers of all the pools that share the
+// pool's CPUs (ShareCPUs) are no more than the CPUs.
+func (p *Pool) fitsCPUs() bool { return len(p.workers)*int(p.sharing.Load()) <= p.cpus }
 
 // spread returns how many of threads workers each domain of t gets; see
 // NewPool for the rule.

@@ -328,21 +328,21 @@ func (f *ForestTrainer) TrainTree(w numa.Worker, t int) (*model.Tree, error) {
 func (f *ForestTrainer) TrainTreeTogether(t int) (*model.Tree, error) {
 	var tree *model.Tree
 	// The first worker leads, taking its share of every parallel loop
-	// at once (see numa.Pool.RunFrom).
-	err := f.pool.RunOn(0, func(lead numa.Worker) error {
+	// at once, while the others spin for the next (see numa.Team).
+	err := f.pool.Together(0, func(team *numa.Team) error {
 		var err error
-		tree, err = f.growTogether(lead, t)
+		tree, err = f.growTogether(team, t)
 		return err
 	})
 	return tree, err
 }
 
-// growTogether is TrainTreeTogether on worker lead.
-func (f *ForestTrainer) growTogether(lead numa.Worker, t int) (*model.Tree, error) {
+// growTogether is TrainTreeTogether, led by the team's lead.
+func (f *ForestTrainer) growTogether(team *numa.Team, t int) (*model.Tree, error) {
 	if f.teamIDs == nil {
 		f.teamIDs = make([]int32, f.Data.Get(0).X.Rows)
 	}
-	c := &teamCrew{pool: f.pool, self: lead, builder: func(w numa.Worker) *treeBuilder {
+	c := &teamCrew{team: team, domains: f.pool.Domains(), builder: func(w numa.Worker) *treeBuilder {
 		f.teamRowsOnce[w.Domain].Do(func() { f.teamRows[w.Domain] = newTreeRows(f.Data.Get(w.Domain)) })
 		b := &f.scratch.Get(w).builder
 		b.start(f, w, f.teamRows[w.Domain], f.teamIDs, t)
@@ -398,21 +398,21 @@ func (c soloCrew) lead() *treeBuilder { return nil }
 
 func (c soloCrew) workers() int { return 1 }
 
-// teamCrew is every worker of a pool growing a tree together, led by the
-// worker self, on which the tree is grown.
+// teamCrew is every worker of a pool growing a tree together, a numa.Team
+// led by the worker on which the tree is grown.
 type teamCrew struct {
-	pool *numa.Pool
-	self numa.Worker
+	team    *numa.Team
+	domains int
 	// builder returns worker w's builder, ready for the tree.
 	builder func(w numa.Worker) *treeBuilder
-	// first is the builder of self, once made.
+	// first is the builder of the team's lead, once made.
 	first *treeBuilder
 }
 
 // get returns worker w's builder, on worker w.
 func (c *teamCrew) get(w numa.Worker) *treeBuilder {
 	b := c.builder(w)
-	if w.ID == c.self.ID {
+	if w.ID == c.team.Lead().ID {
 		c.first = b
 	}
 	return b
@@ -422,11 +422,11 @@ func (c *teamCrew) get(w numa.Worker) *treeBuilder {
 // calls of each, and it was made on that worker.
 func (c *teamCrew) lead() *treeBuilder { return c.first }
 
-func (c *teamCrew) workers() int { return len(c.pool.Workers()) }
+func (c *teamCrew) workers() int { return c.team.Workers() }
 
 func (c *teamCrew) each(n int, fn func(b *treeBuilder, i int)) error {
 	var next atomic.Int64
-	return c.pool.RunFrom(c.self, func(w numa.Worker) error {
+	return c.team.Run(func(w numa.Worker) error {
 		b := c.get(w)
 		for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
 			fn(b, i)
@@ -436,8 +436,8 @@ func (c *teamCrew) each(n int, fn func(b *treeBuilder, i int)) error {
 }
 
 func (c *teamCrew) eachDomain(n int, fn func(b *treeBuilder, i int)) error {
-	next := make([]atomic.Int64, c.pool.Domains())
-	return c.pool.RunFrom(c.self, func(w numa.Worker) error {
+	next := make([]atomic.Int64, c.domains)
+	return c.team.Run(func(w numa.Worker) error {
 		b := c.get(w)
 		for i := int(next[w.Domain].Add(1) - 1); i < n; i = int(next[w.Domain].Add(1) - 1) {
 			fn(b, i)

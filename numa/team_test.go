@@ -1,0 +1,122 @@
+package numa
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestTogether runs loops on a Team: every worker takes part in each loop
+// once and at the same time as the others (a barrier in every loop), the
+// lead on its own thread, whether the members spin between loops or park
+// (a pause longer than TeamSpin, or CPUs shared with other pools); errors
+// and panics come back prefixed as RunFrom's do, and the pool serves other
+// work afterwards.
+func TestTogether(t *testing.T) {
+	for _, sharing := range []int{1, 2} {
+		t.Run(fmt.Sprintf("pools=%d", sharing), func(t *testing.T) { testTogether(t, sharing) })
+	}
+}
+
+func testTogether(t *testing.T, sharing int) {
+	// 3 workers on 4 CPUs: they fit unless another pool shares the CPUs.
+	topo := Topology{Domains: []Domain{{CPUs: []int{0, 1}}, {CPUs: []int{2, 3}}}}
+	p := unpinnedPool(t, topo, 3)
+	p.ShareCPUs(sharing)
+	if got, want := p.fitsCPUs(), sharing == 1; got != want {
+		t.Fatalf("with %d pools sharing the CPUs, fitsCPUs() = %v, want %v", sharing, got, want)
+	}
+	errBoom := errors.New("boom")
+	tests := []struct {
+		name    string
+		lead    int
+		loops   int
+		pause   time.Duration // the lead's pause between loops
+		failing int           // the worker whose call of the last loop fails, -1: none
+		panics  bool          // fail by a panic, not an error
+		wantErr string
+	}{
+		{"many short loops", 0, 200, 0, -1, false, ""},
+		{"members park between loops", 2, 4, 3 * TeamSpin, -1, false, ""},
+		{"a member fails", 0, 3, 0, 1, false, "worker 0 (domain 0): worker 1 (domain 0): boom"},
+		{"a parked member fails", 1, 2, 3 * TeamSpin, 2, false, "worker 1 (domain 0): worker 2 (domain 1): boom"},
+		{"the lead fails", 2, 3, 0, 2, false, "worker 2 (domain 1): boom"},
+		{"a member panics", 0, 3, 0, 2, true, "worker 0 (domain 0): worker 2 (domain 1): panic: boom"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var calls [3]atomic.Int32
+			leadOnThread := true
+			var err error
+			within(t, func() {
+				err = p.Together(tt.lead, func(team *Team) error {
+					if got := team.Lead().ID; got != tt.lead {
+						t.Errorf("Lead() = %d, want %d", got, tt.lead)
+					}
+					if got := team.Workers(); got != 3 {
+						t.Errorf("Workers() = %d, want 3", got)
+					}
+					leadThread := unix.Gettid()
+					for loop := range tt.loops {
+						time.Sleep(tt.pause)
+						var barrier sync.WaitGroup
+						barrier.Add(team.Workers())
+						err := team.Run(func(w Worker) error {
+							calls[w.ID].Add(1)
+							if w.ID == tt.lead && unix.Gettid() != leadThread {
+								leadOnThread = false
+							}
+							barrier.Done()
+							barrier.Wait()
+							if loop == tt.loops-1 && w.ID == tt.failing {
+								if tt.panics {
+									panic("boom")
+								}
+								return errBoom
+							}
+							return nil
+						})
+						if err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+			})
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatal(err)
+			case tt.wantErr != "" && (err == nil || !strings.HasPrefix(err.Error(), tt.wantErr)):
+				t.Fatalf("error %v, want %q", err, tt.wantErr)
+			case tt.wantErr != "" && !tt.panics && !errors.Is(err, errBoom):
+				t.Fatalf("error %v does not wrap %v", err, errBoom)
+			}
+			for id := range calls {
+				if n := calls[id].Load(); n != int32(tt.loops) {
+					t.Errorf("worker %d called %d times, want %d", id, n, tt.loops)
+				}
+			}
+			if !leadOnThread {
+				t.Error("the lead's share did not run on the lead's thread")
+			}
+			var after atomic.Int32
+			within(t, func() {
+				if err := p.Run(func(Worker) error { after.Add(1); return nil }); err != nil {
+					t.Error(err)
+				}
+			})
+			if after.Load() != 3 {
+				t.Errorf("after the team, Run called %d workers, want 3", after.Load())
+			}
+		})
+	}
+	if err := p.Together(3, func(*Team) error { return nil }); err == nil {
+		t.Error("Together(3) on a pool of 3 workers: no error")
+	}
+}
