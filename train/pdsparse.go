@@ -180,11 +180,12 @@ type pdsActive struct {
 }
 
 // pdsPlace is the weight of a class (local id) on a feature: its dual sum
-// v, its weight w = prox_λ(v) and its index in the feature's list of
-// non-zero weights (-1: not listed). The fields a step changes share a
-// cache line.
+// v, whose weight is prox_λ(v) (pdsTrainer.weight), and its index in the
+// feature's list of non-zero weights (-1: not listed). The weight is not
+// kept: a place of 16 bytes rather than 24 let more of a step's places stay
+// in cache.
 type pdsPlace struct {
-	v, w   float64
+	v      float64
 	class  int32
 	listed int32
 }
@@ -425,12 +426,7 @@ func (t *pdsTrainer) addAt(j, c, e int32, v float64) {
 	}
 	p := &t.places[j][e]
 	p.v += v
-	lambda := t.p.Lambda
-	if t.post {
-		lambda = 0
-	}
-	w := softThreshold(p.v, lambda)
-	p.w = w
+	w := t.weight(p)
 	switch k := p.listed; {
 	case w != 0 && k >= 0:
 		t.nz[j][k].w = w
@@ -448,15 +444,24 @@ func (t *pdsTrainer) addAt(j, c, e int32, v float64) {
 	}
 }
 
+// weight returns the weight of place p: prox_λ(v), or v in the post-solve,
+// which drops λ.
+func (t *pdsTrainer) weight(p *pdsPlace) float64 {
+	if t.post {
+		return p.v
+	}
+	return softThreshold(p.v, t.p.Lambda)
+}
+
 // relist remakes feature j's list of non-zero weights.
 func (t *pdsTrainer) relist(j int32) {
 	kept := t.nz[j][:0]
 	for e := range t.places[j] {
 		p := &t.places[j][e]
 		p.listed = -1
-		if p.w != 0 {
+		if w := t.weight(p); w != 0 {
 			p.listed = int32(len(kept))
-			kept = append(kept, pdsWeight{class: p.class, place: int32(e), w: p.w})
+			kept = append(kept, pdsWeight{class: p.class, place: int32(e), w: w})
 		}
 	}
 	t.nz[j] = kept
@@ -469,17 +474,18 @@ func (t *pdsTrainer) relist(j int32) {
 // the support is the places of non-zero dual sum (one that is exactly zero
 // leaves it: a difference of measure zero).
 func (t *pdsTrainer) startPost(resumed bool) {
-	t.post = true
 	t.off = make([][]bool, len(t.places))
 	for j := range t.places {
 		t.off[j] = make([]bool, len(t.places[j]))
 		for e := range t.places[j] {
 			p := &t.places[j][e]
-			if (resumed && p.v == 0) || (!resumed && p.w == 0) {
+			if (resumed && p.v == 0) || (!resumed && t.weight(p) == 0) {
 				t.off[j][e], p.v = true, 0
 			}
-			p.w = p.v
 		}
+	}
+	t.post = true
+	for j := range t.places {
 		// The weights changed under the lists: remake them.
 		t.relist(int32(j))
 	}
@@ -623,8 +629,8 @@ func (t *pdsTrainer) keepBest() {
 	}
 	for j := range t.places {
 		t.bestWt[j] = t.bestWt[j][:0]
-		for _, p := range t.places[j] {
-			t.bestWt[j] = append(t.bestWt[j], p.w)
+		for e := range t.places[j] {
+			t.bestWt[j] = append(t.bestWt[j], t.weight(&t.places[j][e]))
 		}
 	}
 }
@@ -676,7 +682,7 @@ func (t *pdsTrainer) report(s *pdsSearch, q int32, i int32) {
 			sc := 0.0
 			for e, j := range idx {
 				if p := t.placeOf(j, c); p >= 0 {
-					if w := t.places[j][p].w; w != 0 {
+					if w := t.weight(&t.places[j][p]); w != 0 {
 						sc += w * float64(val[e])
 					}
 				}
@@ -993,8 +999,9 @@ func (t *pdsTrainer) Finish() ([]runner.Result, error) {
 	feats := make([][]int32, n)
 	weights := make([][]float64, n)
 	for j := range t.places {
-		for e, p := range t.places[j] {
-			c, w := p.class, p.w
+		for e := range t.places[j] {
+			p := &t.places[j][e]
+			c, w := p.class, t.weight(p)
 			if t.bestWt != nil {
 				w = t.bestWeight(j, e)
 			}
@@ -1044,8 +1051,8 @@ func (t *pdsTrainer) meanActive() float64 {
 func (t *pdsTrainer) nnz() int {
 	n := 0
 	for j := range t.places {
-		for _, p := range t.places[j] {
-			if p.w != 0 {
+		for e := range t.places[j] {
+			if t.weight(&t.places[j][e]) != 0 {
 				n++
 			}
 		}
