@@ -24,6 +24,12 @@
 // working unpinned and log a single warning; this is a performance problem,
 // never a correctness one.
 //
+// A worker given a function by [Pool.RunOn] may lead the others in parallel
+// loops with [Pool.RunFrom], taking its own share at once; for many short
+// loops in a row, [Pool.Together] holds the workers in a [Team] that hands
+// each loop out through memory, its members spinning between loops rather
+// than parking their threads.
+//
 // [LargeBytes] allocates large buffers advised to be backed by transparent
 // huge pages, which cuts the cost of first touching them.
 //

@@ -39,9 +39,9 @@ type task struct {
 // Run and RunOnDomain may be called from several goroutines at once. Every
 // worker executes the functions of concurrent Runs in the same order, so a
 // function that waits for the other workers of its own Run (a barrier) does
-// not deadlock. The functions must not call Run, RunOn or RunOnDomain on
-// the same pool, which would deadlock (RunFrom is the way for one to lead
-// the others), nor runtime.Goexit (t.FailNow in tests), which
+// not deadlock. The functions must not call Run, RunOn, RunOnDomain or
+// Together on the same pool, which would deadlock (RunFrom is the way for
+// one to lead the others), nor runtime.Goexit (t.FailNow in tests), which
 // would end the worker and leave its caller waiting.
 type Pool struct {
 	workers []Worker
