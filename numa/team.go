@@ -72,16 +72,16 @@ func (p *Pool) Together(lead int, body func(t *Team) error) error {
 		}
 	}
 	t.parked = make([]atomic.Bool, len(t.members))
-	return p.RunOn(lead, func(self Worker) error {
-		return p.RunFrom(self, func(w Worker) error {
-			if w.ID != lead {
-				t.serve(w)
-				return nil
-			}
-			defer t.close()
-			return body(t)
-		})
-	})
+	// Every worker is handed its part at once (a lead that handed the
+	// members theirs would add its own wake-up to theirs).
+	return p.runAll(func(w Worker) error {
+		if w.ID != lead {
+			t.serve(w)
+			return nil
+		}
+		defer t.close()
+		return body(t)
+	}, nil)
 }
 
 // Lead returns the worker that leads the team.
@@ -111,6 +111,23 @@ func (t *Team) Run(fn func(w Worker) error) error {
 		first = t.err
 	}
 	return first
+}
+
+// For is Pool.For on the team's workers: it deals the range [0, n) in
+// chunks of chunk, each worker taking the next chunk when done with one,
+// and returns when all are done.
+func (t *Team) For(n, chunk int, fn func(w Worker, lo, hi int)) error {
+	chunk = max(chunk, 1)
+	var next atomic.Int64
+	return t.Run(func(w Worker) error {
+		for {
+			lo := int(next.Add(int64(chunk))) - chunk
+			if lo >= n {
+				return nil
+			}
+			fn(w, lo, min(lo+chunk, n))
+		}
+	})
 }
 
 // wakeMembers wakes the members that parked.

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
+	"xmc/data"
 	"xmc/mpi"
 	"xmc/numa"
 	"xmc/numa/numatest"
@@ -176,5 +178,27 @@ func TestPDSparsePostSolveScores(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestFeatureShards checks that the feature shards cover every column once,
+// in order, with about equal non-zeros when the columns allow it.
+func TestFeatureShards(t *testing.T) {
+	// Columns 0..5 hold 4, 1, 1, 1, 1, 0 non-zeros.
+	x := data.CSR{Rows: 4, Cols: 6, Indptr: []int64{0, 2, 4, 6, 8},
+		Indices: []int32{0, 1, 0, 2, 0, 3, 0, 4}, Values: []float32{1, 1, 1, 1, 1, 1, 1, 1}}
+	tests := []struct {
+		n    int
+		want []int32
+	}{
+		{1, []int32{0, 6}},
+		{2, []int32{0, 1, 6}}, // column 0 alone holds half
+		{4, []int32{0, 1, 2, 3, 6}},
+		{8, []int32{0, 1, 2, 3, 4, 5, 6, 6, 6}}, // more shards than columns: empty ones at the end
+	}
+	for _, tt := range tests {
+		if got := featureShards(&x, tt.n); !slices.Equal(got, tt.want) {
+			t.Errorf("featureShards(n=%d) = %v, want %v", tt.n, got, tt.want)
+		}
 	}
 }
