@@ -110,17 +110,11 @@ type reportPiece struct {
 	first int
 }
 
-// parallelFor deals the range [0, n) to workers in chunks: a numa.Pool, or
-// a numa.Team that holds them.
-type parallelFor interface {
-	For(n, chunk int, fn func(w numa.Worker, lo, hi int)) error
-}
-
 // run has the pool's workers take pieces of piece rows of [0, n) in turn
 // and call report for each row of a piece, which appends the row's entries
 // to the worker's reports (reports(w)); it returns every row's entries, in
 // row order, in dst[:0].
-func (b *batchReports) run(pool parallelFor, n, piece int, reports func(numa.Worker) *rowReports,
+func (b *batchReports) run(pool *numa.Pool, n, piece int, reports func(numa.Worker) *rowReports,
 	report func(w numa.Worker, q int, r *rowReports), dst []byte) ([]byte, error) {
 	count := (n + piece - 1) / piece
 	b.pieces = slices.Grow(b.pieces[:0], count)[:count]

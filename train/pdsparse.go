@@ -537,18 +537,19 @@ func (t *pdsTrainer) Round(_ context.Context, r int) (bool, error) {
 		t.startPost(false)
 	}
 	rows := t.order.Rows(r)
-	// The round runs on a team of the rank's workers, whose many short
-	// parallel loops (a search, the rows' subproblems, the steps by
-	// feature) then cost no thread wake-ups between them.
-	var roundErr error
-	err := t.pool.Together(0, func(team *numa.Team) error {
-		roundErr = t.round(team, rows)
-		return nil
-	})
-	if err == nil {
-		err = roundErr
+	if err := t.search(rows); err != nil {
+		return false, err
 	}
+	all, err := t.exchange()
 	if err != nil {
+		return false, err
+	}
+	t.rounds++
+	t.reportBytes += int64(len(all))
+	if t.entries, err = decodeEntries(all, t.entries); err != nil {
+		return false, fmt.Errorf("pdsparse: %w", err)
+	}
+	if err := t.steps(rows); err != nil {
 		return false, err
 	}
 	if !t.order.LastOfEpoch(r) {
@@ -573,25 +574,6 @@ func (t *pdsTrainer) Round(_ context.Context, r int) (bool, error) {
 			"best", fmt.Sprintf("%.2f", t.bestAcc), "epochs_without_gain", t.sinceBest)
 	}
 	return t.sinceBest >= t.p.Patience, nil
-}
-
-// round searches the batch's rows against this rank's classes, exchanges
-// every rank's reports, solves each row's subproblem and applies the steps
-// of this rank's classes.
-func (t *pdsTrainer) round(team *numa.Team, rows []int32) error {
-	if err := t.search(team, rows); err != nil {
-		return err
-	}
-	all, err := t.exchange()
-	if err != nil {
-		return err
-	}
-	t.rounds++
-	t.reportBytes += int64(len(all))
-	if t.entries, err = decodeEntries(all, t.entries); err != nil {
-		return fmt.Errorf("pdsparse: %w", err)
-	}
-	return t.steps(team, rows)
 }
 
 // heldoutAccuracy returns the percentage of held-out rows whose top class
@@ -841,9 +823,9 @@ func isActive(active []pdsActive, l int32) bool {
 // search fills t.msg with this rank's entries for the rows, in row order:
 // the rank's workers search pieces of the batch at once, each with its own
 // scratch.
-func (t *pdsTrainer) search(team *numa.Team, rows []int32) error {
+func (t *pdsTrainer) search(rows []int32) error {
 	var err error
-	t.msg, err = t.batch.run(team, len(rows), 8,
+	t.msg, err = t.batch.run(t.pool, len(rows), 8,
 		func(w numa.Worker) *rowReports { return &t.searchers.Get(w).rowReports },
 		func(w numa.Worker, q int, _ *rowReports) { t.report(t.searchers.Get(w), int32(q), rows[q]) }, t.msg)
 	return err
@@ -853,68 +835,85 @@ func (t *pdsTrainer) search(team *numa.Team, rows []int32) error {
 func (t *pdsTrainer) exchange() ([]byte, error) { return t.gather.exchange(t.comm, t.msg) }
 
 // steps solves the subproblems of the round's rows, whose entries are in
-// t.entries, and applies their steps to this rank's weights. The rows are
-// independent (each reads the scores reported for it, and its own active
-// set), so the team's workers solve them at once; the steps are then
-// applied by feature shard, each worker adding to its features' weights
-// the steps of every row in row order: the additions to each weight come
-// in the order of one worker taking the rows one by one, so the weights do
-// not depend on the number of workers.
-func (t *pdsTrainer) steps(team *numa.Team, rows []int32) error {
+// t.entries, and applies their steps to this rank's weights.
+//
+// The subproblems are small and solved one after another; the steps, each
+// an addition to a weight per feature of the row, are most of a round's
+// work on data with many labels per row (Bibtex), and the rank's workers
+// apply them by feature shard, held in a numa.Team: each worker adds to
+// its features' weights the steps of every row in row order, so the
+// additions to each weight come in the order of one worker taking the rows
+// one by one and the weights do not depend on the number of workers. A
+// round of fewer additions than parallelStepAdds is applied on the calling
+// goroutine: handing it to the workers costs more (wordnet-mc, one label a
+// row, 1 rank × 2 threads: 3.50-3.58 s for 3 epochs handed out every round,
+// 2.82-3.21 s before).
+func (t *pdsTrainer) steps(rows []int32) error {
+	workers := t.pool.Workers()
 	t.rowSteps = t.rowSteps[:0]
+	st := t.steppers.Get(workers[0])
+	if st.round != t.rounds {
+		st.moves, st.round = st.moves[:0], t.rounds
+	}
+	adds := 0
 	for lo := 0; lo < len(t.entries); {
 		hi := lo
 		for hi < len(t.entries) && t.entries[hi].q == t.entries[lo].q {
 			hi++
 		}
-		t.rowSteps = append(t.rowSteps, pdsRowStep{q: int(t.entries[lo].q), lo: lo, hi: hi})
+		q := int(t.entries[lo].q)
+		rs := pdsRowStep{q: q, lo: lo, hi: hi, st: st, mlo: len(st.moves)}
+		if err := t.solve(st, rows[q], t.entries[lo:hi]); err != nil {
+			return err
+		}
+		rs.mhi = len(st.moves)
+		adds += (rs.mhi - rs.mlo) * int(t.x.Indptr[rows[q]+1]-t.x.Indptr[rows[q]])
+		t.rowSteps = append(t.rowSteps, rs)
 		lo = hi
 	}
-	err := team.For(len(t.rowSteps), 4, func(w numa.Worker, lo, hi int) {
-		st := t.steppers.Get(w)
-		if st.round != t.rounds {
-			st.moves, st.round = st.moves[:0], t.rounds
-		}
-		for k := lo; k < hi; k++ {
-			rs := &t.rowSteps[k]
-			rs.st, rs.mlo = st, len(st.moves)
-			rs.err = t.solve(st, rows[rs.q], t.entries[rs.lo:rs.hi])
-			rs.mhi = len(st.moves)
-		}
-	})
-	if err != nil {
-		return err
+	if len(workers) == 1 || adds < parallelStepAdds {
+		t.apply(workers[0], rows, 0, len(t.shards)-1)
+		return nil
 	}
+	return t.pool.Together(0, func(team *numa.Team) error {
+		return team.For(len(t.shards)-1, 1, func(w numa.Worker, s, _ int) { t.apply(w, rows, s, s+1) })
+	})
+}
+
+// parallelStepAdds is the fewest additions to weights of a round that the
+// rank's workers apply together (see steps): Bibtex's rounds make about
+// 50,000 (64 rows, a dozen moving classes, 68 features), wordnet-mc's a few
+// thousand.
+const parallelStepAdds = 20000
+
+// apply applies the round's steps to the weights of the features of shards
+// lo to hi, row after row, with the scratch of worker w (the calling
+// goroutine's, or w's own).
+func (t *pdsTrainer) apply(w numa.Worker, rows []int32, lo, hi int) {
+	st := t.steppers.Get(w)
+	flo, fhi := t.shards[lo], t.shards[hi]
 	for _, rs := range t.rowSteps {
-		if rs.err != nil {
-			return rs.err
+		if rs.mlo == rs.mhi {
+			continue
+		}
+		idx, val := t.x.Row(int(rows[rs.q]))
+		a, _ := slices.BinarySearch(idx, flo)
+		b, _ := slices.BinarySearch(idx, fhi)
+		idx, val = idx[a:b], val[a:b]
+		for _, m := range rs.st.moves[rs.mlo:rs.mhi] {
+			// All the lookups first, then the updates: apart from the
+			// updates the lookups' memory reads overlap (wordnet-mc
+			// trained in 12.5 s rather than 13.5).
+			at := st.at[:0]
+			for _, j := range idx {
+				at = append(at, t.placeOf(j, m.c))
+			}
+			for e, j := range idx {
+				t.addAt(j, m.c, at[e], m.d*float64(val[e]))
+			}
+			st.at = at
 		}
 	}
-	return team.For(len(t.shards)-1, 1, func(w numa.Worker, s, _ int) {
-		st := t.steppers.Get(w)
-		for _, rs := range t.rowSteps {
-			if rs.mlo == rs.mhi {
-				continue
-			}
-			idx, val := t.x.Row(int(rows[rs.q]))
-			a, _ := slices.BinarySearch(idx, t.shards[s])
-			b, _ := slices.BinarySearch(idx, t.shards[s+1])
-			idx, val = idx[a:b], val[a:b]
-			for _, m := range rs.st.moves[rs.mlo:rs.mhi] {
-				// All the lookups first, then the updates: apart from
-				// the updates the lookups' memory reads overlap
-				// (wordnet-mc trained in 12.5 s rather than 13.5).
-				at := st.at[:0]
-				for _, j := range idx {
-					at = append(at, t.placeOf(j, m.c))
-				}
-				for e, j := range idx {
-					t.addAt(j, m.c, at[e], m.d*float64(val[e]))
-				}
-				st.at = at
-			}
-		}
-	})
 }
 
 // featureShards splits the columns of x into n ranges of about equal
