@@ -265,8 +265,10 @@ type pdsTrainer struct {
 	rowSteps  []pdsRowStep
 	// shards splits the features into one range per worker, of about
 	// equal non-zeros: a worker applies the round's steps to the weights
-	// of its range of features (shards[s] to shards[s+1]).
-	shards []int32
+	// of its range of features (shards[s] to shards[s+1]), in a round of
+	// at least parallelAdds additions (parallelStepAdds but in tests).
+	shards       []int32
+	parallelAdds int
 }
 
 // pdsStepper is a worker's memory for the steps of a round's rows: its
@@ -309,7 +311,8 @@ func newPDSTrainer(p PDSparseParams, ds *data.Dataset, comm mpi.Comm, pool *numa
 	if ds.N() == 0 {
 		return nil, errors.New("pdsparse: no training rows")
 	}
-	t := &pdsTrainer{p: p, comm: comm, pool: pool, x: p.Apply(&ds.X), y: ds.Y.Clone(), denseLimit: placeDenseLimit}
+	t := &pdsTrainer{p: p, comm: comm, pool: pool, x: p.Apply(&ds.X), y: ds.Y.Clone(), denseLimit: placeDenseLimit,
+		parallelAdds: parallelStepAdds}
 	t.sq = make([]float64, t.x.Rows)
 	for i := range t.x.Rows {
 		_, val := t.x.Row(i)
@@ -871,7 +874,7 @@ func (t *pdsTrainer) steps(rows []int32) error {
 		t.rowSteps = append(t.rowSteps, rs)
 		lo = hi
 	}
-	if len(workers) == 1 || adds < parallelStepAdds {
+	if len(workers) == 1 || adds < t.parallelAdds {
 		t.apply(workers[0], rows, 0, len(t.shards)-1)
 		return nil
 	}

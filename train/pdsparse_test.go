@@ -72,49 +72,71 @@ func TestPDSClassesPerUnit(t *testing.T) {
 	}
 }
 
-// TestPDSparsePlaceTables trains Bibtex with the dense place table its
-// size gets and with hashed ones: the weights must be the same bytes.
-func TestPDSparsePlaceTables(t *testing.T) {
+// TestPDSparseSameWeights trains Bibtex with the dense place table its size
+// gets and with hashed ones, and with the steps applied by 1 or 3 workers
+// (every round, or none, handed to the workers): the weights must be the
+// same bytes.
+func TestPDSparseSameWeights(t *testing.T) {
 	tr, _ := loadBibtex(t)
 	p := DefaultPDSparseParams()
 	p.Epochs = 2
-	var models [2][]runner.Result
-	for k, limit := range []int{placeDenseLimit, 0} {
-		pool := numatest.Pool(t, 1, 1)
+	tests := []struct {
+		name         string
+		workers      int
+		denseLimit   int
+		parallelAdds int
+	}{
+		{"dense, 1 worker", 1, placeDenseLimit, 0},
+		{"hashed, 1 worker", 1, 0, 0},
+		{"dense, 3 workers", 3, placeDenseLimit, 0},
+		{"hashed, 3 workers", 3, 0, 0},
+		{"3 workers, steps on the rank", 3, placeDenseLimit, math.MaxInt},
+	}
+	var want []runner.Result
+	for _, tt := range tests {
+		var got []runner.Result
+		pool := numatest.Pool(t, tt.workers, 1)
 		err := mpi.Launch(1, func(c mpi.Comm) error {
-			tt, err := newPDSTrainer(p, tr, c, pool)
+			tr, err := newPDSTrainer(p, tr, c, pool)
 			if err != nil {
 				return err
 			}
-			tt.denseLimit = limit
-			units := make([]int, len(tt.blocks))
+			tr.denseLimit, tr.parallelAdds = tt.denseLimit, tt.parallelAdds
+			units := make([]int, len(tr.blocks))
 			for u := range units {
 				units[u] = u
 			}
-			if err := tt.Start(units, 0, nil, nil); err != nil {
+			if err := tr.Start(units, 0, nil, nil); err != nil {
 				return err
 			}
-			if (tt.at.dense != nil) != (limit > 0) {
-				return fmt.Errorf("dense limit %d: dense table %v", limit, tt.at.dense != nil)
+			if (tr.at.dense != nil) != (tt.denseLimit > 0) {
+				return fmt.Errorf("dense limit %d: dense table %v", tt.denseLimit, tr.at.dense != nil)
 			}
-			for r := range p.Epochs * tt.order.Batches {
-				if _, err := tt.Round(context.Background(), r); err != nil {
+			if len(tr.shards) != tt.workers+1 {
+				return fmt.Errorf("%d feature shards for %d workers", len(tr.shards)-1, tt.workers)
+			}
+			for r := range p.Epochs * tr.order.Batches {
+				if _, err := tr.Round(context.Background(), r); err != nil {
 					return err
 				}
 			}
-			models[k], err = tt.Finish()
+			got, err = tr.Finish()
 			return err
 		})
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%s: %v", tt.name, err)
 		}
-	}
-	if len(models[0]) != len(models[1]) {
-		t.Fatalf("%d and %d units", len(models[0]), len(models[1]))
-	}
-	for u := range models[0] {
-		if a, b := models[0][u], models[1][u]; a.Unit != b.Unit || !bytes.Equal(a.Data, b.Data) {
-			t.Errorf("unit %d: dense and hashed place tables trained different weights", a.Unit)
+		if want == nil {
+			want = got
+			continue
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d units, want %d", tt.name, len(got), len(want))
+		}
+		for u := range want {
+			if a, b := want[u], got[u]; a.Unit != b.Unit || !bytes.Equal(a.Data, b.Data) {
+				t.Errorf("%s: unit %d: weights differ from %s's", tt.name, a.Unit, tests[0].name)
+			}
 		}
 	}
 }
