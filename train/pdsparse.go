@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 
@@ -222,6 +223,11 @@ type pdsTrainer struct {
 	places [][]pdsPlace
 	nz     [][]pdsWeight
 	at     placeTable
+	// dense, when the rank's features × classes are at most
+	// denseWeightLimit (denseWeightLimit but in tests), holds the weights
+	// in place of nz and at: every pair has a place, at its class.
+	dense            *denseWeights
+	denseWeightLimit int
 	// denseLimit is the most pairs of a dense place table (see
 	// newPlaceTable).
 	denseLimit int
@@ -312,7 +318,7 @@ func newPDSTrainer(p PDSparseParams, ds *data.Dataset, comm mpi.Comm, pool *numa
 		return nil, errors.New("pdsparse: no training rows")
 	}
 	t := &pdsTrainer{p: p, comm: comm, pool: pool, x: p.Apply(&ds.X), y: ds.Y.Clone(), denseLimit: placeDenseLimit,
-		parallelAdds: parallelStepAdds}
+		denseWeightLimit: denseWeightLimit, parallelAdds: parallelStepAdds}
 	t.sq = make([]float64, t.x.Rows)
 	for i := range t.x.Rows {
 		_, val := t.x.Row(i)
@@ -370,13 +376,26 @@ func (t *pdsTrainer) Start(units []int, _ int, state [][]byte, shared []byte) er
 		}
 	}
 	t.places = make([][]pdsPlace, t.x.Cols)
-	t.nz = make([][]pdsWeight, t.x.Cols)
-	t.at = newPlaceTable(t.x.Cols, len(classes), t.denseLimit)
+	t.nz, t.at, t.dense = nil, placeTable{}, nil
+	if k := len(classes); t.x.Cols*k <= t.denseWeightLimit {
+		// Every pair has its place, at its class.
+		t.dense = newDenseWeights(t.x.Cols, k)
+		all := make([]pdsPlace, t.x.Cols*k)
+		for j := range t.places {
+			t.places[j] = all[j*k : (j+1)*k : (j+1)*k]
+			for c := range t.places[j] {
+				t.places[j][c] = pdsPlace{class: int32(c), listed: -1}
+			}
+		}
+	} else {
+		t.nz = make([][]pdsWeight, t.x.Cols)
+		t.at = newPlaceTable(t.x.Cols, k, t.denseLimit)
+	}
 	t.searchers = numa.NewPerWorker(t.pool, func(numa.Worker) *pdsSearch {
 		// touched holds every class once, and one more slot: the search
 		// writes a class there before it knows whether to keep it.
 		return &pdsSearch{score: make([]float64, len(classes)), seen: make([]uint8, len(classes)),
-			touched: make([]int32, len(classes)+1)}
+			touched: make([]int32, len(classes)+1), marks: make([]uint64, (len(classes)+63)/64)}
 	})
 	t.steppers = numa.NewPerWorker(t.pool, func(numa.Worker) *pdsStepper { return &pdsStepper{round: -1} })
 	t.shards = featureShards(&t.x, len(t.pool.Workers()))
@@ -409,8 +428,8 @@ func (t *pdsTrainer) Start(units []int, _ int, state [][]byte, shared []byte) er
 			}
 			// A weight of the best epoch's model: its place exists, as
 			// the record of its dual sum comes first.
-			e, ok := t.at.get(j, t.local[l])
-			if !ok {
+			e := t.placeOf(j, t.local[l])
+			if e < 0 {
 				return fmt.Errorf("unit %d: best weight of feature %d and class %d without its dual sum", u, j, l)
 			}
 			if t.bestWt == nil {
@@ -440,6 +459,9 @@ func (t *pdsTrainer) add(j, c int32, v float64) {
 
 // placeOf returns the place of local class c in feature j's lists, or -1.
 func (t *pdsTrainer) placeOf(j, c int32) int32 {
+	if t.dense != nil {
+		return c
+	}
 	if e, ok := t.at.get(j, c); ok {
 		return e
 	}
@@ -459,6 +481,10 @@ func (t *pdsTrainer) addAt(j, c, e int32, v float64) {
 	p := &t.places[j][e]
 	p.v += v
 	w := t.weight(p)
+	if t.dense != nil {
+		t.dense.set(j, c, w)
+		return
+	}
 	switch k := p.listed; {
 	case w != 0 && k >= 0:
 		t.nz[j][k].w = w
@@ -487,6 +513,12 @@ func (t *pdsTrainer) weight(p *pdsPlace) float64 {
 
 // relist remakes feature j's list of non-zero weights.
 func (t *pdsTrainer) relist(j int32) {
+	if t.dense != nil {
+		for c := range t.places[j] {
+			t.dense.set(j, int32(c), t.weight(&t.places[j][c]))
+		}
+		return
+	}
 	kept := t.nz[j][:0]
 	for e := range t.places[j] {
 		p := &t.places[j][e]
@@ -685,6 +717,7 @@ type pdsSearch struct {
 	score   []float64 // per local class
 	seen    []uint8   // per local class: 1 if touched
 	touched []int32
+	marks   []uint64 // per 64 local classes, the touched ones (dense weights)
 	best    []pdsCandidate
 	rowReports
 }
@@ -714,7 +747,7 @@ func (t *pdsTrainer) report(s *pdsSearch, q int32, i int32) {
 			for e, j := range idx {
 				if p := t.placeOf(j, c); p >= 0 {
 					if w := t.weight(&t.places[j][p]); w != 0 {
-						sc += w * float64(val[e])
+						sc += float64(w * float64(val[e]))
 					}
 				}
 			}
@@ -791,6 +824,26 @@ func (t *pdsTrainer) scoreRow(s *pdsSearch, idx []int32, val []float32) {
 	// touched, which only grows if the class is new.
 	touched, seen, score := s.touched[:cap(s.touched)], s.seen, s.score
 	nt := 0
+	if d := t.dense; d != nil {
+		// The same sums: each class's weights added feature by feature
+		// in the row's order. Touched classes are listed in class order,
+		// which nothing reads into (the report and the held-out best
+		// rank classes by score, then class).
+		for e, j := range idx {
+			d.addRow(j, float64(val[e]), score, s.marks)
+		}
+		for k, m := range s.marks {
+			for m != 0 {
+				c := int32(k<<6 | bits.TrailingZeros64(m))
+				touched[nt], seen[c] = c, 1
+				nt++
+				m &= m - 1
+			}
+			s.marks[k] = 0
+		}
+		s.touched = touched[:nt]
+		return
+	}
 	for e, j := range idx {
 		nt = scoreList(t.nz[j], float64(val[e]), score, seen, touched, nt)
 	}
@@ -809,7 +862,7 @@ func scoreList(list []pdsWeight, xv float64, score []float64, seen []uint8, touc
 		touched[nt] = c
 		nt += int(1 - seen[c])
 		seen[c] = 1
-		score[c] += n.w * xv
+		score[c] += float64(n.w * xv)
 	}
 	return nt
 }
@@ -903,6 +956,10 @@ func (t *pdsTrainer) apply(w numa.Worker, rows []int32, lo, hi int) {
 		a, _ := slices.BinarySearch(idx, flo)
 		b, _ := slices.BinarySearch(idx, fhi)
 		idx, val = idx[a:b], val[a:b]
+		if t.dense != nil && !t.post {
+			t.applyDense(idx, val, rs.st.moves[rs.mlo:rs.mhi])
+			continue
+		}
 		for _, m := range rs.st.moves[rs.mlo:rs.mhi] {
 			// All the lookups first, then the updates: apart from the
 			// updates the lookups' memory reads overlap (wordnet-mc
@@ -912,9 +969,32 @@ func (t *pdsTrainer) apply(w numa.Worker, rows []int32, lo, hi int) {
 				at = append(at, t.placeOf(j, m.c))
 			}
 			for e, j := range idx {
-				t.addAt(j, m.c, at[e], m.d*float64(val[e]))
+				t.addAt(j, m.c, at[e], float64(m.d*float64(val[e])))
 			}
 			st.at = at
+		}
+	}
+}
+
+// applyDense is apply's loop over a row's features (idx, val) and the
+// moves of its step, for dense weights outside the post-solve: addAt's
+// work without its lookups and checks, a feature's weights at a time. Each
+// weight receives one addition a row, so the order of the loops does not
+// change the sums.
+func (t *pdsTrainer) applyDense(idx []int32, val []float32, moves []pdsMove) {
+	d, lambda := t.dense, t.p.Lambda
+	for e, j := range idx {
+		xv := float64(val[e])
+		places := t.places[j]
+		row := d.w[int(j)*d.classes : (int(j)+1)*d.classes]
+		for _, m := range moves {
+			p := &places[m.c]
+			p.v += float64(m.d * xv)
+			w := softThreshold(p.v, lambda)
+			if (row[m.c] != 0) != (w != 0) {
+				d.flip(j, m.c, w != 0)
+			}
+			row[m.c] = w
 		}
 	}
 }

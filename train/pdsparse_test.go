@@ -72,10 +72,10 @@ func TestPDSClassesPerUnit(t *testing.T) {
 	}
 }
 
-// TestPDSparseSameWeights trains Bibtex with the dense place table its size
-// gets and with hashed ones, and with the steps applied by 1 or 3 workers
-// (every round, or none, handed to the workers): the weights must be the
-// same bytes.
+// TestPDSparseSameWeights trains Bibtex with the dense weights its size
+// gets, and with weight lists whose place table is dense or hashed, and
+// with the steps applied by 1 or 3 workers (every round, or none, handed to
+// the workers): the weights must be the same bytes.
 func TestPDSparseSameWeights(t *testing.T) {
 	tr, _ := loadBibtex(t)
 	p := DefaultPDSparseParams()
@@ -83,14 +83,18 @@ func TestPDSparseSameWeights(t *testing.T) {
 	tests := []struct {
 		name         string
 		workers      int
+		denseWeights bool
 		denseLimit   int
 		parallelAdds int
 	}{
-		{"dense, 1 worker", 1, placeDenseLimit, 0},
-		{"hashed, 1 worker", 1, 0, 0},
-		{"dense, 3 workers", 3, placeDenseLimit, 0},
-		{"hashed, 3 workers", 3, 0, 0},
-		{"3 workers, steps on the rank", 3, placeDenseLimit, math.MaxInt},
+		{"dense weights, 1 worker", 1, true, placeDenseLimit, 0},
+		{"lists, dense table, 1 worker", 1, false, placeDenseLimit, 0},
+		{"lists, hashed table, 1 worker", 1, false, 0, 0},
+		{"dense weights, 3 workers", 3, true, placeDenseLimit, 0},
+		{"lists, dense table, 3 workers", 3, false, placeDenseLimit, 0},
+		{"lists, hashed table, 3 workers", 3, false, 0, 0},
+		{"dense weights, 3 workers, steps on the rank", 3, true, placeDenseLimit, math.MaxInt},
+		{"lists, 3 workers, steps on the rank", 3, false, placeDenseLimit, math.MaxInt},
 	}
 	var want []runner.Result
 	for _, tt := range tests {
@@ -102,6 +106,9 @@ func TestPDSparseSameWeights(t *testing.T) {
 				return err
 			}
 			tr.denseLimit, tr.parallelAdds = tt.denseLimit, tt.parallelAdds
+			if !tt.denseWeights {
+				tr.denseWeightLimit = 0
+			}
 			units := make([]int, len(tr.blocks))
 			for u := range units {
 				units[u] = u
@@ -109,7 +116,10 @@ func TestPDSparseSameWeights(t *testing.T) {
 			if err := tr.Start(units, 0, nil, nil); err != nil {
 				return err
 			}
-			if (tr.at.dense != nil) != (tt.denseLimit > 0) {
+			if (tr.dense != nil) != tt.denseWeights {
+				return fmt.Errorf("dense weights %v, want %v", tr.dense != nil, tt.denseWeights)
+			}
+			if !tt.denseWeights && (tr.at.dense != nil) != (tt.denseLimit > 0) {
 				return fmt.Errorf("dense limit %d: dense table %v", tt.denseLimit, tr.at.dense != nil)
 			}
 			if len(tr.shards) != tt.workers+1 {
@@ -141,12 +151,81 @@ func TestPDSparseSameWeights(t *testing.T) {
 	}
 }
 
+// TestPDSparseResumeAcrossStores saves a trainer's state after an epoch and
+// resumes it on a trainer that holds its weights the other way (dense or in
+// lists, as another number of ranks may give a rank), for a second epoch:
+// the weights must be the bytes of two epochs uninterrupted.
+func TestPDSparseResumeAcrossStores(t *testing.T) {
+	tr, _ := loadBibtex(t)
+	p := DefaultPDSparseParams()
+	p.Epochs = 2
+	pool := numatest.Pool(t, 1, 1)
+	// train runs rounds [from, to) of a trainer with dense weights or
+	// lists, started from state and shared (nil: fresh), and returns its
+	// weights and saved state.
+	train := func(dense bool, from, to int, state [][]byte, shared []byte) (res []runner.Result, st [][]byte, sh []byte, err error) {
+		err = mpi.Launch(1, func(c mpi.Comm) error {
+			tt, err := newPDSTrainer(p, tr, c, pool)
+			if err != nil {
+				return err
+			}
+			if !dense {
+				tt.denseWeightLimit = 0
+			}
+			if err := tt.Start(runner.OwnedUnits(len(tt.blocks), 0, 1), from, state, shared); err != nil {
+				return err
+			}
+			if (tt.dense != nil) != dense {
+				return fmt.Errorf("dense weights %v, want %v", tt.dense != nil, dense)
+			}
+			for r := from; r < to; r++ {
+				if _, err := tt.Round(context.Background(), r); err != nil {
+					return err
+				}
+			}
+			if st, sh, err = tt.Save(); err != nil {
+				return err
+			}
+			res, err = tt.Finish()
+			return err
+		})
+		return res, st, sh, err
+	}
+	batches := newEpochBatches(tr.N(), p.BatchSize, p.Seed).Batches
+	for _, first := range []bool{true, false} {
+		want, _, _, err := train(!first, 0, 2*batches, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, state, shared, err := train(first, 0, batches, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _, _, err := train(!first, batches, 2*batches, state, shared)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for u := range want {
+			if !bytes.Equal(want[u].Data, got[u].Data) {
+				t.Errorf("saved with dense weights %v, resumed the other way: unit %d differs from an uninterrupted run", first, u)
+			}
+		}
+	}
+}
+
 // TestPDSparsePostSolveScores checks that in the post-solve a row's report
-// holds exactly the scores the weight lists give its active classes (a
-// feature at a time, in the row's order), though it sums them from the
-// classes' own places: the post-solve's steps, and so its model, do not
-// depend on which way they are summed.
+// holds exactly the scores the search gives its active classes (a feature
+// at a time, in the row's order), though it sums them from the classes' own
+// places: the post-solve's steps, and so its model, do not depend on which
+// way they are summed. It checks both ways the search reads the weights:
+// dense, and by lists.
 func TestPDSparsePostSolveScores(t *testing.T) {
+	for _, dense := range []bool{true, false} {
+		t.Run(fmt.Sprintf("dense weights %v", dense), func(t *testing.T) { testPostSolveScores(t, dense) })
+	}
+}
+
+func testPostSolveScores(t *testing.T, dense bool) {
 	tr, _ := loadBibtex(t)
 	p := DefaultPDSparseParams()
 	p.Epochs = 2
@@ -156,6 +235,9 @@ func TestPDSparsePostSolveScores(t *testing.T) {
 		if err != nil {
 			return err
 		}
+		if !dense {
+			tt.denseWeightLimit = 0
+		}
 		if err := tt.Start(runner.OwnedUnits(len(tt.blocks), c.Rank(), c.Size()), 0, nil, nil); err != nil {
 			return err
 		}
@@ -164,8 +246,14 @@ func TestPDSparsePostSolveScores(t *testing.T) {
 				return err
 			}
 		}
+		if (tt.dense != nil) != dense {
+			return fmt.Errorf("dense weights %v, want %v", tt.dense != nil, dense)
+		}
 		tt.startPost(false)
 		s := tt.searchers.Get(numa.Worker{})
+		k := len(tt.global)
+		search := &pdsSearch{score: make([]float64, k), seen: make([]uint8, k), touched: make([]int32, k+1),
+			marks: make([]uint64, (k+63)/64)}
 		checked := 0
 		for i := range int32(tr.N()) {
 			s.msg = s.msg[:0]
@@ -175,22 +263,18 @@ func TestPDSparsePostSolveScores(t *testing.T) {
 				return err
 			}
 			idx, val := tt.x.Row(int(i))
+			tt.scoreRow(search, idx, val)
 			for _, e := range entries {
 				if e.kind != pdsScore {
 					return fmt.Errorf("row %d: a post-solve report of kind %d", i, e.kind)
 				}
-				want := 0.0
-				for k, j := range idx {
-					for _, n := range tt.nz[j] {
-						if n.class == tt.local[e.class] {
-							want += n.w * float64(val[k])
-						}
-					}
-				}
-				if math.Float64bits(e.score) != math.Float64bits(want) {
-					return fmt.Errorf("row %d, class %d: score %v, the lists give %v", i, e.class, e.score, want)
+				if want := search.score[tt.local[e.class]]; math.Float64bits(e.score) != math.Float64bits(want) {
+					return fmt.Errorf("row %d, class %d: score %v, the search gives %v", i, e.class, e.score, want)
 				}
 				checked++
+			}
+			for _, c := range search.touched {
+				search.score[c], search.seen[c] = 0, 0
 			}
 		}
 		if checked == 0 {
