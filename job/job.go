@@ -354,6 +354,10 @@ func (r *Rank) setupWorkers(opts Options, sharing int) error {
 	if shared {
 		r.Pool.ShareCPUs(sharing)
 	}
+	// A rank of one worker runs the short loops of a trainer's rounds
+	// itself, unless the ranks are goroutines of this process (see
+	// numa.Pool.InlineSingle).
+	r.Pool.InlineSingle(!inProcess || r.Comm.Size() == 1)
 	r.Log.Debug("workers", "threads", threads, "from", source, "domains", len(topo.Domains))
 	return nil
 }

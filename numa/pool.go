@@ -59,6 +59,9 @@ type Pool struct {
 	// number of pools of this size that run on them (see ShareCPUs).
 	cpus    int
 	sharing atomic.Int32
+	// inline is whether ForInline runs a one-worker pool's loops on its
+	// caller (see InlineSingle).
+	inline atomic.Bool
 }
 
 // NewPool starts threads workers over the domains of t and returns once
@@ -155,6 +158,16 @@ func newPool(t Topology, threads int, log *slog.Logger, pin func(cpus []int) err
 // are not bound apart. A Team then waits spinning only if all their
 // workers fit on the CPUs, one each (see Team).
 func (p *Pool) ShareCPUs(n int) { p.sharing.Store(int32(max(1, n))) }
+
+// InlineSingle lets ForInline run the loops of a pool of one worker on the
+// calling goroutine (see ForInline). The job turns it on for the ranks of
+// an MPI job. Ranks run in one process leave it off: their collectives
+// release one another through the Go scheduler, which queues a released
+// rank behind the goroutine that released it, so a rank that goes straight
+// on computing after a collective delays the others (PD-Sparse on
+// wordnet-mc, 2 in-process ranks: 12.8-13.3 s with the search on the
+// ranks' goroutines, 11.3-11.8 s on their workers).
+func (p *Pool) InlineSingle(on bool) { p.inline.Store(on) }
 
 // fitsCPUs reports whether the workers of all the pools that share the
 // pool's CPUs (ShareCPUs) are no more than the CPUs.
@@ -329,6 +342,37 @@ func (p *Pool) For(n, chunk int, fn func(w Worker, lo, hi int)) error {
 			fn(w, lo, min(lo+chunk, n))
 		}
 	})
+}
+
+// ForInline is For for the short loops of synchronous rounds, between
+// their collectives: a pool of one worker, told so by InlineSingle, runs
+// the chunks on the calling goroutine, as that worker, rather than handing
+// them to the worker's thread and waiting for it. That hand-off costs a thread wake-up each way,
+// and where a rank's CPUs are few (a pure-MPI job of one CPU a rank, or
+// ranks sharing a node's CPUs) the woken thread competes for them with the
+// rank's MPI thread, which polls for messages while it waits: PD-Sparse on
+// Bibtex under mpirun -np 2 on the 2-CPU test VM trained in 0.38-0.40 s
+// with its search run here, 0.78-0.96 s handed to the workers. The worker
+// must be idle: fn uses its per-worker values. A panic in fn is returned as
+// an error, as For returns it.
+func (p *Pool) ForInline(n, chunk int, fn func(w Worker, lo, hi int)) error {
+	if len(p.workers) != 1 || !p.inline.Load() {
+		return p.For(n, chunk, fn)
+	}
+	p.mu.Lock()
+	closed := p.closed
+	p.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	chunk = max(chunk, 1)
+	w := p.workers[0]
+	return prefixed(w, call(w, func(w Worker) error {
+		for lo := 0; lo < n; lo += chunk {
+			fn(w, lo, min(lo+chunk, n))
+		}
+		return nil
+	}))
 }
 
 // RunOnDomain calls fn on an idle worker of domain d, on that worker's pinned

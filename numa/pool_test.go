@@ -266,6 +266,72 @@ func TestFor(t *testing.T) {
 	}
 }
 
+// TestForInline checks that ForInline visits every index once, in chunks,
+// and that a pool of one worker told to (InlineSingle) runs them on the
+// caller: its worker is kept busy meanwhile, so handed to the worker they
+// would never run; otherwise the loop goes to the workers as For's does.
+func TestForInline(t *testing.T) {
+	one := Topology{Domains: []Domain{{CPUs: []int{0}}}}
+	tests := []struct {
+		name    string
+		threads int
+		inline  bool
+		caller  bool // whether the loop must run on the caller
+	}{
+		{"one worker, inline", 1, true, true},
+		{"one worker, not told", 1, false, false},
+		{"three workers, inline", 3, true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := unpinnedPool(t, one, tt.threads)
+			p.InlineSingle(tt.inline)
+			// release frees the busy worker, also when the test fails
+			// (the pool's cleanup waits for it).
+			release := make(chan struct{})
+			var once sync.Once
+			free := func() { once.Do(func() { close(release) }) }
+			defer free()
+			busy := make(chan error, 1)
+			if tt.caller {
+				started := make(chan struct{})
+				go func() { busy <- p.RunOn(0, func(Worker) error { close(started); <-release; return nil }) }()
+				<-started
+			}
+			seen := make([]atomic.Int32, 10)
+			var err error
+			within(t, func() {
+				err = p.ForInline(len(seen), 3, func(w Worker, lo, hi int) {
+					if w.ID >= tt.threads || hi-lo > 3 {
+						t.Errorf("worker %d given [%d, %d)", w.ID, lo, hi)
+					}
+					for i := lo; i < hi; i++ {
+						seen[i].Add(1)
+					}
+				})
+			})
+			free()
+			if tt.caller {
+				if berr := <-busy; berr != nil {
+					t.Fatal(berr)
+				}
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range seen {
+				if seen[i].Load() != 1 {
+					t.Errorf("index %d visited %d times", i, seen[i].Load())
+				}
+			}
+			// A panic comes back as an error, as For's does.
+			if err := p.ForInline(1, 1, func(Worker, int, int) { panic("boom") }); err == nil || !strings.Contains(err.Error(), "boom") {
+				t.Errorf("panic returned %v", err)
+			}
+		})
+	}
+}
+
 func TestRunErrors(t *testing.T) {
 	topo := Topology{Domains: []Domain{{CPUs: []int{0}}, {CPUs: []int{0}}}}
 	p := unpinnedPool(t, topo, 3)

@@ -181,7 +181,8 @@ type pdsActive struct {
 }
 
 // pdsPlace is the weight of a class (local id) on a feature: its dual sum
-// v, whose weight is prox_λ(v) (pdsTrainer.weight), and its index in the
+// v, whose weight is prox_λ(v) (pdsTrainer.weight), and (with lists, not
+// dense weights) its index in the
 // feature's list of non-zero weights (-1: not listed). The weight is not
 // kept: a place of 16 bytes rather than 24 let more of a step's places stay
 // in cache.
