@@ -181,11 +181,11 @@ type pdsActive struct {
 }
 
 // pdsPlace is the weight of a class (local id) on a feature: its dual sum
-// v, whose weight is prox_λ(v) (pdsTrainer.weight), and (with lists, not
-// dense weights) its index in the
-// feature's list of non-zero weights (-1: not listed). The weight is not
-// kept: a place of 16 bytes rather than 24 let more of a step's places stay
-// in cache.
+// v, whose weight is prox_λ(v) (pdsTrainer.weight), and, where the weights
+// are kept in lists rather than dense, its index in the feature's list of
+// non-zero weights (-1: not listed). The lists do not keep the weight in
+// the place: a place of 16 bytes rather than 24 let more of a step's
+// places stay in cache.
 type pdsPlace struct {
 	v      float64
 	class  int32
