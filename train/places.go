@@ -120,8 +120,8 @@ type denseWeights struct {
 }
 
 // denseWeightLimit is the most features × classes of a rank whose weights
-// are held dense: 2M pairs take 52 MiB with their places (16 bytes a pair)
-// and bits. Bibtex on one rank has 292,000 pairs, Delicious 491,000;
+// are held dense: 2M pairs take 48 MiB with their places (16 bytes a pair
+// and 8 of weight) and bits. Bibtex on one rank has 292,000 pairs, Delicious 491,000;
 // debian-tags (15 million) and the larger sets keep the lists.
 const denseWeightLimit = 1 << 21
 
@@ -130,6 +130,8 @@ const denseWeightLimit = 1 << 21
 // non-zero bits otherwise.
 const denseRowShare = 4
 
+// newDenseWeights returns the weights, all zero, of features × classes
+// pairs.
 func newDenseWeights(features, classes int) *denseWeights {
 	words := (classes + 63) / 64
 	return &denseWeights{classes: classes, words: words, w: make([]float64, features*classes),
@@ -165,7 +167,8 @@ func (d *denseWeights) addRow(j int32, xv float64, score []float64, marks []uint
 	row := d.w[int(j)*d.classes : (int(j)+1)*d.classes]
 	bitsOf := d.nonzero[int(j)*d.words : (int(j)+1)*d.words]
 	if int(d.count[j])*denseRowShare >= d.classes {
-		// A zero weight adds ±0, which leaves every score as it was.
+		// A zero weight adds ±0, which leaves every score as it was
+		// (a score starts at +0, and no sum of it gives −0).
 		// gonum's assembly multiplies, then adds (no fused
 		// multiply-add): the bits of the loop
 		//	score[c] += float64(row[c] * xv)
