@@ -28,7 +28,10 @@
 // loops with [Pool.RunFrom], taking its own share at once; for many short
 // loops in a row, [Pool.Together] holds the workers in a [Team] that hands
 // each loop out through memory, its members spinning between loops rather
-// than parking their threads.
+// than parking their threads. The short loops of a trainer's synchronous
+// rounds go through [Pool.ForInline], which lets a rank of one worker run
+// them itself (where the job says so: [Pool.InlineSingle]) rather than
+// hand them to its worker's thread and back each round.
 //
 // [LargeBytes] allocates large buffers advised to be backed by transparent
 // huge pages, which cuts the cost of first touching them.
