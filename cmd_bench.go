@@ -275,11 +275,18 @@ func runBenchShapes(args []string) error {
 	var shapes, algos, sweep, sweepAlgos, out string
 	var n, ranks, threads int
 	var seed uint64
-	var names []string
+	// The default is the multi-label shapes; a multi-class one is asked for.
+	var names, multiLabel []string
 	for _, s := range bench.Shapes() {
+		if s.MultiClass {
+			names = append(names, s.Name+" (multi-class)")
+			continue
+		}
 		names = append(names, s.Name)
+		multiLabel = append(multiLabel, s.Name)
 	}
-	fs.StringVar(&shapes, "shapes", strings.Join(names, ","), "comma-separated shapes of generated data sets; the last one's D and densities are the sweep's")
+	fs.StringVar(&shapes, "shapes", strings.Join(multiLabel, ","), "comma-separated shapes of generated data sets, of "+
+		strings.Join(names, ", ")+"; the last one's D and densities are the sweep's")
 	fs.IntVar(&n, "n", 25000, "rows generated per data set, the first 80% to train on, the rest to test")
 	fs.StringVar(&algos, "algos", "forest,dismec,ppdsparse", "comma-separated algorithms trained on every shape")
 	fs.StringVar(&sweep, "sweep-l", "10000,31000,100000,300000,670091", "comma-separated label counts of the sweep (empty: none)")

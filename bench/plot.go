@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"image/color"
+	"math"
 	"path/filepath"
 	"slices"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -243,6 +245,35 @@ func (s *Scaling) plotComm() (*plot.Plot, error) {
 	}
 	makeRoom(p, float64(rows[0].Ranks), float64(rows[len(rows)-1].Ranks))
 	return p, nil
+}
+
+// logTicks125 marks a log axis at 1, 2 and 5 times the powers of ten,
+// labelled, and at their other integer multiples, unlabelled. gonum's
+// plot.LogTicks labels only the powers of ten, which leaves a curve within
+// one decade (a time that grows from 5 to 7 s) with one label or none.
+type logTicks125 struct{}
+
+// Ticks returns the ticks between min and max (both positive).
+func (logTicks125) Ticks(min, max float64) []plot.Tick {
+	var ticks []plot.Tick
+	for k := int(math.Floor(math.Log10(min))); k <= int(math.Ceil(math.Log10(max))); k++ {
+		for m := 1; m <= 9; m++ {
+			// Tenths as m/10, not m·0.1: labels of exact decimals.
+			v := float64(m) * math.Pow10(k)
+			if k < 0 {
+				v = float64(m) / math.Pow10(-k)
+			}
+			if v < min || v > max {
+				continue
+			}
+			t := plot.Tick{Value: v}
+			if m == 1 || m == 2 || m == 5 {
+				t.Label = strconv.FormatFloat(v, 'f', -1, 64)
+			}
+			ticks = append(ticks, t)
+		}
+	}
+	return ticks
 }
 
 // savePlot writes p as base.png and base.svg and returns the paths.

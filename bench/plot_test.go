@@ -113,3 +113,34 @@ func TestComparisonPlot(t *testing.T) {
 		t.Error("a comparison with no ratio plotted without error")
 	}
 }
+
+// TestLogTicks125 checks the sweep plots' log ticks: labels at 1, 2 and 5
+// times the powers of ten, unlabelled ticks at the other multiples, none
+// outside the range.
+func TestLogTicks125(t *testing.T) {
+	tests := []struct {
+		min, max float64
+		labels   []string
+		ticks    int
+	}{
+		{5, 7.3, []string{"5"}, 3},
+		{4.2, 95, []string{"5", "10", "20", "50"}, 14},
+		{10000, 100000, []string{"10000", "20000", "50000", "100000"}, 10},
+		{0.15, 0.6, []string{"0.2", "0.5"}, 5},
+	}
+	for _, tt := range tests {
+		var labels []string
+		ticks := logTicks125{}.Ticks(tt.min, tt.max)
+		for _, tk := range ticks {
+			if tk.Value < tt.min || tk.Value > tt.max {
+				t.Errorf("[%v, %v]: tick %v outside", tt.min, tt.max, tk.Value)
+			}
+			if tk.Label != "" {
+				labels = append(labels, tk.Label)
+			}
+		}
+		if !slices.Equal(labels, tt.labels) || len(ticks) != tt.ticks {
+			t.Errorf("[%v, %v]: %d ticks labelled %q, want %d labelled %q", tt.min, tt.max, len(ticks), labels, tt.ticks, tt.labels)
+		}
+	}
+}

@@ -35,14 +35,18 @@ type Shape struct {
 	Name                   string
 	D, L                   int
 	AvgLabels, AvgFeatures float64
+	// MultiClass gives every row one label (AvgLabels is 1).
+	MultiClass bool
 }
 
 // Shapes are the repository's data sets a scale study knows, by name.
 func Shapes() []Shape {
 	return []Shape{
-		{"eurlex-4k", 5000, 3993, 5.31, 236.8},
-		{"wiki10-31k", 101938, 30938, 18.64, 673.4},
-		{"amazon-670k", 135909, 670091, 5.45, 75.68},
+		{"eurlex-4k", 5000, 3993, 5.31, 236.8, false},
+		{"wiki10-31k", 101938, 30938, 18.64, 673.4, false},
+		{"amazon-670k", 135909, 670091, 5.45, 75.68, false},
+		// The shared wordnet-mc set's shape: multi-class, 20,206 classes.
+		{"wordnet-mc", 41776, 20206, 1, 8.32, true},
 	}
 }
 
@@ -102,7 +106,7 @@ func shapeData(dir string, s Shape, n int, seed uint64) (train, test string, err
 		return "", "", err
 	}
 	ds, err := data.GenerateDataset(data.GenConfig{N: n, D: s.D, L: s.L, AvgLabels: s.AvgLabels,
-		AvgFeatures: s.AvgFeatures, LabelExponent: 1, Seed: seed})
+		AvgFeatures: s.AvgFeatures, LabelExponent: 1, MultiClass: s.MultiClass, Seed: seed})
 	if err != nil {
 		return "", "", fmt.Errorf("generate %s: %w", s.Name, err)
 	}
@@ -359,7 +363,7 @@ func (st *ShapesStudy) Plot(dir string) ([]string, error) {
 		p.X.Label.Text = "labels L"
 		p.Y.Label.Text = c.ylabel
 		p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-		p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
+		p.X.Tick.Marker, p.Y.Tick.Marker = logTicks125{}, logTicks125{}
 		algos := slices.Sorted(func(yield func(string) bool) {
 			for a := range c.series {
 				if !yield(a) {

@@ -29,6 +29,9 @@ type GenConfig struct {
 	// LabelExponent is the power-law exponent of label popularity: 0 gives
 	// uniform labels, about 1 is typical of XMC data.
 	LabelExponent float64
+	// MultiClass gives every instance exactly one label (multi-class data,
+	// as PD-Sparse's and MEMOIR's papers train on); AvgLabels must be 1.
+	MultiClass bool
 	// Seed makes the output reproducible: the same config gives the same
 	// bytes on the same platform.
 	Seed uint64
@@ -65,6 +68,7 @@ func (c GenConfig) Validate() error {
 		"AvgFeatures=%v: need 1 <= AvgFeatures <= (D+1)/2", c.AvgFeatures)
 	check(c.LabelExponent >= 0 && !math.IsInf(c.LabelExponent, 0),
 		"LabelExponent=%v: need a finite exponent >= 0", c.LabelExponent)
+	check(!c.MultiClass || c.AvgLabels == 1, "AvgLabels=%v: multi-class data has 1 label per instance", c.AvgLabels)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("generator config: %w", err)
 	}
@@ -185,7 +189,11 @@ func (g *generator) next() {
 	L, D := g.cfg.L, g.cfg.D
 
 	g.labels = g.labels[:0]
-	for k := g.count(g.cfg.AvgLabels, (L+1)/2); len(g.labels) < k; {
+	k := 1
+	if !g.cfg.MultiClass {
+		k = g.count(g.cfg.AvgLabels, (L+1)/2)
+	}
+	for len(g.labels) < k {
 		l := g.byRank[g.labelLaw.rank(g.rng.Float64())]
 		for tries := 1; g.labelSeen[l] == g.stamp; tries++ {
 			if tries < genZipfTries {

@@ -27,6 +27,7 @@ func TestGenConfigValidate(t *testing.T) {
 		{"AvgFeatures", func(c *GenConfig) { c.AvgFeatures = 0.5 }, "AvgFeatures=0.5: need 1 <= AvgFeatures <= (D+1)/2"},
 		{"LabelExponent", func(c *GenConfig) { c.LabelExponent = -1 }, "LabelExponent=-1: need a finite exponent >= 0"},
 		{"LabelExponent Inf", func(c *GenConfig) { c.LabelExponent = math.Inf(1) }, "LabelExponent=+Inf: need"},
+		{"MultiClass with 2 labels", func(c *GenConfig) { c.MultiClass = true }, "AvgLabels=2: multi-class data has 1 label per instance"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -124,6 +125,43 @@ func TestGenerateShape(t *testing.T) {
 		if math.Abs(slope+tt.exponent) > 0.15 {
 			t.Errorf("%+v: log-log slope of label frequency %.3f, want about %v", cfg, slope, -tt.exponent)
 		}
+	}
+}
+
+// TestGenerateMultiClass checks that multi-class data gives every instance
+// exactly one label, with the label frequencies' power law, and that
+// Generate writes what GenerateDataset returns.
+func TestGenerateMultiClass(t *testing.T) {
+	cfg := GenConfig{N: 20000, D: 5000, L: 2000, AvgLabels: 1, AvgFeatures: 8, LabelExponent: 1, MultiClass: true, Seed: 3}
+	d, err := GenerateDataset(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := make([]float64, d.L())
+	for i := range d.N() {
+		labels, _ := d.Y.Row(i)
+		if len(labels) != 1 {
+			t.Fatalf("row %d has %d labels", i, len(labels))
+		}
+		counts[labels[0]]++
+	}
+	slices.Sort(counts)
+	slices.Reverse(counts)
+	// The most frequent class against the 100th: about 100 under a power
+	// law of exponent 1; uniform labels would give about 1.
+	if r := counts[0] / counts[99]; r < 30 {
+		t.Errorf("top class %v rows, 100th %v: not a power law", counts[0], counts[99])
+	}
+	var buf bytes.Buffer
+	if err := Generate(&buf, cfg); err != nil {
+		t.Fatal(err)
+	}
+	read, err := Read(&buf, "gen", ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(read.Y.Indices, d.Y.Indices) || !slices.Equal(read.X.Indices, d.X.Indices) {
+		t.Error("Generate and GenerateDataset differ")
 	}
 }
 
