@@ -331,9 +331,16 @@ func prefixed(w Worker, err error) error {
 // is done with its last one, so uneven chunks balance. It returns as Run
 // does.
 func (p *Pool) For(n, chunk int, fn func(w Worker, lo, hi int)) error {
+	return p.Run(chunks(n, chunk, fn))
+}
+
+// chunks returns the function each worker of For runs: it calls fn with
+// the next chunk of [0, n) not yet taken, chunk indices long (at least 1),
+// until none is left.
+func chunks(n, chunk int, fn func(w Worker, lo, hi int)) func(w Worker) error {
 	chunk = max(chunk, 1)
 	var next atomic.Int64
-	return p.Run(func(w Worker) error {
+	return func(w Worker) error {
 		for {
 			lo := int(next.Add(int64(chunk))) - chunk
 			if lo >= n {
@@ -341,7 +348,7 @@ func (p *Pool) For(n, chunk int, fn func(w Worker, lo, hi int)) error {
 			}
 			fn(w, lo, min(lo+chunk, n))
 		}
-	})
+	}
 }
 
 // ForInline is For for the short loops of synchronous rounds, between
@@ -365,14 +372,8 @@ func (p *Pool) ForInline(n, chunk int, fn func(w Worker, lo, hi int)) error {
 	if closed {
 		return ErrClosed
 	}
-	chunk = max(chunk, 1)
 	w := p.workers[0]
-	return prefixed(w, call(w, func(w Worker) error {
-		for lo := 0; lo < n; lo += chunk {
-			fn(w, lo, min(lo+chunk, n))
-		}
-		return nil
-	}))
+	return prefixed(w, call(w, chunks(n, chunk, fn)))
 }
 
 // RunOnDomain calls fn on an idle worker of domain d, on that worker's pinned

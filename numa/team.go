@@ -117,17 +117,7 @@ func (t *Team) Run(fn func(w Worker) error) error {
 // chunks of chunk, each worker taking the next chunk when done with one,
 // and returns when all are done.
 func (t *Team) For(n, chunk int, fn func(w Worker, lo, hi int)) error {
-	chunk = max(chunk, 1)
-	var next atomic.Int64
-	return t.Run(func(w Worker) error {
-		for {
-			lo := int(next.Add(int64(chunk))) - chunk
-			if lo >= n {
-				return nil
-			}
-			fn(w, lo, min(lo+chunk, n))
-		}
-	})
+	return t.Run(chunks(n, chunk, fn))
 }
 
 // wakeMembers wakes the members that parked.
