@@ -354,14 +354,14 @@ func chunks(n, chunk int, fn func(w Worker, lo, hi int)) func(w Worker) error {
 // ForInline is For for the short loops of synchronous rounds, between
 // their collectives: a pool of one worker, told so by InlineSingle, runs
 // the chunks on the calling goroutine, as that worker, rather than handing
-// them to the worker's thread and waiting for it. That hand-off costs a thread wake-up each way,
-// and where a rank's CPUs are few (a pure-MPI job of one CPU a rank, or
-// ranks sharing a node's CPUs) the woken thread competes for them with the
-// rank's MPI thread, which polls for messages while it waits: PD-Sparse on
-// Bibtex under mpirun -np 2 on the 2-CPU test VM trained in 0.38-0.40 s
-// with its search run here, 0.78-0.96 s handed to the workers. The worker
-// must be idle: fn uses its per-worker values. A panic in fn is returned as
-// an error, as For returns it.
+// them to the worker's thread and waiting for it. That hand-off costs a
+// thread wake-up each way, and where CPUs are few (a pure-MPI job of one
+// CPU a rank, or ranks sharing a node's CPUs) the woken thread competes for
+// them with MPI threads, which poll for messages while they wait:
+// PD-Sparse on Bibtex under mpirun -np 2 on the 2-CPU test VM trained in
+// 0.38-0.40 s with its search run here, 0.78-0.96 s handed to the workers.
+// The worker must be idle: fn uses its per-worker values. A panic in fn is
+// returned as an error, as For returns it.
 func (p *Pool) ForInline(n, chunk int, fn func(w Worker, lo, hi int)) error {
 	if len(p.workers) != 1 || !p.inline.Load() {
 		return p.For(n, chunk, fn)

@@ -458,7 +458,8 @@ func (t *pdsTrainer) add(j, c int32, v float64) {
 	t.addAt(j, c, t.placeOf(j, c), v)
 }
 
-// placeOf returns the place of local class c in feature j's lists, or -1.
+// placeOf returns the place of local class c in feature j's places: c
+// itself with dense weights, else the table's entry, or -1 if it has none.
 func (t *pdsTrainer) placeOf(j, c int32) int32 {
 	if t.dense != nil {
 		return c
