@@ -392,12 +392,7 @@ func (t *pdsTrainer) Start(units []int, _ int, state [][]byte, shared []byte) er
 		t.nz = make([][]pdsWeight, t.x.Cols)
 		t.at = newPlaceTable(t.x.Cols, k, t.denseLimit)
 	}
-	t.searchers = numa.NewPerWorker(t.pool, func(numa.Worker) *pdsSearch {
-		// touched holds every class once, and one more slot: the search
-		// writes a class there before it knows whether to keep it.
-		return &pdsSearch{score: make([]float64, len(classes)), seen: make([]uint8, len(classes)),
-			touched: make([]int32, len(classes)+1), marks: make([]uint64, (len(classes)+63)/64)}
-	})
+	t.searchers = numa.NewPerWorker(t.pool, func(numa.Worker) *pdsSearch { return newPDSSearch(len(classes)) })
 	t.steppers = numa.NewPerWorker(t.pool, func(numa.Worker) *pdsStepper { return &pdsStepper{round: -1} })
 	t.shards = featureShards(&t.x, len(t.pool.Workers()))
 	t.act = make([][]pdsActive, t.x.Rows)
@@ -724,6 +719,14 @@ type pdsSearch struct {
 	rowReports
 }
 
+// newPDSSearch returns a search's scratch for k local classes.
+func newPDSSearch(k int) *pdsSearch {
+	// touched holds every class once, and one more slot: the search
+	// writes a class there before it knows whether to keep it.
+	return &pdsSearch{score: make([]float64, k), seen: make([]uint8, k), touched: make([]int32, k+1),
+		marks: make([]uint64, (k+63)/64)}
+}
+
 // report appends to s.msg this rank's entries for row i, the q-th of the
 // batch. It only reads the trainer, so that workers search rows at once.
 func (t *pdsTrainer) report(s *pdsSearch, q int32, i int32) {
@@ -987,16 +990,11 @@ func (t *pdsTrainer) applyDense(idx []int32, val []float32, moves []pdsMove) {
 	d, lambda := t.dense, t.p.Lambda
 	for e, j := range idx {
 		xv := float64(val[e])
-		places := t.places[j]
-		row := d.w[int(j)*d.classes : (int(j)+1)*d.classes]
+		places, row := t.places[j], d.row(j)
 		for _, m := range moves {
 			p := &places[m.c]
 			p.v += float64(m.d * xv)
-			w := softThreshold(p.v, lambda)
-			if (row[m.c] != 0) != (w != 0) {
-				d.flip(j, m.c, w != 0)
-			}
-			row[m.c] = w
+			d.setIn(row, j, m.c, softThreshold(p.v, lambda))
 		}
 	}
 }

@@ -251,9 +251,7 @@ func testPostSolveScores(t *testing.T, dense bool) {
 		}
 		tt.startPost(false)
 		s := tt.searchers.Get(numa.Worker{})
-		k := len(tt.global)
-		search := &pdsSearch{score: make([]float64, k), seen: make([]uint8, k), touched: make([]int32, k+1),
-			marks: make([]uint64, (k+63)/64)}
+		search := newPDSSearch(len(tt.global))
 		checked := 0
 		for i := range int32(tr.N()) {
 			s.msg = s.msg[:0]

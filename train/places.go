@@ -139,12 +139,20 @@ func newDenseWeights(features, classes int) *denseWeights {
 }
 
 // set makes w the weight of class c on feature j.
-func (d *denseWeights) set(j, c int32, w float64) {
-	k := int(j)*d.classes + int(c)
-	if (d.w[k] != 0) != (w != 0) {
+func (d *denseWeights) set(j, c int32, w float64) { d.setIn(d.row(j), j, c, w) }
+
+// row returns feature j's weights, one per class.
+func (d *denseWeights) row(j int32) []float64 {
+	return d.w[int(j)*d.classes : (int(j)+1)*d.classes]
+}
+
+// setIn is set with feature j's row of weights at hand (row(j)), for
+// loops that make many of its weights.
+func (d *denseWeights) setIn(row []float64, j, c int32, w float64) {
+	if (row[c] != 0) != (w != 0) {
 		d.flip(j, c, w != 0)
 	}
-	d.w[k] = w
+	row[c] = w
 }
 
 // flip records that the weight of class c on feature j became non-zero
@@ -164,7 +172,7 @@ func (d *denseWeights) addRow(j int32, xv float64, score []float64, marks []uint
 	if d.count[j] == 0 {
 		return
 	}
-	row := d.w[int(j)*d.classes : (int(j)+1)*d.classes]
+	row := d.row(j)
 	bitsOf := d.nonzero[int(j)*d.words : (int(j)+1)*d.words]
 	if int(d.count[j])*denseRowShare >= d.classes {
 		// A zero weight adds ±0, which leaves every score as it was
