@@ -347,17 +347,16 @@ func (r *Rank) setupWorkers(opts Options, sharing int) error {
 	if runtime.GOMAXPROCS(0) < procs {
 		runtime.GOMAXPROCS(procs)
 	}
-	r.Pool, err = numa.NewPool(topo, threads, r.Log)
-	if err != nil {
+	po := numa.Options{Log: r.Log, SharedBy: 1,
+		// A rank of one worker runs its loops itself, unless the ranks are
+		// goroutines of this process (see numa.Options.InlineSingle).
+		InlineSingle: !inProcess || r.Comm.Size() == 1}
+	if shared {
+		po.SharedBy = sharing
+	}
+	if r.Pool, err = numa.NewPool(topo, threads, po); err != nil {
 		return err
 	}
-	if shared {
-		r.Pool.ShareCPUs(sharing)
-	}
-	// A rank of one worker runs the short loops of a trainer's rounds
-	// itself, unless the ranks are goroutines of this process (see
-	// numa.Pool.InlineSingle).
-	r.Pool.InlineSingle(!inProcess || r.Comm.Size() == 1)
 	r.Log.Debug("workers", "threads", threads, "from", source, "domains", len(topo.Domains))
 	return nil
 }

@@ -24,14 +24,14 @@
 // working unpinned and log a single warning; this is a performance problem,
 // never a correctness one.
 //
-// A worker given a function by [Pool.RunOn] may lead the others in parallel
-// loops with [Pool.RunFrom], taking its own share at once; for many short
-// loops in a row, [Pool.Together] holds the workers in a [Team] that hands
-// each loop out through memory, its members spinning between loops rather
-// than parking their threads. The short loops of a trainer's synchronous
-// rounds go through [Pool.ForInline], which lets a rank of one worker run
-// them itself (where the job says so: [Pool.InlineSingle]) rather than
-// hand them to its worker's thread and back each round.
+// A pool runs work in three ways: [Pool.Run] calls a function on every
+// worker, [Pool.For] deals the chunks of a loop to them, and, for many
+// short loops in a row, [Pool.Together] holds the workers in a [Team] that
+// hands each loop out through memory, its members spinning between loops
+// rather than parking their threads. What the pool cannot see of the job
+// is given at its start ([Options]): how many pools share its CPUs, and
+// whether a rank of one worker runs its loops itself rather than hand them
+// to its worker's thread and back each time.
 //
 // [LargeBytes] allocates large buffers advised to be backed by transparent
 // huge pages, which cuts the cost of first touching them.

@@ -20,7 +20,7 @@ func NewPerWorker[T any](p *Pool, build func(w Worker) T) *PerWorker[T] {
 
 // Get returns worker w's value, making it on first use. Only worker w may
 // call Get(w), from the function the pool runs on it (or the caller of
-// ForInline, running as w).
+// For, running as w: see Options.InlineSingle).
 func (p *PerWorker[T]) Get(w Worker) T {
 	if !p.made[w.ID] {
 		p.values[w.ID], p.made[w.ID] = p.build(w), true

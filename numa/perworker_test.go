@@ -9,7 +9,7 @@ import (
 // itself, and that Each visits the values made, in worker order.
 func TestPerWorker(t *testing.T) {
 	topo := Topology{Domains: []Domain{{CPUs: []int{0}}, {CPUs: []int{1}}}}
-	p := unpinnedPool(t, topo, 4)
+	p := unpinnedPool(t, topo, 4, Options{})
 	var made atomic.Int64
 	type scratch struct {
 		owner Worker

@@ -23,7 +23,7 @@ type Worker struct {
 	Pinned bool
 }
 
-// ErrClosed is returned by Run and RunOnDomain on a closed Pool.
+// ErrClosed is returned by Run, For and Together on a closed Pool.
 var ErrClosed = errors.New("numa: pool is closed")
 
 // task is one call of a function on a worker; its result goes to done.
@@ -36,13 +36,16 @@ type task struct {
 // thread and pinned to the CPUs of one NUMA domain. The workers live until
 // Close, so their threads stay pinned from one Run to the next.
 //
-// Run and RunOnDomain may be called from several goroutines at once. Every
-// worker executes the functions of concurrent Runs in the same order, so a
-// function that waits for the other workers of its own Run (a barrier) does
-// not deadlock. The functions must not call Run, RunOn, RunOnDomain or
-// Together on the same pool, which would deadlock (RunFrom is the way for
-// one to lead the others), nor runtime.Goexit (t.FailNow in tests), which
-// would end the worker and leave its caller waiting.
+// Work runs on the pool in three ways: Run calls a function once on every
+// worker, For deals a loop's chunks to the workers, and Together holds the
+// workers in a Team for a stretch of many short loops (Team.Run, Team.For).
+//
+// Run may be called from several goroutines at once. Every worker executes
+// the functions of concurrent Runs in the same order, so a function that
+// waits for the other workers of its own Run (a barrier) does not
+// deadlock. The functions must not call Run, For or Together on the same
+// pool, which would deadlock, nor runtime.Goexit (t.FailNow in tests),
+// which would end the worker and leave its caller waiting.
 type Pool struct {
 	workers []Worker
 	own     []chan task // own[i] feeds worker i, for Run
@@ -55,13 +58,36 @@ type Pool struct {
 	// concurrent Runs in one order, and guards closed.
 	mu     sync.Mutex
 	closed bool
-	// cpus is the number of CPUs of the pool's topology, and sharing the
-	// number of pools of this size that run on them (see ShareCPUs).
-	cpus    int
-	sharing atomic.Int32
-	// inline is whether ForInline runs a one-worker pool's loops on its
-	// caller (see InlineSingle).
-	inline atomic.Bool
+	// cpus is the number of CPUs of the pool's topology.
+	cpus int
+	opts Options
+}
+
+// Options are the settings of a Pool that its user knows of the job and
+// the pool cannot see for itself. The zero value is a pool alone on its
+// CPUs that hands every loop to its workers.
+type Options struct {
+	// Log receives the pool's warnings (pinning refused) and its start
+	// line; nil discards them.
+	Log *slog.Logger
+	// SharedBy is the number of pools of this size, this one included,
+	// that run on the same CPUs: in-process ranks, or MPI ranks of one node
+	// that are not bound apart (0 counts as 1). A Team waits spinning only
+	// if the workers of all of them fit on the CPUs, one each (see Team).
+	SharedBy int
+	// InlineSingle lets For run the loops of a pool of one worker on the
+	// calling goroutine, as that worker, rather than hand every loop to
+	// the worker's thread and wait for it: that hand-off costs a thread
+	// wake-up each way, and where CPUs are few (a pure-MPI job of one CPU
+	// a rank, or ranks sharing a node's CPUs) the woken thread competes for
+	// them with MPI threads, which poll for messages while they wait. The
+	// job sets it for the ranks of an MPI job. Ranks run as goroutines of
+	// one process leave it off: their collectives release one another
+	// through the Go scheduler, which queues a released rank behind the
+	// goroutine that released it, so a rank that goes straight on
+	// computing after a collective delays the others. With it set, For
+	// must not be called while the worker runs something else.
+	InlineSingle bool
 }
 
 // NewPool starts threads workers over the domains of t and returns once
@@ -77,15 +103,15 @@ type Pool struct {
 // Each worker binds its thread to all CPUs of its domain, leaving the kernel
 // to balance threads inside the domain. Where the OS refuses (EPERM or
 // EINVAL in containers and cgroups, CPUs outside the cgroup), the worker
-// runs unpinned and NewPool logs one warning for the whole pool on log,
-// which may be nil to discard messages.
-func NewPool(t Topology, threads int, log *slog.Logger) (*Pool, error) {
-	return newPool(t, threads, log, pinThread)
+// runs unpinned and NewPool logs one warning for the whole pool on
+// opts.Log.
+func NewPool(t Topology, threads int, opts Options) (*Pool, error) {
+	return newPool(t, threads, opts, pinThread)
 }
 
 // newPool is NewPool with the function that pins the calling thread to a
 // CPU set given as pin, so that tests can simulate refusal.
-func newPool(t Topology, threads int, log *slog.Logger, pin func(cpus []int) error) (*Pool, error) {
+func newPool(t Topology, threads int, opts Options, pin func(cpus []int) error) (*Pool, error) {
 	if threads < 1 {
 		return nil, fmt.Errorf("new pool: %d threads, need at least 1", threads)
 	}
@@ -97,9 +123,11 @@ func newPool(t Topology, threads int, log *slog.Logger, pin func(cpus []int) err
 			return nil, fmt.Errorf("new pool: domain %d (node %d) has no CPUs", i, d.ID)
 		}
 	}
+	log := opts.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	opts.SharedBy = max(1, opts.SharedBy)
 
 	counts := spread(t, threads)
 	var memFree uint64
@@ -108,6 +136,7 @@ func newPool(t Topology, threads int, log *slog.Logger, pin func(cpus []int) err
 	}
 	p := &Pool{
 		cpus:    len(t.CPUs()),
+		opts:    opts,
 		memFree: memFree,
 		workers: make([]Worker, 0, threads),
 		own:     make([]chan task, threads),
@@ -149,29 +178,12 @@ func newPool(t Topology, threads int, log *slog.Logger, pin func(cpus []int) err
 		log.Info("more worker threads than CPUs", "threads", threads, "cpus", cpus)
 	}
 	log.Debug("worker pool started", "workers", threads, "domains", len(t.Domains), "per_domain", counts)
-	p.sharing.Store(1)
 	return p, nil
 }
 
-// ShareCPUs tells the pool that n pools of its size, its own included, run
-// on its topology's CPUs: in-process ranks, or MPI ranks of one node that
-// are not bound apart. A Team then waits spinning only if all their
-// workers fit on the CPUs, one each (see Team).
-func (p *Pool) ShareCPUs(n int) { p.sharing.Store(int32(max(1, n))) }
-
-// InlineSingle lets ForInline run the loops of a pool of one worker on the
-// calling goroutine (see ForInline). The job turns it on for the ranks of
-// an MPI job. Ranks run in one process leave it off: their collectives
-// release one another through the Go scheduler, which queues a released
-// rank behind the goroutine that released it, so a rank that goes straight
-// on computing after a collective delays the others (PD-Sparse on
-// wordnet-mc, 2 in-process ranks: 12.8-13.3 s with the search on the
-// ranks' goroutines, 11.3-11.8 s on their workers).
-func (p *Pool) InlineSingle(on bool) { p.inline.Store(on) }
-
 // fitsCPUs reports whether the workers of all the pools that share the
-// pool's CPUs (ShareCPUs) are no more than the CPUs.
-func (p *Pool) fitsCPUs() bool { return len(p.workers)*int(p.sharing.Load()) <= p.cpus }
+// pool's CPUs (Options.SharedBy) are no more than the CPUs.
+func (p *Pool) fitsCPUs() bool { return len(p.workers)*p.opts.SharedBy <= p.cpus }
 
 // spread returns how many of threads workers each domain of t gets; see
 // NewPool for the rule.
@@ -238,7 +250,7 @@ func (p *Pool) Workers() []Worker {
 func (p *Pool) MemFree() uint64 { return p.memFree }
 
 // Domains returns the number of domains of the pool's topology; domains are
-// numbered 0 to Domains()-1 in RunOnDomain and Replicas.
+// numbered 0 to Domains()-1 in Worker.Domain and Replicas.
 func (p *Pool) Domains() int {
 	return len(p.domain)
 }
@@ -248,20 +260,7 @@ func (p *Pool) Domains() int {
 // first error to occur, prefixed with the worker that returned it. A panic
 // in fn is recovered and returned as an error with its stack; the worker
 // remains usable.
-func (p *Pool) Run(fn func(w Worker) error) error { return p.runAll(fn, nil) }
-
-// RunOn calls fn on worker id's pinned thread and returns its error, as
-// Run does for every worker; fn may lead the pool with RunFrom.
-func (p *Pool) RunOn(id int, fn func(w Worker) error) error {
-	if id < 0 || id >= len(p.workers) {
-		return fmt.Errorf("run on worker %d: pool has %d workers", id, len(p.workers))
-	}
-	done, err := p.submit(p.own[id], fn)
-	if err != nil {
-		return err
-	}
-	return <-done // prefixed by the worker
-}
+func (p *Pool) Run(fn func(w Worker) error) error { return p.runAll(fn) }
 
 // submit hands fn to queue q, unless the pool is closed, and returns the
 // channel on which its error will come.
@@ -276,40 +275,21 @@ func (p *Pool) submit(q chan task, fn func(Worker) error) (<-chan error, error) 
 	return done, nil
 }
 
-// RunFrom is Run called by a function running on worker self (given it by
-// RunOn or Run): fn runs on self at once, on the caller's thread, and on
-// every other worker through its queue. A worker that leads a parallel
-// loop thus takes its share without waiting to be woken: on the 2-vCPU
-// test VM, waking a parked pinned thread often took longer (0.2-0.4 ms)
-// than the share of a short loop, and one worker then ran the whole loop
-// alone. The other workers must be idle or busy only with work that does
-// not wait for self, or RunFrom deadlocks. The error of another worker is
-// prefixed with that worker, as Run's are.
-func (p *Pool) RunFrom(self Worker, fn func(w Worker) error) error { return p.runAll(fn, &self) }
-
-// runAll is Run, and RunFrom if self is not nil.
-func (p *Pool) runAll(fn func(w Worker) error, self *Worker) error {
+// runAll is Run.
+func (p *Pool) runAll(fn func(w Worker) error) error {
 	done := make(chan error, len(p.workers))
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
 		return ErrClosed
 	}
-	for i, c := range p.own {
-		if self == nil || i != self.ID {
-			c <- task{fn: fn, done: done}
-		}
+	for _, c := range p.own {
+		c <- task{fn: fn, done: done}
 	}
 	p.mu.Unlock()
 
 	var first error
-	waits := len(p.workers)
-	if self != nil {
-		// Self's error is prefixed by the call that runs this one.
-		first = call(*self, fn)
-		waits--
-	}
-	for range waits {
+	for range p.workers {
 		if err := <-done; err != nil && first == nil {
 			first = err
 		}
@@ -318,7 +298,7 @@ func (p *Pool) runAll(fn func(w Worker) error, self *Worker) error {
 }
 
 // prefixed returns err prefixed with worker w, which returned it (nil
-// stays nil): how the errors of Run and RunFrom name their worker.
+// stays nil): how the errors of Run and For name their worker.
 func prefixed(w Worker, err error) error {
 	if err == nil {
 		return nil
@@ -329,9 +309,20 @@ func prefixed(w Worker, err error) error {
 // For deals the range [0, n) to the pool's workers in chunks of chunk
 // indices: each worker calls fn with the next chunk [lo, hi) as soon as it
 // is done with its last one, so uneven chunks balance. It returns as Run
-// does.
+// does. A pool of one worker started with Options.InlineSingle runs the
+// chunks on the calling goroutine, as that worker.
 func (p *Pool) For(n, chunk int, fn func(w Worker, lo, hi int)) error {
-	return p.Run(chunks(n, chunk, fn))
+	if len(p.workers) != 1 || !p.opts.InlineSingle {
+		return p.Run(chunks(n, chunk, fn))
+	}
+	p.mu.Lock()
+	closed := p.closed
+	p.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	w := p.workers[0]
+	return prefixed(w, call(w, chunks(n, chunk, fn)))
 }
 
 // chunks returns the function each worker of For runs: it calls fn with
@@ -351,35 +342,10 @@ func chunks(n, chunk int, fn func(w Worker, lo, hi int)) func(w Worker) error {
 	}
 }
 
-// ForInline is For for the short loops of synchronous rounds, between
-// their collectives: a pool of one worker, told so by InlineSingle, runs
-// the chunks on the calling goroutine, as that worker, rather than handing
-// them to the worker's thread and waiting for it. That hand-off costs a
-// thread wake-up each way, and where CPUs are few (a pure-MPI job of one
-// CPU a rank, or ranks sharing a node's CPUs) the woken thread competes for
-// them with MPI threads, which poll for messages while they wait:
-// PD-Sparse on Bibtex under mpirun -np 2 on the 2-CPU test VM trained in
-// 0.38-0.40 s with its search run here, 0.78-0.96 s handed to the workers.
-// The worker must be idle: fn uses its per-worker values. A panic in fn is
-// returned as an error, as For returns it.
-func (p *Pool) ForInline(n, chunk int, fn func(w Worker, lo, hi int)) error {
-	if len(p.workers) != 1 || !p.inline.Load() {
-		return p.For(n, chunk, fn)
-	}
-	p.mu.Lock()
-	closed := p.closed
-	p.mu.Unlock()
-	if closed {
-		return ErrClosed
-	}
-	w := p.workers[0]
-	return prefixed(w, call(w, chunks(n, chunk, fn)))
-}
-
-// RunOnDomain calls fn on an idle worker of domain d, on that worker's pinned
+// runOnDomain calls fn on an idle worker of domain d, on that worker's pinned
 // thread, waiting for one to become idle, and returns fn's error. A panic in
 // fn is recovered and returned as an error with its stack.
-func (p *Pool) RunOnDomain(d int, fn func() error) error {
+func (p *Pool) runOnDomain(d int, fn func() error) error {
 	if d < 0 || d >= len(p.domain) {
 		return fmt.Errorf("run on domain %d: pool has %d domains", d, len(p.domain))
 	}
@@ -391,7 +357,7 @@ func (p *Pool) RunOnDomain(d int, fn func() error) error {
 }
 
 // Close stops the workers once their current functions return, and ends
-// their threads. It is safe to call more than once; Run and RunOnDomain
+// their threads. It is safe to call more than once; Run, For and Together
 // return ErrClosed afterwards.
 func (p *Pool) Close() {
 	p.mu.Lock()

@@ -120,7 +120,7 @@ func TestPoolPinsWorkers(t *testing.T) {
 		for _, threads := range slices.Compact([]int{1, len(topo.Domains), 2*len(topo.Domains) + 1}) {
 			t.Run(fmt.Sprintf("%s/%d threads", name, threads), func(t *testing.T) {
 				requirePinning(t, topo)
-				p, err := NewPool(topo, threads, nil)
+				p, err := NewPool(topo, threads, Options{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -177,7 +177,7 @@ func TestPoolSimulatedOneCPUPerWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	requirePinning(t, topo)
-	p, err := NewPool(topo, len(cpus), nil)
+	p, err := NewPool(topo, len(cpus), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,9 +195,9 @@ func TestPoolSimulatedOneCPUPerWorker(t *testing.T) {
 
 // unpinnedPool returns a pool of threads workers over topo that pins
 // nothing, closed when the test ends.
-func unpinnedPool(t *testing.T, topo Topology, threads int) *Pool {
+func unpinnedPool(t *testing.T, topo Topology, threads int, opts Options) *Pool {
 	t.Helper()
-	p, err := newPool(topo, threads, nil, func([]int) error { return nil })
+	p, err := newPool(topo, threads, opts, func([]int) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func unpinnedPool(t *testing.T, topo Topology, threads int) *Pool {
 
 func TestRunConcurrent(t *testing.T) {
 	topo := Topology{Domains: []Domain{{CPUs: []int{0}}, {CPUs: []int{0}}}}
-	p := unpinnedPool(t, topo, 4)
+	p := unpinnedPool(t, topo, 4, Options{})
 	// Every call waits for all the others: Run must call fn on all workers
 	// at once.
 	within(t, func() {
@@ -244,7 +244,7 @@ func TestRunConcurrent(t *testing.T) {
 // asked, across the workers.
 func TestFor(t *testing.T) {
 	topo := Topology{Domains: []Domain{{CPUs: []int{0}}, {CPUs: []int{0}}}}
-	p := unpinnedPool(t, topo, 3)
+	p := unpinnedPool(t, topo, 3, Options{})
 	for _, c := range []struct{ n, chunk int }{{0, 4}, {1, 4}, {10, 3}, {100, 1}, {7, 0}} {
 		seen := make([]atomic.Int32, c.n)
 		err := p.For(c.n, c.chunk, func(_ Worker, lo, hi int) {
@@ -266,11 +266,11 @@ func TestFor(t *testing.T) {
 	}
 }
 
-// TestForInline checks that ForInline visits every index once, in chunks,
-// and that a pool of one worker told to (InlineSingle) runs them on the
+// TestForInlineSingle checks that For visits every index once, in chunks,
+// and that a pool of one worker started with InlineSingle runs them on the
 // caller: its worker is kept busy meanwhile, so handed to the worker they
-// would never run; otherwise the loop goes to the workers as For's does.
-func TestForInline(t *testing.T) {
+// would never run; otherwise the loop goes to the workers.
+func TestForInlineSingle(t *testing.T) {
 	one := Topology{Domains: []Domain{{CPUs: []int{0}}}}
 	tests := []struct {
 		name    string
@@ -284,8 +284,7 @@ func TestForInline(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := unpinnedPool(t, one, tt.threads)
-			p.InlineSingle(tt.inline)
+			p := unpinnedPool(t, one, tt.threads, Options{InlineSingle: tt.inline})
 			// release frees the busy worker, also when the test fails
 			// (the pool's cleanup waits for it).
 			release := make(chan struct{})
@@ -295,13 +294,13 @@ func TestForInline(t *testing.T) {
 			busy := make(chan error, 1)
 			if tt.caller {
 				started := make(chan struct{})
-				go func() { busy <- p.RunOn(0, func(Worker) error { close(started); <-release; return nil }) }()
+				go func() { busy <- p.Run(func(Worker) error { close(started); <-release; return nil }) }()
 				<-started
 			}
 			seen := make([]atomic.Int32, 10)
 			var err error
 			within(t, func() {
-				err = p.ForInline(len(seen), 3, func(w Worker, lo, hi int) {
+				err = p.For(len(seen), 3, func(w Worker, lo, hi int) {
 					if w.ID >= tt.threads || hi-lo > 3 {
 						t.Errorf("worker %d given [%d, %d)", w.ID, lo, hi)
 					}
@@ -324,8 +323,8 @@ func TestForInline(t *testing.T) {
 					t.Errorf("index %d visited %d times", i, seen[i].Load())
 				}
 			}
-			// A panic comes back as an error, as For's does.
-			if err := p.ForInline(1, 1, func(Worker, int, int) { panic("boom") }); err == nil || !strings.Contains(err.Error(), "boom") {
+			// A panic comes back as an error, as Run's does.
+			if err := p.For(1, 1, func(Worker, int, int) { panic("boom") }); err == nil || !strings.Contains(err.Error(), "boom") {
 				t.Errorf("panic returned %v", err)
 			}
 		})
@@ -334,7 +333,7 @@ func TestForInline(t *testing.T) {
 
 func TestRunErrors(t *testing.T) {
 	topo := Topology{Domains: []Domain{{CPUs: []int{0}}, {CPUs: []int{0}}}}
-	p := unpinnedPool(t, topo, 3)
+	p := unpinnedPool(t, topo, 3, Options{})
 	errBoom := errors.New("boom")
 	tests := []struct {
 		name    string
@@ -391,86 +390,18 @@ func TestRunErrors(t *testing.T) {
 	}
 }
 
-// TestRunFrom checks that a function RunOn gives worker lead can call fn
-// on every worker with RunFrom, on its own thread for itself, all at once,
-// and gets the first error prefixed with its worker.
-func TestRunFrom(t *testing.T) {
-	topo := Topology{Domains: []Domain{{CPUs: []int{0}}, {CPUs: []int{0}}}}
-	p := unpinnedPool(t, topo, 3)
-	errBoom := errors.New("boom")
-	tests := []struct {
-		name    string
-		lead    int
-		failing int // the worker whose call fails, -1: none
-		wantErr string
-	}{
-		{"lead 0", 0, -1, ""},
-		{"lead 2", 2, -1, ""},
-		{"a helper fails", 0, 1, "worker 0 (domain 0): worker 1 (domain 0): boom"},
-		{"the lead fails", 2, 2, "worker 2 (domain 1): boom"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var calls [3]atomic.Int32
-			var leadOnThread bool
-			var err error
-			within(t, func() {
-				err = p.RunOn(tt.lead, func(self Worker) error {
-					if self.ID != tt.lead {
-						return fmt.Errorf("RunOn(%d) ran on worker %d", tt.lead, self.ID)
-					}
-					leadThread := unix.Gettid()
-					// Every call waits for all the others: RunFrom runs
-					// them at once.
-					var barrier sync.WaitGroup
-					barrier.Add(len(p.Workers()))
-					return p.RunFrom(self, func(w Worker) error {
-						calls[w.ID].Add(1)
-						if w.ID == self.ID {
-							leadOnThread = unix.Gettid() == leadThread
-						}
-						barrier.Done()
-						barrier.Wait()
-						if w.ID == tt.failing {
-							return errBoom
-						}
-						return nil
-					})
-				})
-			})
-			if tt.wantErr == "" && err != nil {
-				t.Fatal(err)
-			}
-			if tt.wantErr != "" && (err == nil || err.Error() != tt.wantErr || !errors.Is(err, errBoom)) {
-				t.Fatalf("error %v, want %q", err, tt.wantErr)
-			}
-			for id := range calls {
-				if n := calls[id].Load(); n != 1 {
-					t.Errorf("worker %d called %d times, want 1", id, n)
-				}
-			}
-			if !leadOnThread {
-				t.Error("the lead's share did not run on the lead's thread")
-			}
-		})
-	}
-	if err := p.RunOn(3, func(Worker) error { return nil }); err == nil {
-		t.Error("RunOn(3) on a pool of 3 workers returned nil")
-	}
-}
-
 func TestRunOnDomain(t *testing.T) {
 	for name, topo := range testTopologies(t) {
 		t.Run(name, func(t *testing.T) {
 			requirePinning(t, topo)
-			p, err := NewPool(topo, 2*len(topo.Domains), nil)
+			p, err := NewPool(topo, 2*len(topo.Domains), Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer p.Close()
 			for d, dom := range topo.Domains {
 				var got []int
-				if err := p.RunOnDomain(d, func() error { got = threadCPUs(t); return nil }); err != nil {
+				if err := p.runOnDomain(d, func() error { got = threadCPUs(t); return nil }); err != nil {
 					t.Fatal(err)
 				}
 				if !slices.Equal(got, dom.CPUs) {
@@ -478,16 +409,16 @@ func TestRunOnDomain(t *testing.T) {
 				}
 			}
 			errBoom := errors.New("boom")
-			if err := p.RunOnDomain(0, func() error { return errBoom }); err != errBoom {
-				t.Errorf("RunOnDomain returned %v, want fn's error %v", err, errBoom)
+			if err := p.runOnDomain(0, func() error { return errBoom }); err != errBoom {
+				t.Errorf("runOnDomain returned %v, want fn's error %v", err, errBoom)
 			}
-			err = p.RunOnDomain(0, func() error { panic("kaboom") })
+			err = p.runOnDomain(0, func() error { panic("kaboom") })
 			if err == nil || !strings.Contains(err.Error(), "panic: kaboom") {
-				t.Errorf("RunOnDomain after panic returned %v", err)
+				t.Errorf("runOnDomain after panic returned %v", err)
 			}
 			for _, d := range []int{-1, len(topo.Domains)} {
-				if err := p.RunOnDomain(d, func() error { return nil }); err == nil {
-					t.Errorf("RunOnDomain(%d) succeeded on %d domains", d, len(topo.Domains))
+				if err := p.runOnDomain(d, func() error { return nil }); err == nil {
+					t.Errorf("runOnDomain(%d) succeeded on %d domains", d, len(topo.Domains))
 				}
 			}
 		})
@@ -495,7 +426,7 @@ func TestRunOnDomain(t *testing.T) {
 }
 
 func TestPoolClose(t *testing.T) {
-	p, err := newPool(Topology{Domains: []Domain{{CPUs: []int{0}}}}, 2, nil, func([]int) error { return nil })
+	p, err := newPool(Topology{Domains: []Domain{{CPUs: []int{0}}}}, 2, Options{}, func([]int) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -504,8 +435,8 @@ func TestPoolClose(t *testing.T) {
 	if err := p.Run(func(Worker) error { return nil }); !errors.Is(err, ErrClosed) {
 		t.Errorf("Run after Close: %v, want ErrClosed", err)
 	}
-	if err := p.RunOnDomain(0, func() error { return nil }); !errors.Is(err, ErrClosed) {
-		t.Errorf("RunOnDomain after Close: %v, want ErrClosed", err)
+	if err := p.runOnDomain(0, func() error { return nil }); !errors.Is(err, ErrClosed) {
+		t.Errorf("runOnDomain after Close: %v, want ErrClosed", err)
 	}
 }
 
@@ -545,7 +476,7 @@ func TestPoolPinRefused(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var buf bytes.Buffer
 			log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-			p, err := newPool(topo, 4, log, tt.pin)
+			p, err := newPool(topo, 4, Options{Log: log}, tt.pin)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -583,7 +514,7 @@ func TestNewPoolErrors(t *testing.T) {
 		{name: "domain without CPUs", topo: Topology{Domains: []Domain{{CPUs: []int{0}}, {ID: 1}}}, threads: 2},
 	}
 	for _, tt := range tests {
-		if p, err := NewPool(tt.topo, tt.threads, nil); err == nil {
+		if p, err := NewPool(tt.topo, tt.threads, Options{}); err == nil {
 			p.Close()
 			t.Errorf("%s: NewPool succeeded", tt.name)
 		}
@@ -608,7 +539,7 @@ func TestPoolCloseEndsPinnedThreads(t *testing.T) {
 	}
 	requirePinning(t, topo)
 	for range 3 {
-		p, err := NewPool(topo, 2*len(all), nil)
+		p, err := NewPool(topo, 2*len(all), Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -24,7 +24,7 @@ func NewReplicas[T any](p *Pool, build func(domain int) (T, error)) (*Replicas[T
 	var wg sync.WaitGroup
 	for d := range copies {
 		wg.Go(func() {
-			errs[d] = p.RunOnDomain(d, func() error {
+			errs[d] = p.runOnDomain(d, func() error {
 				var err error
 				copies[d], err = build(d)
 				return err

@@ -14,7 +14,7 @@ func TestNewReplicas(t *testing.T) {
 	for name, topo := range testTopologies(t) {
 		t.Run(name, func(t *testing.T) {
 			requirePinning(t, topo)
-			p, err := NewPool(topo, len(topo.Domains), nil)
+			p, err := NewPool(topo, len(topo.Domains), Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -58,7 +58,7 @@ func TestNewReplicas(t *testing.T) {
 
 func TestNewReplicasErrors(t *testing.T) {
 	topo := Topology{Domains: []Domain{{CPUs: []int{0}}, {CPUs: []int{0}}, {CPUs: []int{0}}}}
-	p := unpinnedPool(t, topo, 3)
+	p := unpinnedPool(t, topo, 3, Options{})
 	errBoom := errors.New("boom")
 	tests := []struct {
 		name    string

@@ -1,7 +1,6 @@
 package numa
 
 import (
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,7 +17,7 @@ import (
 //
 // Spinning takes a CPU that a worker of another team may need: the members
 // and the lead spin only if the workers of every pool on the CPUs fit on
-// them, one each (Pool.ShareCPUs), and otherwise park at once. On 2 CPUs, 2
+// them, one each (Options.SharedBy), and otherwise park at once. On 2 CPUs, 2
 // in-process ranks of 2 workers each growing a tree together trained 25-35%
 // slower with spinning than without.
 //
@@ -52,15 +51,13 @@ type Team struct {
 // CPUs back soon.
 const TeamSpin = time.Millisecond
 
-// Together runs body on worker lead with a Team of every worker of the
-// pool, and returns body's error or the first error of its loops. The
-// other workers serve the team until body returns: the pool must not be
-// given other work meanwhile, and body must not call Run, RunOn, RunFrom,
-// RunOnDomain or Together on it.
-func (p *Pool) Together(lead int, body func(t *Team) error) error {
-	if lead < 0 || lead >= len(p.workers) {
-		return fmt.Errorf("team led by worker %d: pool has %d workers", lead, len(p.workers))
-	}
+// Together runs body on worker 0 with a Team of every worker of the pool,
+// worker 0 leading, and returns body's error or the first error of its
+// loops. The other workers serve the team until body returns: the pool
+// must not be given other work meanwhile, and body must not call Run, For
+// or Together on it.
+func (p *Pool) Together(body func(t *Team) error) error {
+	const lead = 0
 	t := &Team{lead: p.workers[lead], leadWake: make(chan struct{}, 1)}
 	if p.fitsCPUs() {
 		t.spinFor = TeamSpin
@@ -81,7 +78,7 @@ func (p *Pool) Together(lead int, body func(t *Team) error) error {
 		}
 		defer t.close()
 		return body(t)
-	}, nil)
+	})
 }
 
 // Lead returns the worker that leads the team.
@@ -93,8 +90,7 @@ func (t *Team) Workers() int { return len(t.members) + 1 }
 // Run calls fn once on every worker of the team, concurrently, the lead's
 // call on the calling thread, and waits for all to return. It returns the
 // first error, prefixed with the worker that returned it (the lead's
-// unprefixed, as the call that runs the lead prefixes it), as Pool.RunFrom
-// does.
+// unprefixed, as the call that runs the lead prefixes it).
 func (t *Team) Run(fn func(w Worker) error) error {
 	t.mu.Lock()
 	t.err = nil

@@ -16,8 +16,8 @@ import (
 // once and at the same time as the others (a barrier in every loop), the
 // lead on its own thread, whether the members spin between loops or park
 // (a pause longer than TeamSpin, or CPUs shared with other pools); errors
-// and panics come back prefixed as RunFrom's do, and the pool serves other
-// work afterwards.
+// and panics come back prefixed with their worker, and the pool serves
+// other work afterwards.
 func TestTogether(t *testing.T) {
 	for _, sharing := range []int{1, 2} {
 		t.Run(fmt.Sprintf("pools=%d", sharing), func(t *testing.T) { testTogether(t, sharing) })
@@ -27,27 +27,26 @@ func TestTogether(t *testing.T) {
 func testTogether(t *testing.T, sharing int) {
 	// 3 workers on 4 CPUs: they fit unless another pool shares the CPUs.
 	topo := Topology{Domains: []Domain{{CPUs: []int{0, 1}}, {CPUs: []int{2, 3}}}}
-	p := unpinnedPool(t, topo, 3)
-	p.ShareCPUs(sharing)
+	p := unpinnedPool(t, topo, 3, Options{SharedBy: sharing})
 	if got, want := p.fitsCPUs(), sharing == 1; got != want {
 		t.Fatalf("with %d pools sharing the CPUs, fitsCPUs() = %v, want %v", sharing, got, want)
 	}
 	errBoom := errors.New("boom")
+	const lead = 0
 	tests := []struct {
 		name    string
-		lead    int
 		loops   int
 		pause   time.Duration // the lead's pause between loops
 		failing int           // the worker whose call of the last loop fails, -1: none
 		panics  bool          // fail by a panic, not an error
 		wantErr string
 	}{
-		{"many short loops", 0, 200, 0, -1, false, ""},
-		{"members park between loops", 2, 4, 3 * TeamSpin, -1, false, ""},
-		{"a member fails", 0, 3, 0, 1, false, "worker 0 (domain 0): worker 1 (domain 0): boom"},
-		{"a parked member fails", 1, 2, 3 * TeamSpin, 2, false, "worker 1 (domain 0): worker 2 (domain 1): boom"},
-		{"the lead fails", 2, 3, 0, 2, false, "worker 2 (domain 1): boom"},
-		{"a member panics", 0, 3, 0, 2, true, "worker 0 (domain 0): worker 2 (domain 1): panic: boom"},
+		{"many short loops", 200, 0, -1, false, ""},
+		{"members park between loops", 4, 3 * TeamSpin, -1, false, ""},
+		{"a member fails", 3, 0, 1, false, "worker 0 (domain 0): worker 1 (domain 0): boom"},
+		{"a parked member fails", 2, 3 * TeamSpin, 2, false, "worker 0 (domain 0): worker 2 (domain 1): boom"},
+		{"the lead fails", 3, 0, 0, false, "worker 0 (domain 0): boom"},
+		{"a member panics", 3, 0, 2, true, "worker 0 (domain 0): worker 2 (domain 1): panic: boom"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -55,9 +54,9 @@ func testTogether(t *testing.T, sharing int) {
 			leadOnThread := true
 			var err error
 			within(t, func() {
-				err = p.Together(tt.lead, func(team *Team) error {
-					if got := team.Lead().ID; got != tt.lead {
-						t.Errorf("Lead() = %d, want %d", got, tt.lead)
+				err = p.Together(func(team *Team) error {
+					if got := team.Lead().ID; got != lead {
+						t.Errorf("Lead() = %d, want %d", got, lead)
 					}
 					if got := team.Workers(); got != 3 {
 						t.Errorf("Workers() = %d, want 3", got)
@@ -69,7 +68,7 @@ func testTogether(t *testing.T, sharing int) {
 						barrier.Add(team.Workers())
 						err := team.Run(func(w Worker) error {
 							calls[w.ID].Add(1)
-							if w.ID == tt.lead && unix.Gettid() != leadThread {
+							if w.ID == lead && unix.Gettid() != leadThread {
 								leadOnThread = false
 							}
 							barrier.Done()
@@ -115,8 +114,5 @@ func testTogether(t *testing.T, sharing int) {
 				t.Errorf("after the team, Run called %d workers, want 3", after.Load())
 			}
 		})
-	}
-	if err := p.Together(3, func(*Team) error { return nil }); err == nil {
-		t.Error("Together(3) on a pool of 3 workers: no error")
 	}
 }

@@ -111,7 +111,7 @@ type reportPiece struct {
 }
 
 // run has the pool's workers (or the caller, for a pool of one: see
-// numa.Pool.ForInline) take pieces of piece rows of [0, n) in turn
+// numa.Options.InlineSingle) take pieces of piece rows of [0, n) in turn
 // and call report for each row of a piece, which appends the row's entries
 // to the worker's reports (reports(w)); it returns every row's entries, in
 // row order, in dst[:0].
@@ -120,7 +120,7 @@ func (b *batchReports) run(pool *numa.Pool, n, piece int, reports func(numa.Work
 	count := (n + piece - 1) / piece
 	b.pieces = slices.Grow(b.pieces[:0], count)[:count]
 	b.round++
-	err := pool.ForInline(count, 1, func(w numa.Worker, k, _ int) {
+	err := pool.For(count, 1, func(w numa.Worker, k, _ int) {
 		r := reports(w)
 		if r.round != b.round { // the worker's first piece of this run
 			r.msg, r.ends, r.round = r.msg[:0], r.ends[:0], b.round

@@ -329,7 +329,7 @@ func (f *ForestTrainer) TrainTreeTogether(t int) (*model.Tree, error) {
 	var tree *model.Tree
 	// The first worker leads, taking its share of every parallel loop
 	// at once, while the others spin for the next (see numa.Team).
-	err := f.pool.Together(0, func(team *numa.Team) error {
+	err := f.pool.Together(func(team *numa.Team) error {
 		var err error
 		tree, err = f.growTogether(team, t)
 		return err

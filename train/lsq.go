@@ -257,7 +257,7 @@ func float64s(b []byte, n int) ([]float64, error) {
 // the ranks sum the blocks' losses and all take the same decision.
 func (t *lsqTrainer) Round(ctx context.Context, r int) (bool, error) {
 	rows := t.order.Rows(r)
-	err := t.pool.ForInline(len(t.units), 1, func(w numa.Worker, i, _ int) {
+	err := t.pool.For(len(t.units), 1, func(w numa.Worker, i, _ int) {
 		d, s := t.data.Get(w.Domain), t.scratch.Get(w)
 		t.step1(d, s, t.units[i], rows)
 	})

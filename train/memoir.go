@@ -570,7 +570,7 @@ func (b *memoirBlock) moved(k int, old float64, dproj []float64) {
 // rank's workers, each block's in row order.
 func (t *memoirTrainer) apply(rows []int32) error {
 	np := t.hasher.Projections()
-	return t.pool.ForInline(len(t.mine), 1, func(w numa.Worker, bi, _ int) {
+	return t.pool.For(len(t.mine), 1, func(w numa.Worker, bi, _ int) {
 		s := t.searchers.Get(w)
 		b := t.mine[bi]
 		for _, st := range t.steps {

@@ -936,7 +936,7 @@ func (t *pdsTrainer) steps(rows []int32) error {
 		t.apply(workers[0], rows, 0, len(t.shards)-1)
 		return nil
 	}
-	return t.pool.Together(0, func(team *numa.Team) error {
+	return t.pool.Together(func(team *numa.Team) error {
 		return team.For(len(t.shards)-1, 1, func(w numa.Worker, s, _ int) { t.apply(w, rows, s, s+1) })
 	})
 }

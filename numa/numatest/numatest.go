@@ -23,7 +23,7 @@ func Pool(t testing.TB, threads, domains int) *numa.Pool {
 			t.Skip("cannot simulate", domains, "domains:", err)
 		}
 	}
-	p, err := numa.NewPool(topo, threads, nil)
+	p, err := numa.NewPool(topo, threads, numa.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
