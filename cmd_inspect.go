@@ -6,6 +6,8 @@ import (
 	"os"
 
 	"xmc/model"
+
+	"github.com/dustin/go-humanize"
 )
 
 func runInspect(args []string) error {
@@ -26,7 +28,7 @@ func runInspect(args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("model %s: %s, D=%d L=%d seed=%d, %s, %s on disk\n", path, h.Algorithm, h.D, h.L, h.Seed, m.Summary(), humanBytes(size))
+	fmt.Printf("model %s: %s, D=%d L=%d seed=%d, %s, %s on disk\n", path, h.Algorithm, h.D, h.L, h.Seed, m.Summary(), humanize.IBytes(uint64(size)))
 	fmt.Printf("params: %s\n", h.Params)
 	return m.Describe(os.Stdout)
 }
@@ -49,17 +51,4 @@ func modelBytes(path string) (int64, error) {
 		}
 	}
 	return n, nil
-}
-
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

@@ -3,6 +3,7 @@ module xmc
 go 1.26.8
 
 require (
+	github.com/dustin/go-humanize v1.1.0
 	github.com/klauspost/cpuid/v2 v2.4.2
 	github.com/sbromberger/gompi v0.2.0
 	github.com/schollz/progressbar/v3 v3.19.1

@@ -65,12 +65,37 @@ func (o *Options) Register(fs *flag.FlagSet) {
 // order (the summary is written, MPI finalised) before exiting non-zero.
 var ErrInterrupted = errors.New("interrupted")
 
+// stopContext returns a context that is done once one of the signals of a
+// clean stop arrives or limit passes (0: no limit), its cause saying
+// which, and the function that releases it.
+func stopContext(limit time.Duration) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, syscall.SIGTERM, syscall.SIGUSR1, syscall.SIGINT)
+	go func() {
+		select {
+		case sig := <-signals:
+			cancel(fmt.Errorf("signal %v", sig))
+		case <-ctx.Done():
+		}
+	}()
+	release := func() {
+		signal.Stop(signals)
+		cancel(nil)
+	}
+	if limit <= 0 {
+		return ctx, release
+	}
+	timed, stopTimer := context.WithTimeoutCause(ctx, limit, fmt.Errorf("--time-limit %v reached", limit))
+	return timed, func() { stopTimer(); release() }
+}
+
 // Rank is one rank's view of a running command: its communicator, its
 // pinned workers, its logger, and the measurements that go into the
 // summary.
 type Rank struct {
 	// Ctx is done once a signal (SIGTERM, SIGUSR1, SIGINT) arrives or the
-	// time limit passes; its cause says which.
+	// time limit passes; its cause says which (see StopReason).
 	Ctx context.Context
 	// Comm connects the ranks and accounts every message.
 	Comm *mpi.Counted
@@ -121,6 +146,16 @@ func (r *Rank) PhaseSeconds(name string) float64 {
 	return r.phases[name]
 }
 
+// StopReason says why the rank stops before its work is done: the signal
+// or the time limit that ended Ctx, or, where Ctx is not done, that
+// another rank stopped (ranks agree to stop together).
+func (r *Rank) StopReason() string {
+	if cause := context.Cause(r.Ctx); cause != nil {
+		return cause.Error()
+	}
+	return "another rank stopped"
+}
+
 // PauseGC turns Go's garbage collector off while the rank builds data it
 // keeps for the whole run (see gcPause); every PauseGC needs its ResumeGC.
 func (r *Rank) PauseGC() { r.gc.begin() }
@@ -142,13 +177,8 @@ func (r *Rank) GCHeadroom(bytes uint64) (end func()) {
 // prefixed with its rank; an error wrapping ErrInterrupted, which every
 // rank returns together, ends it in order.
 func Run(command string, opts Options, body func(r *Rank) error) error {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGUSR1, syscall.SIGINT)
+	ctx, stop := stopContext(opts.TimeLimit)
 	defer stop()
-	if opts.TimeLimit > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, opts.TimeLimit, fmt.Errorf("--time-limit %v reached", opts.TimeLimit))
-		defer cancel()
-	}
 	start := time.Now()
 	limit := opts.MaxMessage
 	if limit == 0 {

@@ -38,12 +38,12 @@ import (
 	"errors"
 	"fmt"
 	"hash"
-	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
 
 	"xmc/atomicfile"
+	"xmc/checksum"
 )
 
 // FormatVersion is the container format version this package writes and the
@@ -148,9 +148,6 @@ func (f *File) Section(name string) ([]byte, error) {
 	return nil, fmt.Errorf("model %s has no section %q", f.Path, name)
 }
 
-// crcTable returns the CRC-32C table; crc32 builds it once and caches it.
-func crcTable() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) }
-
 // checkSectionName reports whether name is a valid section name: 1 to 255
 // bytes of printable ASCII without spaces, so that it prints unambiguously
 // in errors.
@@ -182,7 +179,7 @@ type containerEncoder struct {
 // newContainerEncoder returns an encoder that has written the magic and
 // format version to w.
 func newContainerEncoder(w io.Writer) *containerEncoder {
-	e := &containerEncoder{w: w, crc: crc32.New(crcTable()), names: map[string]bool{}}
+	e := &containerEncoder{w: w, crc: checksum.New(), names: map[string]bool{}}
 	var b []byte
 	b = append(b, Magic...)
 	b = binary.LittleEndian.AppendUint32(b, FormatVersion)
@@ -224,7 +221,7 @@ func (e *containerEncoder) section(name string, data []byte) {
 	b = binary.LittleEndian.AppendUint16(b, uint16(len(name)))
 	b = append(b, name...)
 	b = binary.LittleEndian.AppendUint64(b, uint64(len(data)))
-	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(data, crcTable()))
+	b = binary.LittleEndian.AppendUint32(b, checksum.Sum(data))
 	e.write(b)
 	e.write(data)
 	e.names[name] = true
@@ -576,7 +573,7 @@ func decode(src source, keep func(name string) bool) (*File, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%w: section %q: %v", ErrTruncated, name, err)
 			}
-			if got := crc32.Checksum(data, crcTable()); got != sum {
+			if got := checksum.Sum(data); got != sum {
 				return nil, fmt.Errorf("%w in section %q: stored %08x, computed %08x", ErrChecksum, name, sum, got)
 			}
 			if seen[name] || (count > 0 && name == HeaderSection) {
@@ -614,7 +611,7 @@ func decode(src source, keep func(name string) bool) (*File, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrTruncated, err)
 		}
-		if got := crc32.Checksum(whole, crcTable()); got != sum {
+		if got := checksum.Sum(whole); got != sum {
 			return nil, fmt.Errorf("%w in section table (names and lengths): stored %08x, computed %08x", ErrChecksum, sum, got)
 		}
 	}
@@ -790,7 +787,7 @@ func ReadShard(manifestPath string, ref ShardRef, keep func(name string) bool) (
 	if int64(len(b)) != ref.Bytes {
 		return nil, fmt.Errorf("read shard %d %s: %w: %d bytes, manifest %s says %d", ref.Rank, path, ErrTruncated, len(b), manifestPath, ref.Bytes)
 	}
-	if got := crc32.Checksum(b[:max(0, len(b)-4)], crcTable()); got != ref.CRC32C {
+	if got := checksum.Sum(b[:max(0, len(b)-4)]); got != ref.CRC32C {
 		return nil, fmt.Errorf("read shard %d %s: %w: CRC-32C %08x, manifest %s says %08x", ref.Rank, path, ErrChecksum, got, manifestPath, ref.CRC32C)
 	}
 	f, err := decodeContainer(b)
@@ -880,7 +877,7 @@ func ReadHeader(path string) (Header, error) {
 	if _, err := io.ReadFull(r, js); err != nil {
 		return Header{}, fmt.Errorf("read model %s: %w: header", path, ErrTruncated)
 	}
-	if crc32.Checksum(js, crcTable()) != le.Uint32(meta[8:]) {
+	if checksum.Sum(js) != le.Uint32(meta[8:]) {
 		return Header{}, fmt.Errorf("read model %s: %w in section %q", path, ErrChecksum, HeaderSection)
 	}
 	var h Header

@@ -5,13 +5,13 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"hash/crc32"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+	"xmc/checksum"
 )
 
 // testHeader and testSections make a small model with every header field
@@ -260,7 +260,7 @@ func TestReadFileCorruption(t *testing.T) {
 // the encoder's checks, so tests can build well-checksummed invalid files.
 func rawModel(sections []Section) []byte {
 	var b bytes.Buffer
-	e := &containerEncoder{w: &b, crc: crc32.New(crcTable()), names: map[string]bool{}}
+	e := &containerEncoder{w: &b, crc: checksum.New(), names: map[string]bool{}}
 	var head []byte
 	head = append(head, Magic...)
 	head = binary.LittleEndian.AppendUint32(head, FormatVersion)
@@ -383,7 +383,7 @@ func TestWriterStreaming(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum := crc32.Checksum(b[:len(b)-4], crcTable()); w.Bytes() != int64(len(b)) || w.CRC32C() != sum || binary.LittleEndian.Uint32(b[len(b)-4:]) != sum {
+	if sum := checksum.Sum(b[:len(b)-4]); w.Bytes() != int64(len(b)) || w.CRC32C() != sum || binary.LittleEndian.Uint32(b[len(b)-4:]) != sum {
 		t.Errorf("Bytes %d CRC32C %08x; file has %d bytes, CRC-32C before the last 4 bytes %08x", w.Bytes(), w.CRC32C(), len(b), sum)
 	}
 	if err := w.AddSection("late", nil); err == nil {

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
+
+	"github.com/dustin/go-humanize"
 )
 
 // Counted wraps a Comm, accounts every operation and watches for stalls.
@@ -333,7 +335,7 @@ func WriteReport(w io.Writer, all []Stats) error {
 	fmt.Fprintln(tw, "rank\top\tcalls\tmsgs\tsent\treceived\tblocked s\t")
 	row := func(rank, op string, s OpStats) {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%.3f\t\n", rank, op, s.Calls, s.Messages,
-			humanBytes(s.BytesSent), humanBytes(s.BytesRecv), s.BlockedSeconds)
+			humanize.IBytes(uint64(s.BytesSent)), humanize.IBytes(uint64(s.BytesRecv)), s.BlockedSeconds)
 	}
 	var byOp []OpStats // in order of first appearance
 	var total OpStats
@@ -370,18 +372,4 @@ func (s *OpStats) add(o OpStats) {
 	s.BytesSent += o.BytesSent
 	s.BytesRecv += o.BytesRecv
 	s.BlockedSeconds += o.BlockedSeconds
-}
-
-// humanBytes formats n with a binary unit: 512 B, 1.5 KiB, 8.0 MiB.
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	v, i := float64(n)/unit, 0
-	for v >= unit && i < 5 {
-		v /= unit
-		i++
-	}
-	return fmt.Sprintf("%.1f %ciB", v, "KMGTPE"[i])
 }

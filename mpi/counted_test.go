@@ -1,7 +1,6 @@
 package mpi
 
 import (
-	"math"
 	"strings"
 	"testing"
 )
@@ -36,26 +35,5 @@ func TestWriteReport(t *testing.T) {
 `
 	if got := b.String(); got != want {
 		t.Errorf("report:\n%s\nwant:\n%s", got, want)
-	}
-}
-
-func TestHumanBytes(t *testing.T) {
-	tests := []struct {
-		n    int64
-		want string
-	}{
-		{0, "0 B"},
-		{1023, "1023 B"},
-		{1024, "1.0 KiB"},
-		{1536, "1.5 KiB"},
-		{8 << 20, "8.0 MiB"},
-		{3 << 30, "3.0 GiB"},
-		{1 << 50, "1.0 PiB"},
-		{math.MaxInt64, "8.0 EiB"},
-	}
-	for _, tt := range tests {
-		if got := humanBytes(tt.n); got != tt.want {
-			t.Errorf("humanBytes(%d) = %q, want %q", tt.n, got, tt.want)
-		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/dustin/go-humanize"
 	"github.com/klauspost/cpuid/v2"
 )
 
@@ -87,5 +88,5 @@ func cacheSize(n int64) string {
 	if n <= 0 {
 		return "unknown"
 	}
-	return formatBytes(uint64(n))
+	return humanize.IBytes(uint64(n))
 }

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/dustin/go-humanize"
 )
 
 // Domain is one NUMA domain as this process sees it: the CPUs of one NUMA
@@ -263,25 +265,8 @@ func (t Topology) String() string {
 		if d.MemTotal == 0 {
 			b.WriteString("memory unknown")
 		} else {
-			fmt.Fprintf(&b, "memory %s free of %s", formatBytes(d.MemFree), formatBytes(d.MemTotal))
+			fmt.Fprintf(&b, "memory %s free of %s", humanize.IBytes(d.MemFree), humanize.IBytes(d.MemTotal))
 		}
 	}
 	return b.String()
-}
-
-// formatBytes writes n bytes with a binary unit: "512 B", "48 KiB", "1.5 GiB".
-func formatBytes(n uint64) string {
-	const units = "KMGTPE"
-	if n < 1024 {
-		return fmt.Sprintf("%d B", n)
-	}
-	v, u := float64(n)/1024, 0
-	for v >= 1024 && u < len(units)-1 {
-		v /= 1024
-		u++
-	}
-	if v == math.Trunc(v) {
-		return fmt.Sprintf("%.0f %ciB", v, units[u])
-	}
-	return fmt.Sprintf("%.1f %ciB", v, units[u])
 }

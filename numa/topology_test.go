@@ -345,23 +345,3 @@ func TestTopologyString(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 }
-
-func TestFormatBytes(t *testing.T) {
-	tests := []struct {
-		n    uint64
-		want string
-	}{
-		{0, "0 B"},
-		{1023, "1023 B"},
-		{1024, "1 KiB"},
-		{48 << 10, "48 KiB"},
-		{3 << 29, "1.5 GiB"},
-		{105 << 20, "105 MiB"},
-		{1 << 62, "4 EiB"},
-	}
-	for _, tt := range tests {
-		if got := formatBytes(tt.n); got != tt.want {
-			t.Errorf("formatBytes(%d) = %q, want %q", tt.n, got, tt.want)
-		}
-	}
-}

@@ -220,7 +220,7 @@ func (a *assembly) writeShards(own []runner.Result, total int) error {
 		}
 		sh.Shard = &model.ShardInfo{Rank: j.ID, Ranks: j.Size, Axis: a.kind.Axis(), Lo: 0, Hi: int64(a.units), Units: held}
 	} else {
-		sh.Shard = runner.StaticShard(j.ID, j.Size, a.units, a.kind.Axis())
+		sh.Shard = staticShard(j.ID, j.Size, a.units, a.kind.Axis())
 	}
 	var ref []byte
 	err := j.Phase("write", func() error {
@@ -256,4 +256,11 @@ func (a *assembly) writeShards(own []runner.Result, total int) error {
 	}
 	j.Log.Info("sharded model written", "manifest", a.path, "shards", len(m.Shards), a.kind.Unit()+"s", total)
 	return nil
+}
+
+// staticShard describes the shard of a model of units units along axis
+// written by rank among size ranks that hold the units they own: dealt
+// cyclically (runner.Owner), rank, rank+size, and so on.
+func staticShard(rank, size, units int, axis string) *model.ShardInfo {
+	return &model.ShardInfo{Rank: rank, Ranks: size, Axis: axis, Lo: int64(rank), Hi: int64(units), Stride: int64(size)}
 }

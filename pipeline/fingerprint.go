@@ -4,9 +4,9 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"hash/crc32"
 	"math"
 
+	"xmc/checksum"
 	"xmc/data"
 )
 
@@ -14,7 +14,7 @@ import (
 // of a run, for checkpoints: the algorithm, a CRC-32C of the parameters,
 // and dataCRC, the training data's (see dataCRC).
 func fingerprint(algo string, params any, dataCRC uint32) string {
-	return fmt.Sprintf("%s %08x %08x", algo, crc32.Checksum(mustJSON(params), crc32.MakeTable(crc32.Castagnoli)), dataCRC)
+	return fmt.Sprintf("%s %08x %08x", algo, checksum.Sum(mustJSON(params)), dataCRC)
 }
 
 // dataCRC is the CRC-32C of the shapes and entries of d's matrices, the
@@ -22,7 +22,7 @@ func fingerprint(algo string, params any, dataCRC uint32) string {
 // the whole matrix in fresh memory cost 11 ms of page faults per rank on
 // Bibtex).
 func dataCRC(d *data.Dataset) uint32 {
-	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+	h := checksum.New()
 	buf := make([]byte, 0, 64<<10)
 	flushIfFull := func() {
 		if len(buf)+4 > cap(buf) {

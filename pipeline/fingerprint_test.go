@@ -3,9 +3,9 @@ package pipeline
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"testing"
 
+	"xmc/checksum"
 	"xmc/data"
 )
 
@@ -14,7 +14,7 @@ import (
 // fingerprint tells datasets and parameters apart.
 func TestFingerprint(t *testing.T) {
 	reference := func(d *data.Dataset) uint32 {
-		h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+		h := checksum.New()
 		for _, m := range []*data.CSR{&d.X, &d.Y} {
 			fmt.Fprintf(h, "%d %d %d;", m.Rows, m.Cols, m.NNZ())
 			binary.Write(h, binary.LittleEndian, m.Indices)

@@ -1,13 +1,11 @@
 package pipeline
 
 import (
-	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"time"
 
 	"xmc/data"
@@ -159,7 +157,9 @@ func trainRank(j *job.Rank, c TrainConfig) error {
 		if err := j.Comm.Barrier(); err != nil {
 			return err
 		}
-		os.RemoveAll(c.Checkpoint)
+		if err := runner.RemoveCheckpoint(c.Checkpoint); err != nil {
+			j.Log.Warn(err.Error())
+		}
 	}
 	if !complete {
 		rerun := "a rerun of the same command resumes from " + c.Checkpoint
@@ -168,10 +168,10 @@ func trainRank(j *job.Rank, c TrainConfig) error {
 		}
 		if w.Rounds != nil {
 			return fmt.Errorf("%w: stopped before training was complete (%v); the model holds the weights trained so far and %s",
-				job.ErrInterrupted, context.Cause(j.Ctx), rerun)
+				job.ErrInterrupted, j.StopReason(), rerun)
 		}
 		return fmt.Errorf("%w: stopped after %d of %d %ss (%v); the model holds the finished ones and %s",
-			job.ErrInterrupted, done, w.Units, t.kind.Unit(), context.Cause(j.Ctx), rerun)
+			job.ErrInterrupted, done, w.Units, t.kind.Unit(), j.StopReason(), rerun)
 	}
 	return nil
 }
@@ -276,7 +276,7 @@ func (t *training) runUnits() ([]runner.Result, bool, error) {
 		what = t.kind.Axis()
 	}
 	plan.Progress = t.progress(what, plan.TotalWeight())
-	own, runErr := t.trainPhase(func() ([]runner.Result, error) {
+	own, stopped, err := t.trainPhase(func() ([]runner.Result, bool, error) {
 		if w.Team != nil {
 			return plan.RunTeam(j.Ctx, func(u int) ([]byte, error) {
 				defer j.GCHeadroom(teamGCHeadroom)()
@@ -285,16 +285,16 @@ func (t *training) runUnits() ([]runner.Result, bool, error) {
 		}
 		return plan.Run(j.Ctx, w.Unit)
 	})
-	if runErr != nil && !errors.Is(runErr, runner.ErrInterrupted) {
-		return nil, false, runErr
+	if err != nil {
+		return nil, false, err
 	}
-	// Every rank must learn whether any rank was interrupted before any
-	// other collective: ranks are stopped at slightly different moments (a
-	// time limit runs from each process's start, a signal reaches each
-	// task on its own), and a rank whose units were all taken reports no
-	// interruption, so the ranks' own outcomes may differ.
+	// Every rank must learn whether any rank was stopped before any other
+	// collective: ranks are stopped at slightly different moments (a time
+	// limit runs from each process's start, a signal reaches each task on
+	// its own), and a rank whose units were all taken reports no stop, so
+	// the ranks' own outcomes may differ.
 	flag := []int64{0}
-	if runErr != nil {
+	if stopped {
 		flag[0] = 1
 	}
 	if err := j.Comm.AllreduceInt64(flag, mpi.Max); err != nil {
@@ -316,37 +316,32 @@ func (t *training) runRounds() ([]runner.Result, bool, error) {
 		Checkpoint: c.Checkpoint, CheckpointEvery: c.CheckpointEvery, Fingerprint: t.fingerprint,
 		Progress: t.progress(w.RoundName+"s", w.MaxRounds),
 	}
-	own, runErr := t.trainPhase(func() ([]runner.Result, error) { return rounds.Run(j.Ctx, w.Rounds) })
-	if runErr != nil && !errors.Is(runErr, runner.ErrInterrupted) {
-		return nil, false, runErr
-	}
-	return own, runErr == nil, nil
+	own, stopped, err := t.trainPhase(func() ([]runner.Result, bool, error) { return rounds.Run(j.Ctx, w.Rounds) })
+	return own, !stopped, err
 }
 
 // trainPhase runs the runner's training run in the train phase and, unless
-// it failed, lets the trainer log what it learnt and logs an interruption.
-func (t *training) trainPhase(run func() ([]runner.Result, error)) ([]runner.Result, error) {
+// it failed, lets the trainer log what it learnt.
+func (t *training) trainPhase(run func() ([]runner.Result, bool, error)) ([]runner.Result, bool, error) {
 	var own []runner.Result
-	var err error
-	t.j.Phase("train", func() error {
-		own, err = run()
-		return nil
+	var stopped bool
+	err := t.j.Phase("train", func() error {
+		var err error
+		own, stopped, err = run()
+		return err
 	})
-	if err != nil && !errors.Is(err, runner.ErrInterrupted) {
-		return nil, err
+	if err != nil {
+		return nil, false, err
 	}
 	if t.work.Done != nil {
 		t.work.Done(t.j.Log)
 	}
 	if t.work.Stats != nil {
 		if err := recordTrainerStats(t.j, t.work.Stats()); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
-	if err != nil {
-		t.j.Log.Warn(err.Error())
-	}
-	return own, err
+	return own, stopped, nil
 }
 
 // recordTrainerStats gathers every rank's trainer figures into the summary.

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"math"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"xmc/atomicfile"
+	"xmc/checksum"
 )
 
 // checkpoint keeps finished units in a directory stamped with the run's
@@ -151,7 +151,7 @@ func (c *checkpoint) scan(file string, verify bool) (int64, error) {
 		}
 		if verify {
 			payload = slices.Grow(payload[:0], int(n))[:n]
-			if _, err := io.ReadFull(r, payload); err != nil || crc32.Checksum(payload, crcTable) != sum {
+			if _, err := io.ReadFull(r, payload); err != nil || checksum.Sum(payload) != sum {
 				return off, nil
 			}
 		}
@@ -161,8 +161,6 @@ func (c *checkpoint) scan(file string, verify bool) (int64, error) {
 		off += recordHeader + int64(n)
 	}
 }
-
-var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
 func (c *checkpoint) load(u int) ([]byte, bool, error) {
 	if c == nil {
@@ -181,7 +179,7 @@ func (c *checkpoint) load(u int) ([]byte, bool, error) {
 	if _, err := f.ReadAt(data, rec.off); err != nil {
 		return nil, false, fmt.Errorf("checkpoint: unit %d in %s: %w", u, rec.file, err)
 	}
-	if crc32.Checksum(data, crcTable) != rec.crc {
+	if checksum.Sum(data) != rec.crc {
 		return nil, false, fmt.Errorf("checkpoint: unit %d in %s: %w", u, rec.file, errors.New("checksum mismatch"))
 	}
 	return data, true, nil
@@ -242,7 +240,7 @@ func (c *checkpoint) save(batch []Result) error {
 		le.PutUint32(head[0:], recordMagic)
 		le.PutUint32(head[4:], uint32(r.Unit))
 		le.PutUint64(head[8:], uint64(len(r.Data)))
-		le.PutUint32(head[16:], crc32.Checksum(r.Data, crcTable))
+		le.PutUint32(head[16:], checksum.Sum(r.Data))
 		w.Write(head[:])
 		w.Write(r.Data)
 	}
@@ -357,6 +355,15 @@ func (s *saver) close(last bool) error {
 	close(s.queue)
 	<-s.done
 	return s.failed()
+}
+
+// RemoveCheckpoint removes the checkpoint directory dir of a run whose
+// model is written: what it kept is in the model.
+func RemoveCheckpoint(dir string) error {
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("remove checkpoint: %w", err)
+	}
+	return nil
 }
 
 // SaveUnits saves encoded units (index = unit id, nil = not held) to the

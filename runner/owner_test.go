@@ -5,20 +5,15 @@ import (
 	"testing"
 )
 
-// TestOwnership checks that OwnedUnits and StaticShard describe the units
-// Owner gives each rank, every unit to exactly one rank.
+// TestOwnership checks that OwnedUnits lists the units Owner gives each
+// rank, every unit to exactly one rank.
 func TestOwnership(t *testing.T) {
 	for _, c := range []struct{ units, size int }{{0, 1}, {1, 3}, {7, 3}, {10, 10}, {5, 8}} {
 		seen := make([]int, c.units)
 		for rank := range c.size {
 			own := OwnedUnits(c.units, rank, c.size)
-			sh := StaticShard(rank, c.size, c.units, "labels")
-			var fromShard []int
-			for u := sh.Lo; u < sh.Hi; u += sh.Stride {
-				fromShard = append(fromShard, int(u))
-			}
-			if !slices.Equal(own, fromShard) {
-				t.Errorf("%+v rank %d: OwnedUnits %v, shard describes %v", c, rank, own, fromShard)
+			if !slices.IsSorted(own) {
+				t.Errorf("%+v rank %d: OwnedUnits %v not in increasing order", c, rank, own)
 			}
 			for _, u := range own {
 				if Owner(u, c.size) != rank {

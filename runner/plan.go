@@ -19,7 +19,6 @@ package runner
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -30,11 +29,6 @@ import (
 	"xmc/mpi"
 	"xmc/numa"
 )
-
-// ErrInterrupted is returned by Run when a signal or the time limit stopped
-// it before every unit was done. Finished units are kept in the checkpoint
-// directory, if any, so a rerun resumes from them.
-var ErrInterrupted = errors.New("training interrupted")
 
 // WorkFunc computes one unit on worker w and returns its encoded result. It
 // must depend only on the unit (and the read-only inputs it closes over), not
@@ -131,9 +125,11 @@ const (
 
 // Run computes this rank's units, each on one of the pool's workers, and
 // returns their results in unit order. It stops taking new units once ctx
-// is done and then returns the finished ones with an error wrapping
-// ErrInterrupted.
-func (p Plan) Run(ctx context.Context, work WorkFunc) ([]Result, error) {
+// is done (a signal or the time limit) and then returns the finished ones,
+// kept in the checkpoint directory if any so that a rerun resumes from
+// them, with stopped true if units were left; it logs where they were
+// kept and why it stopped (the cause of ctx).
+func (p Plan) Run(ctx context.Context, work WorkFunc) (results []Result, stopped bool, err error) {
 	return p.run(ctx, func(take taker) error {
 		return p.Pool.Run(func(w numa.Worker) error {
 			compute := func(u int) ([]byte, error) { return work(w, u) }
@@ -148,7 +144,7 @@ func (p Plan) Run(ctx context.Context, work WorkFunc) ([]Result, error) {
 
 // RunTeam is Run for units that the whole pool computes together, one at
 // a time.
-func (p Plan) RunTeam(ctx context.Context, work TeamFunc) ([]Result, error) {
+func (p Plan) RunTeam(ctx context.Context, work TeamFunc) (results []Result, stopped bool, err error) {
 	return p.run(ctx, func(take taker) error {
 		for {
 			if more, err := take(work); err != nil || !more {
@@ -164,11 +160,11 @@ type taker func(compute func(unit int) ([]byte, error)) (bool, error)
 
 // run is Run and RunTeam: compute calls take until it reports no more
 // units, from as many goroutines as it likes.
-func (p Plan) run(ctx context.Context, compute func(take taker) error) ([]Result, error) {
+func (p Plan) run(ctx context.Context, compute func(take taker) error) ([]Result, bool, error) {
 	rank := p.Comm.Rank()
 	ck, err := openCheckpoint(p.Checkpoint, p.Fingerprint, rank)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer ck.close()
 	var d dealer
@@ -182,7 +178,7 @@ func (p Plan) run(ctx context.Context, compute func(take taker) error) ([]Result
 		err = fmt.Errorf("schedule %q: want %s or %s", p.Schedule, ScheduleStatic, ScheduleDynamic)
 	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	resumed := len(results)
 	if resumed > 0 {
@@ -222,7 +218,7 @@ func (p Plan) run(ctx context.Context, compute func(take taker) error) ([]Result
 	})
 	if runErr != nil {
 		saves.close(true) // keep the finished units for a rerun
-		return nil, runErr
+		return nil, false, runErr
 	}
 	if p.OnIdle != nil {
 		p.OnIdle(d.waited())
@@ -233,21 +229,31 @@ func (p Plan) run(ctx context.Context, compute func(take taker) error) ([]Result
 	}
 	if err != nil {
 		saves.close(true)
-		return nil, err
+		return nil, false, err
 	}
 	if err := p.saveWaiting(saves, interrupted.Load() && left); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	slices.SortFunc(results, func(a, b Result) int { return cmp.Compare(a.Unit, b.Unit) })
-	if interrupted.Load() && left {
-		where := "not saved: no checkpoint directory"
-		if p.Checkpoint != "" {
-			where = "saved in " + p.Checkpoint + "; rerun the same command to resume"
-		}
-		return results, fmt.Errorf("%w (%v): rank %d finished %d %ss, %s",
-			ErrInterrupted, context.Cause(ctx), rank, len(results), p.Kind, where)
+	stopped := interrupted.Load() && left
+	if stopped {
+		logStop(p.Log, ctx, p.Checkpoint, "rank", rank, p.Kind+"s_finished", len(results))
 	}
-	return results, nil
+	return results, stopped, nil
+}
+
+// logStop logs that training stopped before its end, why (the cause of
+// ctx), and where its finished work went; args add what was done.
+func logStop(log *slog.Logger, ctx context.Context, checkpoint string, args ...any) {
+	where := "not saved: no checkpoint directory"
+	if checkpoint != "" {
+		where = "saved in " + checkpoint + "; rerun the same command to resume"
+	}
+	why := "another rank stopped" // ranks agree to stop together
+	if cause := context.Cause(ctx); cause != nil {
+		why = cause.Error()
+	}
+	log.Warn("training stopped", append([]any{"why", why, "finished_work", where}, args...)...)
 }
 
 // saveWaiting ends the saver. The units still waiting to be saved are

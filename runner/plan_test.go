@@ -42,8 +42,8 @@ func runUnits(t *testing.T, ctx context.Context, schedule string, units, ranks, 
 		if c.Rank() == 0 {
 			p.Progress = prog
 		}
-		own, runErr := p.Run(ctx, work)
-		if runErr != nil && !errors.Is(runErr, ErrInterrupted) {
+		own, stopped, runErr := p.Run(ctx, work)
+		if runErr != nil {
 			return runErr
 		}
 		all, err := Gather(c, units, own, 0)
@@ -53,10 +53,17 @@ func runUnits(t *testing.T, ctx context.Context, schedule string, units, ranks, 
 		if err != nil {
 			return err
 		}
-		return runErr
+		if stopped {
+			return errStopped
+		}
+		return nil
 	})
 	return gathered, prog, err
 }
+
+// errStopped is the error of the tests' runs that a rank reported stopped
+// before its end.
+var errStopped = errors.New("stopped")
 
 // rankPools returns a pool of threads workers for each of ranks in-process
 // ranks, closed when t ends.
@@ -126,7 +133,7 @@ func TestRunnerDynamicBalances(t *testing.T) {
 	err := mpi.Launch(2, func(c mpi.Comm) error {
 		pool := pools[c.Rank()]
 		p := Plan{Units: 20, Kind: "unit", Comm: c, Schedule: ScheduleDynamic, Pool: pool, Log: slog.New(slog.DiscardHandler)}
-		own, err := p.Run(context.Background(), func(w numa.Worker, u int) ([]byte, error) {
+		own, _, err := p.Run(context.Background(), func(w numa.Worker, u int) ([]byte, error) {
 			if c.Rank() == 0 {
 				time.Sleep(20 * time.Millisecond)
 			}
@@ -162,7 +169,7 @@ func slowRank(t *testing.T, schedule string) error {
 		c := mpi.NewCounted(raw, 300*time.Millisecond)
 		pool := pools[c.Rank()]
 		p := Plan{Units: 2, Kind: "unit", Comm: c, Schedule: schedule, Pool: pool, Log: slog.New(slog.DiscardHandler)}
-		if _, err := p.Run(context.Background(), func(w numa.Worker, u int) ([]byte, error) {
+		if _, _, err := p.Run(context.Background(), func(w numa.Worker, u int) ([]byte, error) {
 			if u == 0 { // unit 0 takes three watchdog periods
 				time.Sleep(time.Second)
 			}
@@ -188,7 +195,7 @@ func TestRunTeam(t *testing.T) {
 			pool := pools[c.Rank()]
 			p := Plan{Units: units, Kind: "unit", Comm: c, Schedule: schedule, Pool: pool, Log: slog.New(slog.DiscardHandler)}
 			var busy sync.Mutex // held while a unit runs: units of a rank must not overlap
-			own, err := p.RunTeam(context.Background(), func(u int) ([]byte, error) {
+			own, _, err := p.RunTeam(context.Background(), func(u int) ([]byte, error) {
 				if !busy.TryLock() {
 					return nil, errors.New("two units of a rank at once")
 				}
@@ -226,7 +233,7 @@ func TestRunTeam(t *testing.T) {
 		}
 		err = mpi.Launch(ranks, func(c mpi.Comm) error {
 			p := Plan{Units: units, Kind: "unit", Comm: c, Schedule: schedule, Pool: pools[c.Rank()], Log: slog.New(slog.DiscardHandler)}
-			_, err := p.RunTeam(context.Background(), func(u int) ([]byte, error) {
+			_, _, err := p.RunTeam(context.Background(), func(u int) ([]byte, error) {
 				if u == 4 {
 					return nil, errors.New("boom")
 				}

@@ -29,7 +29,7 @@ func TestRunnerProgressWeights(t *testing.T) {
 			if c.Rank() == 0 {
 				p.Progress = prog
 			}
-			_, err := p.Run(context.Background(), func(w numa.Worker, u int) ([]byte, error) { return unitBytes(u), nil })
+			_, _, err := p.Run(context.Background(), func(w numa.Worker, u int) ([]byte, error) { return unitBytes(u), nil })
 			return err
 		})
 		if err != nil {

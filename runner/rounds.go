@@ -77,21 +77,21 @@ type Rounds struct {
 // Run trains t in rounds on every rank and returns the model's units this
 // rank owns, in unit order. Between rounds the ranks agree on whether to
 // stop (ctx done on any rank) and whether to save the state; a stopped run
-// saves it and returns the units trained so far with an error wrapping
-// ErrInterrupted.
-func (p Rounds) Run(ctx context.Context, t RoundTrainer) ([]Result, error) {
+// saves it, logs why, and returns the units trained so far with stopped
+// true.
+func (p Rounds) Run(ctx context.Context, t RoundTrainer) (results []Result, stopped bool, err error) {
 	c := p.Comm
 	ck, err := openCheckpoint(p.Checkpoint, p.Fingerprint, c.Rank())
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	owned := OwnedUnits(p.Units, c.Rank(), c.Size())
 	start, state, shared, err := p.resume(ck, owned)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if err := t.Start(owned, start, state, shared); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if start > 0 && c.Rank() == 0 {
 		p.Log.Info("resuming from checkpoint", "dir", p.Checkpoint, "round", start)
@@ -107,7 +107,6 @@ func (p Rounds) Run(ctx context.Context, t RoundTrainer) ([]Result, error) {
 	}
 	report(start)
 	lastSave := time.Now()
-	stopped := false
 	r := start
 	for ; r < p.Rounds; r++ {
 		// Agree on stopping and saving: ranks see the signal or the time
@@ -120,11 +119,11 @@ func (p Rounds) Run(ctx context.Context, t RoundTrainer) ([]Result, error) {
 			flags[1] = 1
 		}
 		if err := c.AllreduceInt64(flags, mpi.Max); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if ck != nil && r > start && (flags[0] == 1 || flags[1] == 1) {
 			if err := p.save(ck, t, owned, r); err != nil {
-				return nil, err
+				return nil, false, err
 			}
 			lastSave = time.Now()
 		}
@@ -134,7 +133,7 @@ func (p Rounds) Run(ctx context.Context, t RoundTrainer) ([]Result, error) {
 		}
 		done, err := t.Round(ctx, r)
 		if err != nil {
-			return nil, fmt.Errorf("%s %d: %w", p.Kind, r, err)
+			return nil, false, fmt.Errorf("%s %d: %w", p.Kind, r, err)
 		}
 		report(r + 1)
 		if done {
@@ -145,19 +144,14 @@ func (p Rounds) Run(ctx context.Context, t RoundTrainer) ([]Result, error) {
 	if p.Progress != nil && c.Rank() == 0 {
 		p.Progress.Finish()
 	}
-	results, err := t.Finish()
+	results, err = t.Finish()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	if stopped {
-		where := "not saved: no checkpoint directory"
-		if ck != nil {
-			where = "saved in " + p.Checkpoint + "; rerun the same command to resume"
-		}
-		return results, fmt.Errorf("%w (%v): stopped after %d of at most %d %ss, %s",
-			ErrInterrupted, context.Cause(ctx), r, p.Rounds, p.Kind, where)
+	if stopped && c.Rank() == 0 {
+		logStop(p.Log, ctx, p.Checkpoint, p.Kind+"s_done", r, "of_at_most", p.Rounds)
 	}
-	return results, nil
+	return results, stopped, nil
 }
 
 // A round checkpoint holds, beside FINGERPRINT, a directory round-R per

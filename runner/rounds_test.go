@@ -179,8 +179,8 @@ func runRounds(t *testing.T, run roundsRun) ([][]byte, int, error) {
 		if c.Rank() == 0 {
 			p.Progress = prog
 		}
-		own, runErr := p.Run(ctx, tr)
-		if runErr != nil && !errors.Is(runErr, ErrInterrupted) {
+		own, stopped, runErr := p.Run(ctx, tr)
+		if runErr != nil {
 			return runErr
 		}
 		all, err := Gather(c, tr.units, own, 0)
@@ -190,7 +190,10 @@ func runRounds(t *testing.T, run roundsRun) ([][]byte, int, error) {
 		if c.Rank() == 0 {
 			gathered = all
 		}
-		return runErr
+		if stopped {
+			return errStopped
+		}
+		return nil
 	})
 	return gathered, prog.done, err
 }
@@ -234,9 +237,11 @@ func TestRoundsInterruptAndResume(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%d ranks stop at %d on rank %d, resume on %d", c.ranks, c.stopAt, c.stopRank, c.resumeRanks), func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "ckpt")
-			_, stopped, err := runRounds(t, roundsRun{ranks: c.ranks, rounds: 500, checkpoint: dir, stopAt: c.stopAt, stopRank: c.stopRank})
-			if !errors.Is(err, ErrInterrupted) || !strings.Contains(err.Error(), "saved in") {
-				t.Fatalf("stopped run: %v, want ErrInterrupted saved in the checkpoint", err)
+			var log bytes.Buffer
+			_, stopped, err := runRounds(t, roundsRun{ranks: c.ranks, rounds: 500, checkpoint: dir, stopAt: c.stopAt, stopRank: c.stopRank,
+				log: slog.New(slog.NewTextHandler(&log, nil))})
+			if !errors.Is(err, errStopped) || !strings.Contains(log.String(), "saved in "+dir) {
+				t.Fatalf("stopped run: %v, want it stopped and its log to say it saved in the checkpoint; log:\n%s", err, log.String())
 			}
 			if stopped != c.stopAt {
 				t.Errorf("stopped after %d rounds, want %d", stopped, c.stopAt)
@@ -270,7 +275,7 @@ func TestRoundsCheckpointEvery(t *testing.T) {
 	}
 	dir := filepath.Join(t.TempDir(), "ckpt")
 	// CheckpointEvery 0 (runRounds' default) saves before every round.
-	if _, _, err := runRounds(t, roundsRun{ranks: 2, rounds: 500, checkpoint: dir, stopAt: 6, stopRank: 1}); !errors.Is(err, ErrInterrupted) {
+	if _, _, err := runRounds(t, roundsRun{ranks: 2, rounds: 500, checkpoint: dir, stopAt: 6, stopRank: 1}); !errors.Is(err, errStopped) {
 		t.Fatal(err)
 	}
 	rounds, _ := filepath.Glob(filepath.Join(dir, "round-*"))
@@ -339,7 +344,7 @@ func TestRoundsErrorEndsJob(t *testing.T) {
 	err := mpi.Launch(3, func(c mpi.Comm) error {
 		tr := &failingRounds{lsqTrainer: newLSQ(c, 10, 3, 1), failAt: 2}
 		p := Rounds{Units: 3, Rounds: 10, Kind: "round", Comm: c, Log: slog.New(slog.DiscardHandler)}
-		_, err := p.Run(context.Background(), tr)
+		_, _, err := p.Run(context.Background(), tr)
 		mu.Lock()
 		defer mu.Unlock()
 		return err

@@ -84,7 +84,7 @@ func trainMEMOIR(t *testing.T, edit func(*MEMOIRParams), after func(*memoirTrain
 			return err
 		}
 		rounds := runner.Rounds{Units: w.Units, Rounds: w.MaxRounds, Kind: w.RoundName, Comm: c, Log: env.Log}
-		if _, err := rounds.Run(context.Background(), w.Rounds); err != nil {
+		if _, _, err := rounds.Run(context.Background(), w.Rounds); err != nil {
 			return err
 		}
 		got = w.Rounds.(*memoirTrainer)
