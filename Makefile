@@ -70,8 +70,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzReadLIBSVM$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./data
 	$(GO) test -run '^$$' -fuzz '^FuzzReadSplit$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./data
 	$(GO) test -run '^$$' -fuzz '^FuzzReadModel$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./model
-	$(GO) test -run '^$$' -fuzz '^FuzzReadScores$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./model
-	$(GO) test -run '^$$' -fuzz '^FuzzTreeUnmarshal$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./model
+	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./scores
+	$(GO) test -run '^$$' -fuzz '^FuzzTreeUnmarshal$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./model/forest
 
 # race runs the concurrent runtime (unit runner, worker pools, in-process
 # MPI) and the command line's in-process ranks under the race detector; a

@@ -9,8 +9,9 @@ import (
 
 	"xmc/atomicfile"
 	"xmc/data"
-	"xmc/model"
+	"xmc/metrics"
 	"xmc/pipeline"
+	"xmc/scores"
 )
 
 func runEval(args []string) error {
@@ -53,13 +54,13 @@ func runEval(args []string) error {
 		if tr.L() != test.L() {
 			return fmt.Errorf("%s has L=%d but %s has L=%d", trainPath, tr.L(), dataPath, test.L())
 		}
-		inv = model.InversePropensity(model.LabelCounts(&tr.Y), tr.N(), ef.PropA, ef.PropB)
+		inv = metrics.InversePropensity(data.LabelCounts(&tr.Y), tr.N(), ef.PropA, ef.PropB)
 	}
 	ks := ef.Ks()
 	files := fs.Args()
-	all := make([]model.Metrics, len(files))
+	all := make([]metrics.Metrics, len(files))
 	for i, path := range files {
-		L, rows, err := model.ReadScores(path)
+		L, rows, err := scores.Read(path)
 		if err != nil {
 			return err
 		}
@@ -69,23 +70,23 @@ func runEval(args []string) error {
 		if len(rows) != test.N() {
 			return fmt.Errorf("%s has %d rows but %s has %d", path, len(rows), dataPath, test.N())
 		}
-		if all[i], err = model.Evaluate(&test.Y, rows, inv, ks); err != nil {
+		if all[i], err = metrics.Evaluate(&test.Y, rows, inv, ks); err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
 		if show > 0 {
 			fmt.Printf("%s, first %d rows (* marks a true label):\n", path, show)
-			if err := model.WriteReadable(os.Stdout, rows, &test.Y, names, show); err != nil {
+			if err := scores.WriteReadable(os.Stdout, rows, &test.Y, names, show); err != nil {
 				return err
 			}
 		}
 	}
-	if err := model.WriteTable(os.Stdout, files, all, ks); err != nil {
+	if err := metrics.WriteTable(os.Stdout, files, all, ks); err != nil {
 		return err
 	}
 	if jsonOut == "" {
 		return nil
 	}
-	out := map[string]model.Metrics{}
+	out := map[string]metrics.Metrics{}
 	for i, n := range files {
 		out[n] = all[i]
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"xmc/model"
+	"xmc/model/kinds"
 
 	"github.com/dustin/go-humanize"
 )
@@ -24,7 +25,7 @@ func runInspect(args []string) error {
 	if err != nil {
 		return err
 	}
-	m, h, err := model.Load(path, nil)
+	m, h, err := kinds.Load(path, nil)
 	if err != nil {
 		return err
 	}

@@ -20,7 +20,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"xmc/job"
-	"xmc/model"
+	"xmc/metrics"
 )
 
 // Dataset is one train/test pair of an accuracy study.
@@ -169,7 +169,7 @@ func meanSD(xs []float64) MeanSD {
 
 // AccuracyMetrics are the metrics an accuracy study tabulates: macro-F1
 // only on multi-class data sets (one label per row), where accuracy is P@1.
-var AccuracyMetrics = []string{"P@1", "P@3", "P@5", "PSP@1", "PSP@3", "PSP@5", model.MetricMacroF1}
+var AccuracyMetrics = []string{"P@1", "P@3", "P@5", "PSP@1", "PSP@3", "PSP@5", metrics.MetricMacroF1}
 
 // Accuracy is an accuracy study's result: a row per data set and label.
 type Accuracy struct {

@@ -18,7 +18,8 @@ import (
 
 	"xmc/data"
 	"xmc/job"
-	"xmc/model"
+	"xmc/metrics"
+	"xmc/scores"
 )
 
 // Reference tells bench compare how to run another XMC program and read
@@ -193,8 +194,8 @@ func (r *Reference) ParseOutput(out []byte) (trainS float64, metrics map[string]
 
 // EvaluateScores computes P@k, nDCG@k and R@k for k in 1, 3, 5 of a score
 // file against the true labels of test, with xmc's metrics code.
-func EvaluateScores(test *data.Dataset, scoresPath string) (model.Metrics, error) {
-	L, rows, err := model.ReadScores(scoresPath)
+func EvaluateScores(test *data.Dataset, scoresPath string) (metrics.Metrics, error) {
+	L, rows, err := scores.Read(scoresPath)
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +205,7 @@ func EvaluateScores(test *data.Dataset, scoresPath string) (model.Metrics, error
 	if len(rows) != test.N() {
 		return nil, fmt.Errorf("%s has %d rows but the test set has %d", scoresPath, len(rows), test.N())
 	}
-	m, err := model.Evaluate(&test.Y, rows, nil, []int{1, 3, 5})
+	m, err := metrics.Evaluate(&test.Y, rows, nil, []int{1, 3, 5})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", scoresPath, err)
 	}

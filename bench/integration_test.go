@@ -17,6 +17,7 @@ import (
 	"xmc/atomicfile"
 	"xmc/data"
 	"xmc/model"
+	"xmc/scores"
 )
 
 // The integration tests run the real xmc binary, built once by TestMain,
@@ -228,7 +229,7 @@ func perfectTop1(t *testing.T, path string) {
 		lo := test.Y.Indptr[i]
 		rows[i] = []model.Scored{{Label: test.Y.Indices[lo], Score: 1}}
 	}
-	err = atomicfile.Write(path, func(w *bufio.Writer) error { return model.WriteScores(w, test.L(), rows) })
+	err = atomicfile.Write(path, func(w *bufio.Writer) error { return scores.Write(w, test.L(), rows) })
 	if err != nil {
 		t.Fatal(err)
 	}

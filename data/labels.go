@@ -64,3 +64,13 @@ func ReadLabelNames(path string) (LabelNames, error) {
 	}
 	return names, nil
 }
+
+// LabelCounts returns the number of rows of the label matrix y in which
+// each label occurs (the stored entries per column).
+func LabelCounts(y *CSR) []int64 {
+	counts := make([]int64, y.Cols)
+	for _, l := range y.Indices[:y.NNZ()] {
+		counts[l]++
+	}
+	return counts
+}

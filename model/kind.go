@@ -1,7 +1,6 @@
 package model
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -13,9 +12,9 @@ import (
 
 // Kind is one kind of model: how a trainer's units (a tree, a block of
 // labels) are stored in a model file, and how a model, or the part of one
-// that a rank holds, is decoded to score rows. Every kind lives in this
-// package; trainers name the kind they produce, and Load finds it from a
-// file's header.
+// that a rank holds, is decoded to score rows. Each kind has its package
+// below this one (model/forest, model/linear); trainers name the kind they
+// produce, and package kinds finds a file's kind from its header.
 type Kind interface {
 	// Name names the kind in model headers: "forest", "linear".
 	Name() string
@@ -70,78 +69,15 @@ type Model interface {
 	Describe(w io.Writer) error
 }
 
-// Kinds lists every kind of model.
-func Kinds() []Kind { return []Kind{ForestKind{}, LinearKind{}} }
-
-// KindOf returns the kind of model that header h describes.
-func KindOf(h Header) (Kind, error) {
-	name := h.Kind
-	if name == "" {
-		name = kindOfAlgorithm(h.Algorithm)
-	}
-	for _, k := range Kinds() {
-		if k.Name() == name {
-			return k, nil
-		}
-	}
-	if h.Kind == "" {
-		return nil, fmt.Errorf("%w: unknown algorithm %q and no model kind", ErrCorrupt, h.Algorithm)
-	}
-	return nil, fmt.Errorf("%w: unknown model kind %q (algorithm %q): upgrade xmc", ErrVersion, h.Kind, h.Algorithm)
-}
-
-// kindOfAlgorithm is the kind of the models of the first three algorithms,
-// whose headers name no kind: their files were written before kinds were
-// recorded, and are still written the same way, byte for byte. Every later
-// algorithm records its kind in the header (see NewHeader): this list does
-// not grow.
-func kindOfAlgorithm(algorithm string) string {
-	switch algorithm {
-	case AlgorithmForest:
-		return ForestKind{}.Name()
-	case AlgorithmDiSMEC, AlgorithmPPDSparse:
-		return LinearKind{}.Name()
-	}
-	return ""
-}
-
-// NewHeader returns the header of a model of kind k trained by algorithm,
-// over D features and L labels, with the given seed and hyper-parameters
-// (a JSON object). It records the kind, but for the algorithms whose
-// headers never did.
-func NewHeader(k Kind, algorithm string, D, L int, seed uint64, params json.RawMessage) Header {
-	h := Header{Algorithm: algorithm, D: D, L: L, Seed: seed, Params: params}
-	if kindOfAlgorithm(algorithm) != k.Name() {
-		h.Kind = k.Name()
-	}
-	return h
-}
-
 // checkKind reports an error unless the model file f holds a model of kind k.
 func checkKind(f *File, k Kind) error {
-	got, err := KindOf(f.Header)
-	if err != nil {
-		return fmt.Errorf("%s: %w", f.Path, err)
-	}
-	if got.Name() != k.Name() {
-		return fmt.Errorf("%s: a %s model (%q), not a %s model", f.Path, got.Name(), f.Header.Algorithm, k.Name())
+	switch name := KindName(f.Header); {
+	case name == "":
+		return fmt.Errorf("%s: %w: unknown algorithm %q and no model kind", f.Path, ErrCorrupt, f.Header.Algorithm)
+	case name != k.Name():
+		return fmt.Errorf("%s: a %s model (%q), not a %s model", f.Path, name, f.Header.Algorithm, k.Name())
 	}
 	return nil
-}
-
-// Load reads the model at path, a model file or the manifest of a sharded
-// one, whatever its kind, keeping the units for which keep returns true
-// (all of them if keep is nil).
-func Load(path string, keep func(unit int) bool) (Model, Header, error) {
-	h, err := ReadHeader(path)
-	if err != nil {
-		return nil, h, err
-	}
-	k, err := KindOf(h)
-	if err != nil {
-		return nil, h, fmt.Errorf("%s: %w", path, err)
-	}
-	return k.Load(path, keep)
 }
 
 // CreateUnits writes a model of kind k (or one shard of it, with h.Shard
@@ -174,12 +110,12 @@ func CreateUnits(k Kind, path string, h Header, units [][]byte) (*Writer, error)
 	return w, nil
 }
 
-// loadUnits calls add with each unit of the model of kind k at path (a
+// LoadUnits calls add with each unit of the model of kind k at path (a
 // file or a manifest) for which keep returns true (all if keep is nil), in
 // file order, after checking that every file holds a model of kind k; a
 // section that is not a unit of k is an error. Only the sections kept are
 // read (see readParts). It returns the whole model's header.
-func loadUnits(k Kind, path string, keep func(unit int) bool, check func(f *File, whole Header) error, add func(f *File, s Section, unit int) error) (Header, error) {
+func LoadUnits(k Kind, path string, keep func(unit int) bool, check func(f *File, whole Header) error, add func(f *File, s Section, unit int) error) (Header, error) {
 	var keepSection func(name string) bool
 	if keep != nil {
 		keepSection = func(name string) bool {
@@ -209,11 +145,14 @@ func loadUnits(k Kind, path string, keep func(unit int) bool, check func(f *File
 	})
 }
 
-// unitSection formats the section name of unit u as prefix and six digits,
-// and parseUnitSection reverses it.
-func unitSection(prefix string, u int) string { return fmt.Sprintf("%s%06d", prefix, u) }
+// UnitSection formats the section name of unit u as prefix and six digits,
+// and ParseUnitSection reverses it: how the kinds name their units'
+// sections.
+func UnitSection(prefix string, u int) string { return fmt.Sprintf("%s%06d", prefix, u) }
 
-func parseUnitSection(prefix, name string) (int, bool) {
+// ParseUnitSection returns the unit of a section name made by UnitSection
+// with prefix, and false for another name.
+func ParseUnitSection(prefix, name string) (int, bool) {
 	s, ok := strings.CutPrefix(name, prefix)
 	if !ok {
 		return 0, false
@@ -222,8 +161,8 @@ func parseUnitSection(prefix, name string) (int, bool) {
 	return u, err == nil && u >= 0
 }
 
-// countHeld returns the number of units held, the non-nil entries.
-func countHeld(units [][]byte) int {
+// CountHeld returns the number of units held, the non-nil entries.
+func CountHeld(units [][]byte) int {
 	n := 0
 	for _, u := range units {
 		if u != nil {

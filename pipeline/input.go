@@ -9,7 +9,7 @@ package pipeline
 
 import (
 	"xmc/data"
-	"xmc/model"
+	"xmc/metrics"
 )
 
 // Input says how dataset files are read: a file in the XMC or LIBSVM
@@ -44,7 +44,7 @@ type EvalOptions struct {
 // DefaultEvalOptions returns top 5 and the propensity parameters of the
 // standard XMC evaluation code.
 func DefaultEvalOptions() EvalOptions {
-	return EvalOptions{TopK: 5, PropA: model.PropensityA, PropB: model.PropensityB}
+	return EvalOptions{TopK: 5, PropA: metrics.PropensityA, PropB: metrics.PropensityB}
 }
 
 // Ks returns the k of P@k and the other metrics: 1, 3, 5 up to TopK.

@@ -10,9 +10,12 @@ import (
 	"xmc/atomicfile"
 	"xmc/data"
 	"xmc/job"
+	"xmc/metrics"
 	"xmc/model"
+	"xmc/model/kinds"
 	"xmc/numa"
 	"xmc/runner"
+	"xmc/scores"
 )
 
 // PredictConfig is what xmc predict does: score the rows of a data file
@@ -65,11 +68,11 @@ func predictRank(j *job.Rank, c PredictConfig) error {
 		var err error
 		if c.PredictOn == PredictOnRoot {
 			if j.ID == 0 {
-				whole, h, err = model.Load(c.ModelPath, nil)
+				whole, h, err = kinds.Load(c.ModelPath, nil)
 			}
 			part = whole
 		} else {
-			part, h, err = model.Load(c.ModelPath, func(u int) bool { return runner.Owner(u, j.Size) == j.ID })
+			part, h, err = kinds.Load(c.ModelPath, func(u int) bool { return runner.Owner(u, j.Size) == j.ID })
 		}
 		return err
 	})
@@ -120,14 +123,14 @@ func predictRank(j *job.Rank, c PredictConfig) error {
 			return err
 		}
 	}
-	return model.WriteReadable(os.Stdout, shown, &test.Y, names, c.Show)
+	return scores.WriteReadable(os.Stdout, shown, &test.Y, names, c.Show)
 }
 
 // scoreFile is a score file written a batch of rows at a time, atomically.
 // A nil *scoreFile writes nothing.
 type scoreFile struct {
 	f *atomicfile.File
-	w *model.ScoreWriter
+	w *scores.Writer
 }
 
 // createScoreFile starts the score file of n rows over L labels at path.
@@ -136,7 +139,7 @@ func createScoreFile(path string, n, L int) (*scoreFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
-	w, err := model.NewScoreWriter(f, n, L)
+	w, err := scores.NewWriter(f, n, L)
 	if err != nil {
 		f.Abort()
 		return nil, fmt.Errorf("write %s: %w", path, err)
@@ -266,12 +269,12 @@ func predict(j *job.Rank, mode string, part, whole model.Model, x *data.CSR, k i
 func (t *training) evaluate(own []runner.Result, total int) error {
 	j, c := t.j, t.c
 	// Rank 0 evaluates, and writes the scores, a batch of rows at a time.
-	var eval *model.Evaluator
+	var eval *metrics.Evaluator
 	var out *scoreFile
 	if j.ID == 0 {
 		var err error
-		inv := model.InversePropensity(model.LabelCounts(&t.ds.Y), t.ds.N(), c.Eval.PropA, c.Eval.PropB)
-		if eval, err = model.NewEvaluator(t.test.L(), inv, c.Eval.Ks()); err != nil {
+		inv := metrics.InversePropensity(data.LabelCounts(&t.ds.Y), t.ds.N(), c.Eval.PropA, c.Eval.PropB)
+		if eval, err = metrics.NewEvaluator(t.test.L(), inv, c.Eval.Ks()); err != nil {
 			return err
 		}
 		if c.ScoresOut != "" {
@@ -339,6 +342,6 @@ func (t *training) evaluate(own []runner.Result, total int) error {
 			testPath = c.DataPath + " (rows of " + c.TestSplit + ")"
 		}
 		fmt.Printf("%s: %d test rows, %s, %d ranks x %d threads\n", testPath, t.test.N(), c.Algorithm, j.Size, j.Threads)
-		return model.WriteTable(os.Stdout, []string{c.Algorithm}, []model.Metrics{m}, c.Eval.Ks())
+		return metrics.WriteTable(os.Stdout, []string{c.Algorithm}, []metrics.Metrics{m}, c.Eval.Ks())
 	})
 }

@@ -8,7 +8,7 @@ import (
 	"sync"
 
 	"xmc/data"
-	"xmc/model"
+	"xmc/model/linear"
 	"xmc/numa"
 )
 
@@ -56,7 +56,7 @@ type DismecParams struct {
 // MSI initialisation, pruning at 0.01, eps 0.01, rows normalised and a bias
 // feature.
 func DefaultDismecParams() DismecParams {
-	return DismecParams{OneVsAllParams: OneVsAllParams{Cost: 1, Prune: 0.01, LabelsPerUnit: 16, Preprocess: model.Preprocess{Normalize: true, Bias: true}},
+	return DismecParams{OneVsAllParams: OneVsAllParams{Cost: 1, Prune: 0.01, LabelsPerUnit: 16, Preprocess: linear.Preprocess{Normalize: true, Bias: true}},
 		Init: InitMSI, Eps: 0.01, MaxNewtonIters: 1000}
 }
 
@@ -147,12 +147,12 @@ type dismecScratch struct {
 	solver *sqHinge
 	w      []float64 // the label's weights, dense over the columns
 	posSum []float64 // sum of the label's positive rows
-	block  model.LinearBlock
+	block  linear.Block
 	stats  DismecStats
 }
 
 // Work is the WorkFunc of DiSMEC: it trains the labels of unit and encodes
-// their pruned weights as a model.LinearBlock.
+// their pruned weights as a linear.Block.
 func (t *DismecTrainer) Work(w numa.Worker, unit int) ([]byte, error) {
 	d := t.Data.Get(w.Domain)
 	if err := t.Params.checkUnit(d, t.blocks, unit); err != nil {
@@ -316,7 +316,7 @@ func (a *dismecAlgorithm) Prepare(env Env, ds *data.Dataset) (*Work, error) {
 	if err := logUntrained(env.Log, replicas.Get(0).LabelCounts()); err != nil {
 		return nil, err
 	}
-	return &Work{Kind: model.LinearKind{}, Params: p, Units: t.Units(), Unit: t.Work, Schedule: oneVsAllSchedule,
+	return &Work{Kind: linear.Kind{}, Params: p, Units: t.Units(), Unit: t.Work, Schedule: oneVsAllSchedule,
 		Weight: func(u int) int { return len(t.Block(u)) },
 		Done: func(log *slog.Logger) {
 			st := t.Stats()

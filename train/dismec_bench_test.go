@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"xmc/data"
-	"xmc/model"
+	"xmc/metrics"
 	"xmc/numa/numatest"
 )
 
@@ -50,7 +50,7 @@ func benchDismec(b *testing.B, tr, te *data.Dataset) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			m, err := model.Evaluate(&te.Y, scores, nil, []int{1, 3, 5})
+			m, err := metrics.Evaluate(&te.Y, scores, nil, []int{1, 3, 5})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"xmc/data"
-	"xmc/model"
+	"xmc/metrics"
+	"xmc/model/linear"
 	"xmc/numa"
 	"xmc/numa/numatest"
 )
@@ -29,9 +30,9 @@ func trainDismec(t testing.TB, ds *data.Dataset, p DismecParams, pool *numa.Pool
 }
 
 // linearModel decodes encoded units into a model.
-func linearModel(t testing.TB, ds *data.Dataset, p DismecParams, units [][]byte) *model.Linear {
+func linearModel(t testing.TB, ds *data.Dataset, p DismecParams, units [][]byte) *linear.Model {
 	t.Helper()
-	m, err := model.DecodeLinear(ds.D(), ds.L(), p.Preprocess, units)
+	m, err := linear.Decode(ds.D(), ds.L(), p.Preprocess, units)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func TestDismecBibtexAccuracy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := model.Evaluate(&te.Y, scores, nil, []int{1, 3, 5})
+		got, err := metrics.Evaluate(&te.Y, scores, nil, []int{1, 3, 5})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -188,7 +189,7 @@ func tinyDataset(rows [][]float32, labels [][]int32, L int) *data.Dataset {
 func TestNewLinearData(t *testing.T) {
 	ds := tinyDataset([][]float32{{3, 4, 0}, {0, 0, 2}, {1, 0, 0}}, [][]int32{{1}, {0, 1}, {}}, 2)
 	before := slices.Clone(ds.X.Values)
-	d, err := NewLinearData(ds, model.Preprocess{Normalize: true, Bias: true})
+	d, err := NewLinearData(ds, linear.Preprocess{Normalize: true, Bias: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +210,7 @@ func TestNewLinearData(t *testing.T) {
 			t.Errorf("mean[%d] = %v, want %v", j, m, wantMean[j])
 		}
 	}
-	if _, err := NewLinearData(&data.Dataset{X: data.CSR{Indptr: []int64{0}}, Y: data.CSR{Indptr: []int64{0}}}, model.Preprocess{}); err == nil {
+	if _, err := NewLinearData(&data.Dataset{X: data.CSR{Indptr: []int64{0}}, Y: data.CSR{Indptr: []int64{0}}}, linear.Preprocess{}); err == nil {
 		t.Error("no error for an empty dataset")
 	}
 }
@@ -239,7 +240,7 @@ func TestSortedRowsKernels(t *testing.T) {
 	rows[2] = make([]float32, cols)
 	rows[2][5] = 1
 	labels := make([][]int32, len(rows))
-	for _, prep := range []model.Preprocess{{}, {Normalize: true}, {Bias: true}, {Normalize: true, Bias: true}} {
+	for _, prep := range []linear.Preprocess{{}, {Normalize: true}, {Bias: true}, {Normalize: true, Bias: true}} {
 		d, err := NewLinearData(tinyDataset(rows, labels, 1), prep)
 		if err != nil {
 			t.Fatal(err)
@@ -369,7 +370,7 @@ func TestSqHingeDerivatives(t *testing.T) {
 			labels[i] = []int32{0}
 		}
 	}
-	d, err := NewLinearData(tinyDataset(rows, labels, 1), model.Preprocess{Bias: true})
+	d, err := NewLinearData(tinyDataset(rows, labels, 1), linear.Preprocess{Bias: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -439,7 +440,7 @@ func TestSqHingeHandSolved(t *testing.T) {
 		{"separable", [][]float32{{10}, {-10}, {10}}, [][]int32{{0}, {}, {0}}, false, 1, []float64{60.0 / 601}},
 	}
 	for _, tc := range tests {
-		d, err := NewLinearData(tinyDataset(tc.rows, tc.labels, 1), model.Preprocess{Bias: tc.bias})
+		d, err := NewLinearData(tinyDataset(tc.rows, tc.labels, 1), linear.Preprocess{Bias: tc.bias})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -466,7 +467,7 @@ func TestSqHingeHandSolved(t *testing.T) {
 // every label of a slice of Bibtex, and falls back when it cannot.
 func TestMSIEquations(t *testing.T) {
 	tr, _ := loadBibtex(t)
-	d, err := NewLinearData(tr.Subset(seq(500)), model.Preprocess{Normalize: true, Bias: true})
+	d, err := NewLinearData(tr.Subset(seq(500)), linear.Preprocess{Normalize: true, Bias: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,8 +12,9 @@ import (
 	"sync"
 	"sync/atomic"
 
+	forestmodel "xmc/model/forest"
+
 	"xmc/data"
-	"xmc/model"
 	"xmc/numa"
 	"xmc/runner"
 )
@@ -95,12 +96,12 @@ func (p ForestParams) Resolve(D, L int) (ForestParams, error) {
 	switch {
 	case p.Trees < 1:
 		return p, fmt.Errorf("--trees must be at least 1, got %d", p.Trees)
-	case p.DimX < 1 || p.DimY < 1 || p.DimX > model.MaxProjectedDim || p.DimY > model.MaxProjectedDim:
-		return p, fmt.Errorf("--dim-x and --dim-y must be between 1 and %d, got %d and %d", model.MaxProjectedDim, p.DimX, p.DimY)
+	case p.DimX < 1 || p.DimY < 1 || p.DimX > forestmodel.MaxProjectedDim || p.DimY > forestmodel.MaxProjectedDim:
+		return p, fmt.Errorf("--dim-x and --dim-y must be between 1 and %d, got %d and %d", forestmodel.MaxProjectedDim, p.DimX, p.DimY)
 	case p.Sample < 2:
 		return p, fmt.Errorf("--sample must be at least 2, got %d", p.Sample)
-	case p.Branch < 2 || p.Branch > model.MaxBranch:
-		return p, fmt.Errorf("--branch must be between 2 and %d, got %d", model.MaxBranch, p.Branch)
+	case p.Branch < 2 || p.Branch > forestmodel.MaxBranch:
+		return p, fmt.Errorf("--branch must be between 2 and %d, got %d", forestmodel.MaxBranch, p.Branch)
 	case p.KMeansIters < 1:
 		return p, fmt.Errorf("--kmeans-iters must be at least 1, got %d", p.KMeansIters)
 	case p.CentroidKeep < 1:
@@ -206,7 +207,7 @@ type ForestTrainer struct {
 	teamRows     []*treeRows
 	teamRowsOnce []sync.Once
 	teamIDs      []int32
-	teamSpare    *model.Tree // the last tree grown together, whose slices the next reuses
+	teamSpare    *forestmodel.Tree // the last tree grown together, whose slices the next reuses
 	teamEncoded  encodedTrees
 }
 
@@ -259,11 +260,11 @@ func (f *ForestTrainer) WorkTogether(unit int) ([]byte, error) {
 // projection returns the projection of cols columns into dim buckets with
 // the given seeds: the identity (with random signs) when there are buckets
 // enough for every column.
-func projection(dim, cols int, bucketSeed, signSeed uint64) model.Projection {
+func projection(dim, cols int, bucketSeed, signSeed uint64) forestmodel.Projection {
 	if dim >= cols {
-		return model.Projection{Dim: int32(max(cols, 1)), Identity: true, BucketSeed: uint32(bucketSeed), SignSeed: uint32(signSeed)}
+		return forestmodel.Projection{Dim: int32(max(cols, 1)), Identity: true, BucketSeed: uint32(bucketSeed), SignSeed: uint32(signSeed)}
 	}
-	return model.Projection{Dim: int32(dim), BucketSeed: uint32(bucketSeed), SignSeed: uint32(signSeed)}
+	return forestmodel.Projection{Dim: int32(dim), BucketSeed: uint32(bucketSeed), SignSeed: uint32(signSeed)}
 }
 
 // encodedTrees holds a worker's encoded trees, back to back in large blocks
@@ -283,7 +284,7 @@ const encodedBlockBytes = 16 << 20
 // add encodes t after the trees of the current block, or in a new block
 // when the current one has less room than t can take, and returns its
 // encoding (capacity capped, so appending to it cannot overwrite the next).
-func (e *encodedTrees) add(t *model.Tree) ([]byte, error) {
+func (e *encodedTrees) add(t *forestmodel.Tree) ([]byte, error) {
 	if need := t.MaxEncodedSize(); cap(e.block)-len(e.block) < need {
 		e.block = numa.LargeBytes(max(encodedBlockBytes, need))[:0]
 	}
@@ -298,13 +299,13 @@ func (e *encodedTrees) add(t *model.Tree) ([]byte, error) {
 
 // TrainTree trains tree number t on worker w alone, reading w's domain
 // replica.
-func (f *ForestTrainer) TrainTree(w numa.Worker, t int) (*model.Tree, error) {
+func (f *ForestTrainer) TrainTree(w numa.Worker, t int) (*forestmodel.Tree, error) {
 	s := f.scratch.Get(w)
 	if s.rows == nil {
 		d := f.Data.Get(w.Domain)
 		s.rows, s.ids = newTreeRows(d), make([]int32, d.X.Rows)
 	}
-	tree := &model.Tree{}
+	tree := &forestmodel.Tree{}
 	if s.spare != nil {
 		tree, s.spare = s.spare, nil
 		tree.Reset()
@@ -325,8 +326,8 @@ func (f *ForestTrainer) TrainTree(w numa.Worker, t int) (*model.Tree, error) {
 // tree are split by whichever worker is free. The tree is the one
 // TrainTree grows. Calls must not overlap, nor run beside Work or
 // TrainTree: they use every worker.
-func (f *ForestTrainer) TrainTreeTogether(t int) (*model.Tree, error) {
-	var tree *model.Tree
+func (f *ForestTrainer) TrainTreeTogether(t int) (*forestmodel.Tree, error) {
+	var tree *forestmodel.Tree
 	// The first worker leads, taking its share of every parallel loop
 	// at once, while the others spin for the next (see numa.Team).
 	err := f.pool.Together(func(team *numa.Team) error {
@@ -338,7 +339,7 @@ func (f *ForestTrainer) TrainTreeTogether(t int) (*model.Tree, error) {
 }
 
 // growTogether is TrainTreeTogether, led by the team's lead.
-func (f *ForestTrainer) growTogether(team *numa.Team, t int) (*model.Tree, error) {
+func (f *ForestTrainer) growTogether(team *numa.Team, t int) (*forestmodel.Tree, error) {
 	if f.teamIDs == nil {
 		f.teamIDs = make([]int32, f.Data.Get(0).X.Rows)
 	}
@@ -356,7 +357,7 @@ func (f *ForestTrainer) growTogether(team *numa.Team, t int) (*model.Tree, error
 		return nil, err
 	}
 	firstIDs(f.teamIDs)
-	tree := &model.Tree{}
+	tree := &forestmodel.Tree{}
 	if f.teamSpare != nil {
 		tree, f.teamSpare = f.teamSpare, nil
 		tree.Reset()
@@ -481,10 +482,10 @@ type forestScratch struct {
 	newID        []int32
 	bounds, pos  []int32 // children's ranges in the node's instances
 	sims         []float32
-	yoff         []int32     // the node sample's projected label vectors:
-	ybk          []int32     // pairs yoff[i]:yoff[i+1] of buckets ybk
-	yvl          []float32   // and values yvl
-	spare        *model.Tree // last tree encoded, whose slices the next tree reuses
+	yoff         []int32           // the node sample's projected label vectors:
+	ybk          []int32           // pairs yoff[i]:yoff[i+1] of buckets ybk
+	yvl          []float32         // and values yvl
+	spare        *forestmodel.Tree // last tree encoded, whose slices the next tree reuses
 	encoded      encodedTrees
 	// Per label class (ForestData.yClass), the k-means similarity or
 	// cluster computed for it in the pass numbered stamp[class], so that
@@ -505,9 +506,9 @@ func newForestScratch(d *ForestData, p ForestParams) *forestScratch {
 		tmp:     make([]int32, n), child: make([]int32, n),
 		sample: make([]int32, 0, m), cluster: make([]int32, m), order: make([]int32, m),
 		dist: make([]float64, m),
-		accY: make([]float32, model.DotStride(k)*p.DimY), accX: make([]float32, p.DimX), markC: make([]uint8, p.DimX),
+		accY: make([]float32, forestmodel.DotStride(k)*p.DimY), accX: make([]float32, p.DimX), markC: make([]uint8, p.DimX),
 		touched: make([]int32, p.DimX+1), perDim: make([]int32, p.DimX), bits: make([]uint64, (p.DimX+63)/64),
-		w:      make([]float32, p.DimX*model.DotStride(k)),
+		w:      make([]float32, p.DimX*forestmodel.DotStride(k)),
 		denseX: make([]float32, p.DimX),
 		markX:  make([]bool, p.DimX), markY: make([]bool, p.DimY), ydense: make([]float32, p.DimY), ymark: make([]bool, p.DimY),
 		labelAcc: make([]float32, d.Y.Cols),
@@ -553,15 +554,15 @@ func newTreeRows(d *ForestData) *treeRows {
 type treeBuilder struct {
 	p      ForestParams
 	seed   uint64 // the tree's seed
-	x, y   model.Projection
+	x, y   forestmodel.Projection
 	d      *ForestData
 	s      *forestScratch
 	rows   *treeRows
 	ids    []int32 // the tree's instance ids, partitioned in place per node
 	pcg    *rand.PCG
 	rng    *rand.Rand
-	out    model.Tree // this builder's nodes of the current level
-	bounds []int32    // children's ranges of out's nodes, back to back
+	out    forestmodel.Tree // this builder's nodes of the current level
+	bounds []int32          // children's ranges of out's nodes, back to back
 	// helpers, when set, is the crew, free to help this builder split
 	// its node (the only one of its level); err is the first error of
 	// the crew's help (a closed pool).
@@ -580,7 +581,7 @@ func (b *treeBuilder) start(f *ForestTrainer, w numa.Worker, rows *treeRows, ids
 
 // treeProjections returns the feature and label projections of the tree
 // of the given seed.
-func treeProjections(p ForestParams, d *ForestData, seed uint64) (x, y model.Projection) {
+func treeProjections(p ForestParams, d *ForestData, seed uint64) (x, y forestmodel.Projection) {
 	return projection(p.DimX, d.X.Cols, data.SplitMix64(seed+1), data.SplitMix64(seed+2)),
 		projection(p.DimY, d.Y.Cols, data.SplitMix64(seed+3), data.SplitMix64(seed+4))
 }
@@ -637,7 +638,7 @@ type nodeOut struct {
 // splits the nodes of a level in parallel, each builder into its own
 // buffer, and the nodes are then appended to t in id order, so that t does
 // not depend on the crew, and node ids follow the breadth-first order.
-func grow(t *model.Tree, n int32, c crew) error {
+func grow(t *forestmodel.Tree, n int32, c crew) error {
 	if n == 0 {
 		return errors.New("no training instances")
 	}
@@ -697,7 +698,7 @@ func grow(t *model.Tree, n int32, c crew) error {
 // took 7 of the 55 ms of a Delicious tree grown by two workers, all on the
 // lead (first touches of the arrays' fresh memory, and append's growth by
 // a quarter, which copied the arrays about four times over); 3.6-4.1 ms so.
-func appendLevel(t *model.Tree, outs []nodeOut, c crew) error {
+func appendLevel(t *forestmodel.Tree, outs []nodeOut, c crew) error {
 	first := len(t.SplitStart)
 	dim, ent, leaf := len(t.SplitDim), len(t.SplitChild), len(t.LeafLabel)
 	for _, o := range outs {
@@ -749,7 +750,7 @@ func (b *treeBuilder) node(id int, sp span) nodeOut {
 	return o
 }
 
-func fillTable(p model.Projection, buckets []int32, signs []float32) ([]int32, []float32) {
+func fillTable(p forestmodel.Projection, buckets []int32, signs []float32) ([]int32, []float32) {
 	for j := range buckets {
 		buckets[j], signs[j] = p.Map(int32(j))
 	}
@@ -758,7 +759,7 @@ func fillTable(p model.Projection, buckets []int32, signs []float32) ([]int32, [
 
 // newNode adds to t a node of size instances, a leaf until grow says
 // otherwise.
-func newNode(t *model.Tree, size int32) {
+func newNode(t *forestmodel.Tree, size int32) {
 	t.FirstChild = append(t.FirstChild, 0)
 	t.NumChildren = append(t.NumChildren, 0)
 	t.Size = append(t.Size, size)
@@ -886,7 +887,7 @@ func (b *treeBuilder) trySplit(id, attempt int, sp span) []int32 {
 	// Route every instance of the node with the classifier just appended,
 	// exactly as prediction will: the kept rows of s.w hold the stored
 	// (bfloat16) weights, every other row is zero.
-	stride := model.DotStride(k)
+	stride := forestmodel.DotStride(k)
 	w := s.w[:b.p.DimX*stride]
 	counts := s.counts[:k+1]
 	clear(counts)
@@ -1012,12 +1013,12 @@ func (b *treeBuilder) inPieces(n int, fn func(h *treeBuilder, lo, hi int)) {
 
 // route sets child[i] to the child of highest score for instance ids[i],
 // whose projected features are in x, for the node weights w (see
-// model.BestDot).
+// forestmodel.BestDot).
 func route(x *projectedRows, ids []int32, w []float32, stride int, scores []float32, child []int32) {
 	child = child[:len(ids)]
 	for i, id := range ids {
 		bk, sg := x.row(int(id))
-		child[i] = model.BestDot(w, stride, bk, sg, scores)
+		child[i] = forestmodel.BestDot(w, stride, bk, sg, scores)
 	}
 }
 
@@ -1062,13 +1063,13 @@ func (b *treeBuilder) drawSample(ids []int32) []int32 {
 //
 // The sample's label vectors are projected once into (bucket, value) pairs,
 // and the centroids are stored bucket-major (row b holds the Branch
-// centroids' entries for bucket b, padded to model.DotStride), so that the
+// centroids' entries for bucket b, padded to forestmodel.DotStride), so that the
 // similarities of one instance to every centroid are one contiguous
-// multiply-add per label, as model.BestDot computes them.
-func (b *treeBuilder) kmeans(sample []int32, proj *model.Projection) int {
+// multiply-add per label, as forestmodel.BestDot computes them.
+func (b *treeBuilder) kmeans(sample []int32, proj *forestmodel.Projection) int {
 	s, p := b.s, b.p
 	K := p.Branch
-	stride := model.DotStride(K)
+	stride := forestmodel.DotStride(K)
 	off, bk, vl, touched := b.sampleLabels(sample, proj)
 	C := s.accY // dimY × stride, zero outside this call
 	defer func() {
@@ -1149,7 +1150,7 @@ func (b *treeBuilder) kmeans(sample []int32, proj *model.Projection) int {
 			cl := class[sample[i]]
 			if stamp[cl] != pass {
 				stamp[cl] = pass
-				bestOf[cl] = model.BestDot(C, stride, bk[off[i]:off[i+1]], vl[off[i]:off[i+1]], sims)
+				bestOf[cl] = forestmodel.BestDot(C, stride, bk[off[i]:off[i+1]], vl[off[i]:off[i+1]], sims)
 			}
 			cluster[i] = bestOf[cl]
 		}
@@ -1216,12 +1217,12 @@ func normalizeColumns(C []float32, stride int, touched, counts []int32, ss []flo
 // labelProjection returns the label projection of attempt attempt at
 // splitting node id: nil (the tree's) unless projections are per node,
 // then one drawn from the tree's seed, the node and the attempt alone.
-func (b *treeBuilder) labelProjection(id, attempt int) *model.Projection {
+func (b *treeBuilder) labelProjection(id, attempt int) *forestmodel.Projection {
 	if b.p.LabelProjection != LabelProjectionNode || b.y.Identity {
 		return nil // one projection per node is the same identity
 	}
 	seed := data.SplitMix64(b.seed ^ data.SplitMix64(uint64(id)<<8|uint64(attempt)))
-	return &model.Projection{Dim: int32(b.p.DimY), BucketSeed: uint32(data.SplitMix64(seed + 3)), SignSeed: uint32(data.SplitMix64(seed + 4))}
+	return &forestmodel.Projection{Dim: int32(b.p.DimY), BucketSeed: uint32(data.SplitMix64(seed + 3)), SignSeed: uint32(data.SplitMix64(seed + 4))}
 }
 
 // sampleLabels projects the label vectors of sample, normalised, under
@@ -1234,7 +1235,7 @@ func (b *treeBuilder) labelProjection(id, attempt int) *model.Projection {
 // it has any: at the root of a tree the sample is the largest of any node,
 // and growing the entries as they came took 10 ms of a first Delicious
 // tree's 100 (against 0.7 ms once the memory was warm), all of it serial.
-func (b *treeBuilder) sampleLabels(sample []int32, proj *model.Projection) (off, bk []int32, vl []float32, touched []int32) {
+func (b *treeBuilder) sampleLabels(sample []int32, proj *forestmodel.Projection) (off, bk []int32, vl []float32, touched []int32) {
 	s := b.s
 	// A row keeps one entry per label under any projection: its length
 	// is the data's.
@@ -1267,7 +1268,7 @@ func (b *treeBuilder) sampleLabels(sample []int32, proj *model.Projection) (off,
 // projectLabels writes to bk and vl the normalised label vectors of rows
 // ids under proj (the tree's projection if nil), row after row, as
 // sampleLabels lays them out.
-func (b *treeBuilder) projectLabels(ids []int32, proj *model.Projection, bk []int32, vl []float32) {
+func (b *treeBuilder) projectLabels(ids []int32, proj *forestmodel.Projection, bk []int32, vl []float32) {
 	s := b.s
 	n := 0
 	for _, id := range ids {
@@ -1328,8 +1329,8 @@ func normalize(v []float32, touched []int32) {
 // classifier appends to the tree the node's classifier: per cluster, the
 // normalised sum of its members' projected normalised feature vectors,
 // reduced to its CentroidKeep largest-magnitude entries, stored
-// feature-major (see model.Tree). It returns the dimensions of the stored
-// entries, whose rows of s.w (dimension-major, model.DotStride(k) weights
+// feature-major (see forestmodel.Tree). It returns the dimensions of the stored
+// entries, whose rows of s.w (dimension-major, forestmodel.DotStride(k) weights
 // per row) then hold the stored weights for routing; every other row of s.w
 // is zero, and the caller clears these.
 //
@@ -1553,7 +1554,7 @@ func keep(acc []float32, mark []uint8, touched []int32, thresh float32, ties int
 			ties--
 		}
 		v *= scale
-		if model.ToBFloat16(v).Float32() == 0 {
+		if forestmodel.ToBFloat16(v).Float32() == 0 {
 			continue // too small to store
 		}
 		ents = append(ents, entry{dim: d, child: child, weight: v})
@@ -1580,12 +1581,12 @@ func (b *treeBuilder) appendEntries(kept []int32, k int) {
 	}
 	child := slices.Grow(t.SplitChild, len(ents))[:base+len(ents)]
 	weight := slices.Grow(t.SplitWeight, len(ents))[:base+len(ents)]
-	stride := model.DotStride(k)
+	stride := forestmodel.DotStride(k)
 	w := s.w[:b.p.DimX*stride]
 	for _, e := range ents {
 		q := base + int(perDim[e.dim])
 		perDim[e.dim]++
-		v := model.ToBFloat16(e.weight)
+		v := forestmodel.ToBFloat16(e.weight)
 		child[q], weight[q] = e.child, v
 		w[int(e.dim)*stride+int(e.child)] = v.Float32()
 	}
@@ -1712,7 +1713,7 @@ func (a *forestAlgorithm) Prepare(env Env, ds *data.Dataset) (*Work, error) {
 	t := NewForestTrainer(p, replicas, env.Pool)
 	// Trees cost about the same: a cyclic deal balances them without
 	// messages.
-	w := &Work{Kind: model.ForestKind{}, Params: p, Units: p.Trees, Unit: t.Work, Schedule: runner.ScheduleStatic}
+	w := &Work{Kind: forestmodel.Kind{}, Params: p, Units: p.Trees, Unit: t.Work, Schedule: runner.ScheduleStatic}
 	ranks, workers := env.Comm.Size(), len(env.Pool.Workers())
 	perRank := (p.Trees + ranks - 1) / ranks
 	copyBytes := treeRowsBytes(ds, p)

@@ -7,8 +7,9 @@ import (
 	"testing"
 	"time"
 
+	forestmodel "xmc/model/forest"
+
 	"xmc/data"
-	"xmc/model"
 	"xmc/numa"
 	"xmc/numa/numatest"
 )
@@ -44,7 +45,7 @@ func BenchmarkForestPredictBibtex(b *testing.B) {
 	p.Trees = 10
 	p, _ = p.Resolve(tr.D(), tr.L())
 	pool := numatest.Pool(b, 1, 1)
-	f := &model.Forest{D: tr.D(), L: tr.L(), TotalTrees: p.Trees}
+	f := &forestmodel.Model{D: tr.D(), L: tr.L(), TotalTrees: p.Trees}
 	for _, blob := range trainTrees(b, tr, p, pool) {
 		if err := f.AddTree(blob); err != nil {
 			b.Fatal(err)

@@ -7,8 +7,10 @@ import (
 	"slices"
 	"testing"
 
+	"xmc/metrics"
+	forestmodel "xmc/model/forest"
+
 	"xmc/data"
-	"xmc/model"
 	"xmc/numa"
 	"xmc/numa/numatest"
 )
@@ -93,7 +95,7 @@ func TestForestBibtexAccuracy(t *testing.T) {
 	}
 	pool := numatest.Pool(t, 2, 1)
 	blobs := trainTrees(t, tr, p, pool)
-	f := &model.Forest{D: tr.D(), L: tr.L(), TotalTrees: p.Trees}
+	f := &forestmodel.Model{D: tr.D(), L: tr.L(), TotalTrees: p.Trees}
 	for _, b := range blobs {
 		if err := f.AddTree(b); err != nil {
 			t.Fatal(err)
@@ -103,7 +105,7 @@ func TestForestBibtexAccuracy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := model.Evaluate(&te.Y, scores, nil, []int{1, 3, 5})
+	m, err := metrics.Evaluate(&te.Y, scores, nil, []int{1, 3, 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +176,7 @@ func TestForestTogetherInPieces(t *testing.T) {
 
 // TestForestRoutesAsPrediction checks that training routes instances as
 // prediction does: every training instance, routed through a trained tree
-// by model.SplitIndex, reaches nodes whose Size counts exactly it.
+// by forestmodel.SplitIndex, reaches nodes whose Size counts exactly it.
 func TestForestRoutesAsPrediction(t *testing.T) {
 	tr, _ := loadBibtex(t)
 	p := DefaultForestParams()
@@ -185,16 +187,16 @@ func TestForestRoutesAsPrediction(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, blob := range trainTrees(t, tr, p, numatest.Pool(t, 1, 1)) {
-		tree := new(model.Tree)
+		tree := new(forestmodel.Tree)
 		if err := tree.UnmarshalBinary(blob); err != nil {
 			t.Fatal(err)
 		}
-		packed, err := model.PackTree(blob)
+		packed, err := forestmodel.PackTree(blob)
 		if err != nil {
 			t.Fatal(err)
 		}
 		reached := make([]int32, tree.Nodes())
-		ix := model.NewSplitIndex(int(tree.X.Dim))
+		ix := forestmodel.NewSplitIndex(int(tree.X.Dim))
 		scores := make([]float32, p.Branch)
 		buckets, signed := make([]int32, tr.D()), make([]float32, tr.D())
 		for i := range tr.X.Rows {

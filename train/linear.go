@@ -9,7 +9,7 @@ import (
 	"slices"
 
 	"xmc/data"
-	"xmc/model"
+	"xmc/model/linear"
 	"xmc/runner"
 )
 
@@ -29,7 +29,7 @@ type OneVsAllParams struct {
 	// appends a constant feature 1 whose weight, the label's bias, is not
 	// regularised. Its JSON fields are part of the model header, which
 	// prediction reads them from.
-	model.Preprocess
+	linear.Preprocess
 }
 
 // flags registers the one-vs-all flags, with the values of p as defaults.
@@ -82,7 +82,7 @@ type LinearData struct {
 	// D is the number of features of the raw data (the bias column's index
 	// when Prep.Bias) and L the number of labels.
 	D, L int
-	Prep model.Preprocess
+	Prep linear.Preprocess
 	// The positives of label l are the rows PosRows[PosStart[l]:PosStart[l+1]],
 	// in increasing order: the label matrix by column.
 	PosStart []int64
@@ -96,7 +96,7 @@ type LinearData struct {
 // indexes its labels by column. Every slice is allocated here, so that a
 // replica built on a pinned worker lives in that worker's NUMA domain; ds
 // is not modified.
-func NewLinearData(ds *data.Dataset, prep model.Preprocess) (*LinearData, error) {
+func NewLinearData(ds *data.Dataset, prep linear.Preprocess) (*LinearData, error) {
 	if ds.N() == 0 {
 		return nil, fmt.Errorf("linear training data: no instances")
 	}

@@ -10,7 +10,7 @@ import (
 	"math"
 
 	"xmc/data"
-	"xmc/model"
+	"xmc/model/linear"
 	"xmc/mpi"
 	"xmc/numa"
 	"xmc/runner"
@@ -51,7 +51,7 @@ type LSQParams struct {
 	Tol float64 `json:"tol"`
 	// Seed orders the rows of every epoch.
 	Seed uint64 `json:"seed"`
-	model.Preprocess
+	linear.Preprocess
 }
 
 // DefaultLSQParams returns the defaults: at most 30 epochs of batches of
@@ -60,7 +60,7 @@ type LSQParams struct {
 // max ‖x‖² = 2.
 func DefaultLSQParams() LSQParams {
 	return LSQParams{L2: 1e-5, Prune: 1e-3, LabelsPerUnit: 16, Epochs: 30, BatchSize: 256, Step: 1, Tol: 1e-4,
-		Preprocess: model.Preprocess{Normalize: true, Bias: true}}
+		Preprocess: linear.Preprocess{Normalize: true, Bias: true}}
 }
 
 // Validate reports the first parameter out of its range.
@@ -135,7 +135,7 @@ func (a *lsqAlgorithm) Prepare(env Env, ds *data.Dataset) (*Work, error) {
 	if err := logUntrained(env.Log, replicas.Get(0).LabelCounts()); err != nil {
 		return nil, err
 	}
-	return &Work{Kind: model.LinearKind{}, Params: p, Units: len(t.blocks), Rounds: t,
+	return &Work{Kind: linear.Kind{}, Params: p, Units: len(t.blocks), Rounds: t,
 		MaxRounds: p.Epochs * t.order.Batches, RoundName: "round",
 		Done: func(log *slog.Logger) {
 			log.Info("lsq", "epochs", t.epochs, "loss", fmt.Sprintf("%.6g", t.loss), "step", t.step)
@@ -368,12 +368,12 @@ func (t *lsqTrainer) Save() ([][]byte, []byte, error) {
 	return state, shared, err
 }
 
-// Finish encodes every owned unit as a model.LinearBlock.
+// Finish encodes every owned unit as a linear.Block.
 func (t *lsqTrainer) Finish() ([]runner.Result, error) {
 	out := make([]runner.Result, len(t.units))
 	w := make([]float64, t.cols)
 	for i, lu := range t.units {
-		var b model.LinearBlock
+		var b linear.Block
 		k := len(lu.labels)
 		for c, l := range lu.labels {
 			for j := range w {

@@ -11,8 +11,10 @@ import (
 	"slices"
 
 	"xmc/data"
+	"xmc/metrics"
 	"xmc/mips"
 	"xmc/model"
+	"xmc/model/linear"
 	"xmc/mpi"
 	"xmc/numa"
 	"xmc/runner"
@@ -73,7 +75,7 @@ type MEMOIRParams struct {
 	EarlyStop
 	// Seed orders the rows of every epoch and draws the LSH projections.
 	Seed uint64 `json:"seed"`
-	model.Preprocess
+	linear.Preprocess
 }
 
 // memoirL1Lambda is λ's default with --regularizer l1: on wordnet-mc (3
@@ -103,7 +105,7 @@ const memoirL1Lambda = 1e-3
 // more ranks, at more work a row.
 func DefaultMEMOIRParams() MEMOIRParams {
 	return MEMOIRParams{Regularizer: "l2", Lambda: 1e-6, Eta0: 1, EtaStep: 0.001, Index: "lsh", Tables: 8, Probes: 1,
-		Degree: 8, Ef: 4, Epochs: 3, BatchSize: 64, ClassBlocks: 16, EarlyStop: EarlyStop{Patience: 5}, Preprocess: model.Preprocess{Normalize: true}}
+		Degree: 8, Ef: 4, Epochs: 3, BatchSize: 64, ClassBlocks: 16, EarlyStop: EarlyStop{Patience: 5}, Preprocess: linear.Preprocess{Normalize: true}}
 }
 
 // Validate reports the first parameter out of its range.
@@ -188,7 +190,7 @@ func (a *memoirAlgorithm) Prepare(env Env, ds *data.Dataset) (*Work, error) {
 	if train.N() == 0 {
 		return nil, errors.New("memoir: no training rows")
 	}
-	counts := model.LabelCounts(&train.Y)
+	counts := data.LabelCounts(&train.Y)
 	if err := logUntrained(env.Log, counts); err != nil {
 		return nil, err
 	}
@@ -206,7 +208,7 @@ func (a *memoirAlgorithm) Prepare(env Env, ds *data.Dataset) (*Work, error) {
 		t.held, t.heldY = p.Apply(&held.X), held.Y
 		env.Log.Info("memoir holds rows out to stop early", "heldout_rows", held.N(), "training_rows", train.N(), "patience", p.Patience)
 	}
-	return &Work{Kind: model.LinearKind{}, Params: t.p, Units: len(t.blocks), Rounds: t,
+	return &Work{Kind: linear.Kind{}, Params: t.p, Units: len(t.blocks), Rounds: t,
 		MaxRounds: p.Epochs * t.order.Batches, RoundName: "round",
 		Done: func(log *slog.Logger) {
 			log.Info("memoir", "epochs", t.epochs, "regularizer", t.p.Regularizer, "index", t.p.Index,
@@ -788,7 +790,7 @@ func (t *memoirTrainer) recall(exact *mips.Inverted) (float64, error) {
 	return float64(hits) / float64(n), err
 }
 
-// heldoutScore returns the macro-F1 (model.Evaluate's) of the exact best
+// heldoutScore returns the macro-F1 (metrics.Evaluate's) of the exact best
 // class of each held-out row, or its P@1 if a row has several labels, and
 // the metric's name: each rank reports its best, and the best of all ranks
 // is the prediction.
@@ -827,7 +829,7 @@ func (t *memoirTrainer) heldoutScore(exact *mips.Inverted) (float64, string, err
 	if err != nil {
 		return 0, "", err
 	}
-	ev, err := model.NewEvaluator(t.heldY.Cols, nil, []int{1})
+	ev, err := metrics.NewEvaluator(t.heldY.Cols, nil, []int{1})
 	if err != nil {
 		return 0, "", err
 	}
@@ -838,8 +840,8 @@ func (t *memoirTrainer) heldoutScore(exact *mips.Inverted) (float64, string, err
 	if err != nil {
 		return 0, "", err
 	}
-	if f1, ok := m[model.MetricMacroF1]; ok {
-		return f1, model.MetricMacroF1, nil
+	if f1, ok := m[metrics.MetricMacroF1]; ok {
+		return f1, metrics.MetricMacroF1, nil
 	}
 	return m["P@1"], "P@1", nil
 }
@@ -925,7 +927,7 @@ func (t *memoirTrainer) decodeBlock(b *memoirBlock, e []byte) error {
 	return nil
 }
 
-// Finish encodes every owned block as a model.LinearBlock of its weights
+// Finish encodes every owned block as a linear.Block of its weights
 // s·v (the best epoch's with --heldout).
 func (t *memoirTrainer) Finish() ([]runner.Result, error) {
 	out := make([]runner.Result, len(t.mine))
@@ -935,7 +937,7 @@ func (t *memoirTrainer) Finish() ([]runner.Result, error) {
 		if b.best != nil {
 			vec, scale = b.best, t.bestScale
 		}
-		var lb model.LinearBlock
+		var lb linear.Block
 		for k, l := range b.classes {
 			idx, val := vec.Vector(k)
 			for e, j := range idx {

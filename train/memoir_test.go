@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
 	"xmc/mpi"
 	"xmc/numa/numatest"
 	"xmc/runner"

@@ -14,7 +14,7 @@ import (
 	"slices"
 
 	"xmc/data"
-	"xmc/model"
+	"xmc/model/linear"
 	"xmc/mpi"
 	"xmc/numa"
 	"xmc/runner"
@@ -64,7 +64,7 @@ type PDSparseParams struct {
 	EarlyStop
 	// Seed orders the rows of every epoch and the classes tried first.
 	Seed uint64 `json:"seed"`
-	model.Preprocess
+	linear.Preprocess
 }
 
 // DefaultPDSparseParams returns the defaults: the reference program's
@@ -86,7 +86,7 @@ type PDSparseParams struct {
 // and wordnet-mc accuracy from 34.26 to 33.95.
 func DefaultPDSparseParams() PDSparseParams {
 	return PDSparseParams{Cost: 7, Lambda: 0.1, Epochs: 10, BatchSize: 64, ClassesPerUnit: 0, EarlyStop: EarlyStop{Patience: 3},
-		Preprocess: model.Preprocess{Normalize: true}}
+		Preprocess: linear.Preprocess{Normalize: true}}
 }
 
 // Validate reports the first parameter out of its range.
@@ -154,10 +154,10 @@ func (a *pdsparseAlgorithm) Prepare(env Env, ds *data.Dataset) (*Work, error) {
 		t.held, t.heldY, t.log = p.Apply(&held.X), held.Y, env.Log
 		env.Log.Info("pdsparse holds rows out to stop early", "heldout_rows", held.N(), "training_rows", train.N(), "patience", p.Patience)
 	}
-	if err := logUntrained(env.Log, model.LabelCounts(&train.Y)); err != nil {
+	if err := logUntrained(env.Log, data.LabelCounts(&train.Y)); err != nil {
 		return nil, err
 	}
-	return &Work{Kind: model.LinearKind{}, Params: t.p, Units: len(t.blocks), Rounds: t,
+	return &Work{Kind: linear.Kind{}, Params: t.p, Units: len(t.blocks), Rounds: t,
 		MaxRounds: (p.Epochs + p.PostEpochs) * t.order.Batches, RoundName: "round",
 		Done: func(log *slog.Logger) {
 			if t.held.Rows > 0 {
@@ -327,7 +327,7 @@ func newPDSTrainer(p PDSparseParams, ds *data.Dataset, comm mpi.Comm, pool *numa
 			t.sq[i] += float64(v) * float64(v)
 		}
 	}
-	counts := model.LabelCounts(&t.y)
+	counts := data.LabelCounts(&t.y)
 	if t.p.MaxSelect == 0 {
 		t.p.MaxSelect = max(1, int(math.Round(float64(t.y.NNZ())/float64(t.y.Rows))))
 	}
@@ -1192,7 +1192,7 @@ func (t *pdsTrainer) loadShared(b []byte) error {
 	return nil
 }
 
-// Finish encodes every owned unit as a model.LinearBlock of w = prox_λ(v).
+// Finish encodes every owned unit as a linear.Block of w = prox_λ(v).
 func (t *pdsTrainer) Finish() ([]runner.Result, error) {
 	// Per local class, its (feature, weight) pairs in feature order.
 	n := 0
@@ -1221,7 +1221,7 @@ func (t *pdsTrainer) Finish() ([]runner.Result, error) {
 	c := 0
 	dense := make([]float64, t.x.Cols)
 	for q, u := range t.owned {
-		var b model.LinearBlock
+		var b linear.Block
 		for _, l := range t.blocks[u] {
 			for e, j := range feats[c] {
 				dense[j] = weights[c][e]

@@ -10,7 +10,7 @@ import (
 	"slices"
 
 	"xmc/data"
-	"xmc/model"
+	"xmc/model/linear"
 	"xmc/numa"
 )
 
@@ -75,7 +75,7 @@ type PPDSparseParams struct {
 // normalised rows stayed a point of P@1 below it on Bibtex over a grid of C
 // and λ (see TestPPDSparseBibtexAccuracy).
 func DefaultPPDSparseParams() PPDSparseParams {
-	return PPDSparseParams{OneVsAllParams: OneVsAllParams{Cost: 0.01, Prune: 0.01, LabelsPerUnit: 8, Preprocess: model.Preprocess{Normalize: false, Bias: true}},
+	return PPDSparseParams{OneVsAllParams: OneVsAllParams{Cost: 0.01, Prune: 0.01, LabelsPerUnit: 8, Preprocess: linear.Preprocess{Normalize: false, Bias: true}},
 		Loss: LossSquaredHinge, Lambda: 0.01, Tol: 0.1, MaxIters: 100, InnerPasses: 20, Sparsify: 1, SearchCutoff: 0, Seed: 1}
 }
 
@@ -306,7 +306,7 @@ func (t *PPDSparseTrainer) Stats() PPDSparseStats {
 }
 
 // Work is the WorkFunc of PPDSparse: it trains the labels of unit and
-// encodes their pruned weights as a model.LinearBlock.
+// encodes their pruned weights as a linear.Block.
 func (t *PPDSparseTrainer) Work(w numa.Worker, unit int) ([]byte, error) {
 	d := t.Data.Get(w.Domain)
 	if err := t.Params.checkUnit(d.LinearData, t.blocks, unit); err != nil {
@@ -387,7 +387,7 @@ type ppdScratch struct {
 	cum      []float64 // search: cumulative |w_j| for sampling
 	counts   []int32   // search: draws per column of wIdx, zero between searches
 	cand     []ppdCandidate
-	block    model.LinearBlock
+	block    linear.Block
 	stats    PPDSparseStats
 }
 
@@ -1043,7 +1043,7 @@ func (a *ppdsparseAlgorithm) Prepare(env Env, ds *data.Dataset) (*Work, error) {
 	if err := logUntrained(env.Log, replicas.Get(0).LabelCounts()); err != nil {
 		return nil, err
 	}
-	return &Work{Kind: model.LinearKind{}, Params: p, Units: t.Units(), Unit: t.Work, Schedule: oneVsAllSchedule,
+	return &Work{Kind: linear.Kind{}, Params: p, Units: t.Units(), Unit: t.Work, Schedule: oneVsAllSchedule,
 		Weight: func(u int) int { return len(t.Block(u)) }, Cost: t.Cost,
 		Done: func(log *slog.Logger) {
 			st := t.Stats()

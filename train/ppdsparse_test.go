@@ -10,7 +10,8 @@ import (
 	"testing"
 
 	"xmc/data"
-	"xmc/model"
+	"xmc/metrics"
+	"xmc/model/linear"
 	"xmc/numa"
 	"xmc/numa/numatest"
 )
@@ -31,7 +32,7 @@ func trainPPDSparse(t testing.TB, ds *data.Dataset, p PPDSparseParams, pool *num
 // evalPPDSparse scores te with the model of units and returns P@1, P@3, P@5.
 func evalPPDSparse(t testing.TB, tr, te *data.Dataset, p PPDSparseParams, units [][]byte, pool *numa.Pool) map[string]float64 {
 	t.Helper()
-	m, err := model.DecodeLinear(tr.D(), tr.L(), p.Preprocess, units)
+	m, err := linear.Decode(tr.D(), tr.L(), p.Preprocess, units)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +40,7 @@ func evalPPDSparse(t testing.TB, tr, te *data.Dataset, p PPDSparseParams, units 
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := model.Evaluate(&te.Y, scores, nil, []int{1, 3, 5})
+	got, err := metrics.Evaluate(&te.Y, scores, nil, []int{1, 3, 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +70,7 @@ func TestPPDSparseBibtexAccuracy(t *testing.T) {
 		units, trainer := trainPPDSparse(t, tr, p, pool)
 		got := evalPPDSparse(t, tr, te, p, units, pool)
 		st := trainer.Stats()
-		m, _ := model.DecodeLinear(tr.D(), tr.L(), p.Preprocess, units)
+		m, _ := linear.Decode(tr.D(), tr.L(), p.Preprocess, units)
 		ratio := float64(st.ActiveRows) / float64(st.Labels) / float64(tr.N())
 		t.Logf("%s: P@1 %.2f P@3 %.2f P@5 %.2f, %d weights, %+v, mean active rows %.1f%%",
 			c.loss, got["P@1"], got["P@3"], got["P@5"], m.NNZ(), st, 100*ratio)

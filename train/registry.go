@@ -27,9 +27,9 @@ type Algorithm struct {
 // trainer is adding its files and its line here.
 func Algorithms() []Algorithm {
 	return []Algorithm{
-		{model.AlgorithmForest, "CRAFTML forest of random trees, as in DXML", newForestAlgorithm},
-		{model.AlgorithmDiSMEC, "one-vs-all squared hinge with L2, truncated Newton from the mean-separating initialisation", newDismecAlgorithm},
-		{model.AlgorithmPPDSparse, "one-vs-all L1+L2 hinge or squared hinge, primal-dual sparse active set", newPPDSparseAlgorithm},
+		{"forest", "CRAFTML forest of random trees, as in DXML", newForestAlgorithm},
+		{"dismec", "one-vs-all squared hinge with L2, truncated Newton from the mean-separating initialisation", newDismecAlgorithm},
+		{"ppdsparse", "one-vs-all L1+L2 hinge or squared hinge, primal-dual sparse active set", newPPDSparseAlgorithm},
 		{AlgorithmPDSparse, "multi-class (and multi-label) max-margin with L1+L2, PD-Sparse's primal-dual sparse dual block-coordinate steps over class blocks in synchronous rounds", newPDSparseAlgorithm},
 		{AlgorithmMEMOIR, "multi-class Crammer–Singer SVM by mini-batch SGD whose most violating class comes from an approximate maximum inner product search per class block (SimpleLSH or a small-world graph), in synchronous rounds", newMEMOIRAlgorithm},
 		{AlgorithmLSQ, "one-vs-all least squares by mini-batch gradient descent in synchronous rounds: the round mode's reference, a baseline", newLSQAlgorithm},
@@ -37,7 +37,7 @@ func Algorithms() []Algorithm {
 }
 
 // DefaultAlgorithm is the --algo of a command line that names none.
-const DefaultAlgorithm = model.AlgorithmForest
+const DefaultAlgorithm = "forest"
 
 // Lookup returns the algorithm called name.
 func Lookup(name string) (Algorithm, error) {

@@ -1,4 +1,4 @@
-package model
+package linear
 
 import (
 	"encoding/json"

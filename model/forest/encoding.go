@@ -1,4 +1,4 @@
-package model
+package forest
 
 import (
 	"encoding/binary"
@@ -7,6 +7,8 @@ import (
 	"math"
 	"slices"
 	"unsafe"
+
+	"xmc/model/internal/wire"
 )
 
 // The encoded tree. Trees travel between ranks and fill model files, so
@@ -204,8 +206,8 @@ func appendLittleEndian[T BFloat16 | float32](b []byte, v []T) []byte {
 // damaged file is an error rather than a panic at prediction time. Leaf
 // labels are checked against the model's L by PackedTree.CheckLabels.
 func (t *Tree) UnmarshalBinary(b []byte) error {
-	r := reader{b: b}
-	switch r.u32() {
+	r := wire.NewReader(b)
+	switch r.U32() {
 	case treeMagic:
 		p, err := packV3(b)
 		if err != nil {
@@ -214,7 +216,7 @@ func (t *Tree) UnmarshalBinary(b []byte) error {
 		p.unpack(t)
 		return nil
 	case treeMagicV2:
-		if err := t.decodeV2(&r); err != nil {
+		if err := t.decodeV2(r); err != nil {
 			return err
 		}
 		return t.validate()
@@ -222,14 +224,14 @@ func (t *Tree) UnmarshalBinary(b []byte) error {
 	return fmt.Errorf("%w: bad magic", errTreeCorrupt)
 }
 
-func (t *Tree) decodeProjections(r *reader) error {
+func (t *Tree) decodeProjections(r *wire.Reader) error {
 	for _, p := range []*Projection{&t.X, &t.Y} {
-		dim := r.u32()
+		dim := r.U32()
 		p.Dim, p.Identity = int32(dim&^identityBit), dim&identityBit != 0
-		p.BucketSeed = r.u32()
-		p.SignSeed = r.u32()
+		p.BucketSeed = r.U32()
+		p.SignSeed = r.U32()
 	}
-	if r.err != nil || t.X.Dim <= 0 || t.Y.Dim <= 0 || t.X.Dim > MaxProjectedDim || t.Y.Dim > MaxProjectedDim {
+	if r.Err() != nil || t.X.Dim <= 0 || t.Y.Dim <= 0 || t.X.Dim > MaxProjectedDim || t.Y.Dim > MaxProjectedDim {
 		return fmt.Errorf("%w: projection dimension %d/%d", errTreeCorrupt, t.X.Dim, t.Y.Dim)
 	}
 	return nil
@@ -237,29 +239,29 @@ func (t *Tree) decodeProjections(r *reader) error {
 
 // decodeV2 reads the TRE2 layout after its magic: the node arrays, offsets
 // and entries as plain little-endian slices. validate checks it.
-func (t *Tree) decodeV2(r *reader) error {
+func (t *Tree) decodeV2(r *wire.Reader) error {
 	*t = Tree{}
 	if err := t.decodeProjections(r); err != nil {
 		return err
 	}
-	total := uint64(len(r.b))
-	n, nDim, nEntry, nLeaf := r.u64(), r.u64(), r.u64(), r.u64()
-	if r.err != nil || n == 0 || n > total || nDim > total || nEntry > total || nLeaf > total {
+	total := uint64(r.Len())
+	n, nDim, nEntry, nLeaf := r.U64(), r.U64(), r.U64(), r.U64()
+	if r.Err() != nil || n == 0 || n > total || nDim > total || nEntry > total || nLeaf > total {
 		return fmt.Errorf("%w: bad counts", errTreeCorrupt)
 	}
-	t.FirstChild = r.i32s(int(n))
-	t.NumChildren = r.i32s(int(n))
-	t.Size = r.i32s(int(n))
-	t.SplitStart = r.i64s(int(n) + 1)
-	t.EntryStart = r.i64s(int(n) + 1)
-	t.LeafStart = r.i64s(int(n) + 1)
-	t.SplitDim = r.i32s(int(nDim))
-	t.SplitCount = r.bytes(int(nDim))
-	t.SplitChild = r.bytes(int(nEntry))
-	t.SplitWeight = r.bf16s(int(nEntry))
-	t.LeafLabel = r.i32s(int(nLeaf))
-	t.LeafValue = r.f32s(int(nLeaf))
-	return r.end(errTreeCorrupt)
+	t.FirstChild = r.I32s(int(n))
+	t.NumChildren = r.I32s(int(n))
+	t.Size = r.I32s(int(n))
+	t.SplitStart = r.I64s(int(n) + 1)
+	t.EntryStart = r.I64s(int(n) + 1)
+	t.LeafStart = r.I64s(int(n) + 1)
+	t.SplitDim = r.I32s(int(nDim))
+	t.SplitCount = r.Bytes(int(nDim))
+	t.SplitChild = r.Bytes(int(nEntry))
+	t.SplitWeight = bf16s(r, int(nEntry))
+	t.LeafLabel = r.I32s(int(nLeaf))
+	t.LeafValue = r.F32s(int(nLeaf))
+	return r.End(errTreeCorrupt)
 }
 
 // validate checks the structural invariants SplitIndex and Leaf rely on, for
@@ -314,112 +316,7 @@ func (t *Tree) validate() error {
 	return nil
 }
 
-// reader decodes little-endian values from b, remembering the first error
-// so that decoders read straight through and check once.
-type reader struct {
-	b   []byte
-	err error
-}
-
-// end returns nil if every read succeeded and consumed the whole input,
-// else the read error or the trailing bytes, wrapped in corrupt.
-func (r *reader) end(corrupt error) error {
-	if r.err != nil {
-		return fmt.Errorf("%w: %v", corrupt, r.err)
-	}
-	if len(r.b) != 0 {
-		return fmt.Errorf("%w: %d trailing bytes", corrupt, len(r.b))
-	}
-	return nil
-}
-
-func (r *reader) take(n int) []byte {
-	if r.err != nil {
-		return nil
-	}
-	if n < 0 || n > len(r.b) {
-		r.err = fmt.Errorf("truncated: need %d bytes, have %d", n, len(r.b))
-		return nil
-	}
-	p := r.b[:n]
-	r.b = r.b[n:]
-	return p
-}
-
-func (r *reader) u8() uint8 {
-	p := r.take(1)
-	if p == nil {
-		return 0
-	}
-	return p[0]
-}
-
-func (r *reader) u32() uint32 {
-	p := r.take(4)
-	if p == nil {
-		return 0
-	}
-	return binary.LittleEndian.Uint32(p)
-}
-
-func (r *reader) u64() uint64 {
-	p := r.take(8)
-	if p == nil {
-		return 0
-	}
-	return binary.LittleEndian.Uint64(p)
-}
-
-// uvarint reads an unsigned varint of at most 32 bits.
-func (r *reader) uvarint() uint64 {
-	if r.err != nil {
-		return 0
-	}
-	if len(r.b) > 0 && r.b[0] < 0x80 { // the common one-byte case
-		v := uint64(r.b[0])
-		r.b = r.b[1:]
-		return v
-	}
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 || v > math.MaxUint32 {
-		r.err = errors.New("truncated or oversized varint")
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-// readSlice reads n values of size bytes each, decoded by dec; an empty
-// (not nil) slice when nothing could be read.
-func readSlice[T any](r *reader, n, size int, dec func([]byte) T) []T {
-	p := r.take(size * n)
-	if p == nil {
-		return make([]T, 0)
-	}
-	s := make([]T, n)
-	for i := range s {
-		s[i] = dec(p[size*i:])
-	}
-	return s
-}
-
-func (r *reader) i32s(n int) []int32 {
-	return readSlice(r, n, 4, func(b []byte) int32 { return int32(binary.LittleEndian.Uint32(b)) })
-}
-
-func (r *reader) bytes(n int) []byte {
-	p := r.take(n)
-	return append(make([]byte, 0, len(p)), p...)
-}
-
-func (r *reader) bf16s(n int) []BFloat16 {
-	return readSlice(r, n, 2, func(b []byte) BFloat16 { return BFloat16(binary.LittleEndian.Uint16(b)) })
-}
-
-func (r *reader) f32s(n int) []float32 {
-	return readSlice(r, n, 4, func(b []byte) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(b)) })
-}
-
-func (r *reader) i64s(n int) []int64 {
-	return readSlice(r, n, 8, func(b []byte) int64 { return int64(binary.LittleEndian.Uint64(b)) })
+// bf16s reads n bfloat16 values.
+func bf16s(r *wire.Reader, n int) []BFloat16 {
+	return wire.Slice(r, n, 2, func(b []byte) BFloat16 { return BFloat16(binary.LittleEndian.Uint16(b)) })
 }

@@ -1,24 +1,20 @@
-package model
+package linear
 
 import (
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
+
+	"xmc/model/internal/wire"
 )
 
-// Names of the one-vs-all models in model headers.
-const (
-	AlgorithmDiSMEC    = "dismec"
-	AlgorithmPPDSparse = "ppdsparse"
-)
-
-// LinearBlock holds the sparse weight vectors of a block of labels, the
+// Block holds the sparse weight vectors of a block of labels, the
 // result of one training unit of a one-vs-all trainer, stored by label
 // (CSR with one row per label): label Labels[r] has the weights
 // Weight[Start[r]:Start[r+1]] on the columns Feature[Start[r]:Start[r+1]],
 // in increasing column order. Absent columns have weight 0.
-type LinearBlock struct {
+type Block struct {
 	Labels  []int32
 	Start   []int64 // len(Labels)+1, Start[0] = 0
 	Feature []int32
@@ -27,7 +23,7 @@ type LinearBlock struct {
 
 // Reset empties the block, keeping its capacity, and makes it ready for
 // Append.
-func (b *LinearBlock) Reset() {
+func (b *Block) Reset() {
 	b.Labels, b.Feature, b.Weight = b.Labels[:0], b.Feature[:0], b.Weight[:0]
 	b.Start = append(b.Start[:0], 0)
 }
@@ -35,7 +31,7 @@ func (b *LinearBlock) Reset() {
 // Append adds label l with the weights of the dense vector w whose
 // magnitude is at least prune (all non-zero weights if prune is 0), so that
 // the stored model is sparse.
-func (b *LinearBlock) Append(l int32, w []float64, prune float64) {
+func (b *Block) Append(l int32, w []float64, prune float64) {
 	if len(b.Start) == 0 {
 		b.Start = append(b.Start, 0)
 	}
@@ -52,7 +48,7 @@ func (b *LinearBlock) Append(l int32, w []float64, prune float64) {
 // AppendSparse is Append for a dense w whose non-zero entries all lie in
 // cols, given in increasing order: it reads only those entries, so that a
 // label whose weights touch few columns costs O(len(cols)), not O(D).
-func (b *LinearBlock) AppendSparse(l int32, cols []int32, w []float64, prune float64) {
+func (b *Block) AppendSparse(l int32, cols []int32, w []float64, prune float64) {
 	if len(b.Start) == 0 {
 		b.Start = append(b.Start, 0)
 	}
@@ -67,20 +63,20 @@ func (b *LinearBlock) AppendSparse(l int32, cols []int32, w []float64, prune flo
 }
 
 // Row returns the columns and weights of the block's r-th label.
-func (b *LinearBlock) Row(r int) ([]int32, []float32) {
+func (b *Block) Row(r int) ([]int32, []float32) {
 	lo, hi := b.Start[r], b.Start[r+1]
 	return b.Feature[lo:hi], b.Weight[lo:hi]
 }
 
 // NNZ is the number of stored weights.
-func (b *LinearBlock) NNZ() int { return len(b.Feature) }
+func (b *Block) NNZ() int { return len(b.Feature) }
 
-// linearMagic starts every encoded LinearBlock.
+// linearMagic starts every encoded Block.
 const linearMagic uint32 = 0x4C494E57 // "LINW"
 
 // MarshalBinary encodes the block little-endian: magic, label count, weight
 // count, then Labels, Start, Feature and Weight.
-func (b *LinearBlock) MarshalBinary() ([]byte, error) {
+func (b *Block) MarshalBinary() ([]byte, error) {
 	n, nnz := len(b.Labels), len(b.Feature)
 	if len(b.Start) != n+1 || len(b.Weight) != nnz || b.Start[n] != int64(nnz) {
 		return nil, fmt.Errorf("linear block: %d labels, %d starts, %d features, %d weights do not fit", n, len(b.Start), nnz, len(b.Weight))
@@ -112,21 +108,21 @@ var errLinearCorrupt = errors.New("corrupt linear block")
 // structure: offsets from 0 to the weight count, non-decreasing; columns
 // non-negative and strictly increasing within a label; finite weights;
 // non-negative labels. Bounds on labels and columns depend on the model and
-// are checked by [LinearBlock.Check].
-func (b *LinearBlock) UnmarshalBinary(data []byte) error {
-	r := reader{b: data}
-	if r.u32() != linearMagic {
+// are checked by [Block.Check].
+func (b *Block) UnmarshalBinary(data []byte) error {
+	r := wire.NewReader(data)
+	if r.U32() != linearMagic {
 		return fmt.Errorf("%w: bad magic", errLinearCorrupt)
 	}
-	n, nnz := r.u64(), r.u64()
-	if r.err != nil || n > uint64(len(data)) || nnz > uint64(len(data)) {
+	n, nnz := r.U64(), r.U64()
+	if r.Err() != nil || n > uint64(len(data)) || nnz > uint64(len(data)) {
 		return fmt.Errorf("%w: bad counts", errLinearCorrupt)
 	}
-	b.Labels = r.i32s(int(n))
-	b.Start = r.i64s(int(n) + 1)
-	b.Feature = r.i32s(int(nnz))
-	b.Weight = r.f32s(int(nnz))
-	if err := r.end(errLinearCorrupt); err != nil {
+	b.Labels = r.I32s(int(n))
+	b.Start = r.I64s(int(n) + 1)
+	b.Feature = r.I32s(int(nnz))
+	b.Weight = r.F32s(int(nnz))
+	if err := r.End(errLinearCorrupt); err != nil {
 		return err
 	}
 	if b.Start[0] != 0 || b.Start[n] != int64(nnz) {
@@ -154,7 +150,7 @@ func (b *LinearBlock) UnmarshalBinary(data []byte) error {
 
 // Check reports an error if a label lies outside [0, L) or a column
 // outside [0, cols).
-func (b *LinearBlock) Check(L, cols int) error {
+func (b *Block) Check(L, cols int) error {
 	for i, l := range b.Labels {
 		if int(l) >= L {
 			return fmt.Errorf("%w: label %d outside [0, %d)", errLinearCorrupt, l, L)

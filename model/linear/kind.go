@@ -1,66 +1,68 @@
-package model
+package linear
 
 import (
 	"encoding/binary"
 	"fmt"
+
+	"xmc/model"
 )
 
-// LinearKind is the kind of a linear model, one weight vector per label,
-// a block of labels per unit (LinearBlock): Linear. One-vs-all trainers
+// Kind is the kind of a linear model, one weight vector per label,
+// a block of labels per unit (Block): Model. One-vs-all trainers
 // produce it, and so do multi-class trainers, whose classes are its labels.
-type LinearKind struct{}
+type Kind struct{}
 
 // Name returns "linear".
-func (LinearKind) Name() string { return "linear" }
+func (Kind) Name() string { return "linear" }
 
 // Unit returns "label block".
-func (LinearKind) Unit() string { return "label block" }
+func (Kind) Unit() string { return "label block" }
 
 // Axis returns "labels".
-func (LinearKind) Axis() string { return "labels" }
+func (Kind) Axis() string { return "labels" }
 
 // Section returns "labels/NNNNNN".
-func (LinearKind) Section(u int) string { return unitSection("labels/", u) }
+func (Kind) Section(u int) string { return model.UnitSection("labels/", u) }
 
 // ParseSection reverses Section.
-func (LinearKind) ParseSection(name string) (int, bool) { return parseUnitSection("labels/", name) }
+func (Kind) ParseSection(name string) (int, bool) { return model.ParseUnitSection("labels/", name) }
 
-// Counts is LinearCounts, after checking that h.Params records the
+// Counts is Counts, after checking that h.Params records the
 // preprocessing prediction must apply.
-func (LinearKind) Counts(h Header, units [][]byte) (map[string]int64, error) {
+func (Kind) Counts(h model.Header, units [][]byte) (map[string]int64, error) {
 	if _, err := ParsePreprocess(h.Params); err != nil {
 		return nil, err
 	}
-	return LinearCounts(units)
+	return Counts(units)
 }
 
 // ManifestCounts counts the labels of the model, h.L: every label is in
 // one block.
-func (LinearKind) ManifestCounts(h Header, _ int) map[string]int64 {
+func (Kind) ManifestCounts(h model.Header, _ int) map[string]int64 {
 	return map[string]int64{"labels": int64(h.L)}
 }
 
 // Decode returns the linear model of the encoded label blocks, with the
 // preprocessing h.Params records; total does not matter, as every label's
 // score comes from one block.
-func (LinearKind) Decode(h Header, units [][]byte, _ int) (Model, error) {
+func (Kind) Decode(h model.Header, units [][]byte, _ int) (model.Model, error) {
 	prep, err := ParsePreprocess(h.Params)
 	if err != nil {
 		return nil, err
 	}
-	return DecodeLinear(h.D, h.L, prep, units)
+	return Decode(h.D, h.L, prep, units)
 }
 
-// Load is LoadLinear.
-func (LinearKind) Load(path string, keep func(unit int) bool) (Model, Header, error) {
-	return LoadLinear(path, keep)
+// Load is Load.
+func (Kind) Load(path string, keep func(unit int) bool) (model.Model, model.Header, error) {
+	return Load(path, keep)
 }
 
-// LinearCounts returns the sizes a linear model's header records in
+// Counts returns the sizes a linear model's header records in
 // Counts, computed from its encoded blocks (nil entries, units not held,
 // are skipped): "units", "labels" (labels trained) and "nnz" (weights
 // stored). It reads only the blocks' leading counts.
-func LinearCounts(units [][]byte) (map[string]int64, error) {
+func Counts(units [][]byte) (map[string]int64, error) {
 	c := map[string]int64{"units": 0, "labels": 0, "nnz": 0}
 	for u, b := range units {
 		if b == nil {
@@ -76,16 +78,16 @@ func LinearCounts(units [][]byte) (map[string]int64, error) {
 	return c, nil
 }
 
-// LoadLinear reads a linear model from a model file or from the manifest
+// Load reads a linear model from a model file or from the manifest
 // of a sharded one, keeping the units (label blocks) for which keep returns
 // true (all if keep is nil), so that each rank can load only the labels it
 // scores. The header's Counts["labels"] is the number of labels the whole
 // model holds; without keep, the blocks read must add up to it.
-func LoadLinear(path string, keep func(unit int) bool) (*Linear, Header, error) {
-	var blocks []*LinearBlock
+func Load(path string, keep func(unit int) bool) (*Model, model.Header, error) {
+	var blocks []*Block
 	var prep Preprocess
 	first := true
-	h, err := loadUnits(LinearKind{}, path, keep, func(file *File, h Header) error {
+	h, err := model.LoadUnits(Kind{}, path, keep, func(file *model.File, h model.Header) error {
 		if first {
 			var err error
 			if prep, err = ParsePreprocess(h.Params); err != nil {
@@ -97,11 +99,11 @@ func LoadLinear(path string, keep func(unit int) bool) (*Linear, Header, error) 
 			return fmt.Errorf("%s: shard preprocessing differs from the model's", file.Path)
 		}
 		return nil
-	}, func(_ *File, s Section, u int) error {
+	}, func(_ *model.File, s model.Section, u int) error {
 		if keep != nil && !keep(u) {
 			return nil
 		}
-		b := new(LinearBlock)
+		b := new(Block)
 		if err := b.UnmarshalBinary(s.Data); err != nil {
 			return err
 		}
@@ -109,14 +111,14 @@ func LoadLinear(path string, keep func(unit int) bool) (*Linear, Header, error) 
 		return nil
 	})
 	if err != nil {
-		return nil, Header{}, err
+		return nil, model.Header{}, err
 	}
-	m, err := NewLinear(h.D, h.L, prep, blocks)
+	m, err := New(h.D, h.L, prep, blocks)
 	if err != nil {
-		return nil, Header{}, fmt.Errorf("%s: %w", path, err)
+		return nil, model.Header{}, fmt.Errorf("%s: %w", path, err)
 	}
 	if total := h.Counts["labels"]; keep == nil && int64(len(m.labels)) != total {
-		return nil, Header{}, fmt.Errorf("%s: holds %d labels but its header counts %d", path, len(m.labels), total)
+		return nil, model.Header{}, fmt.Errorf("%s: holds %d labels but its header counts %d", path, len(m.labels), total)
 	}
 	return m, h, nil
 }

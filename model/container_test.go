@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
 	"xmc/checksum"
 )
 
@@ -603,7 +604,7 @@ func BenchmarkManySections(b *testing.B) {
 			b.Fatal(err)
 		}
 		for i := range n {
-			if err := w.AddSection(LinearKind{}.Section(i), data); err != nil {
+			if err := w.AddSection(UnitSection("labels/", i), data); err != nil {
 				b.Fatal(err)
 			}
 		}

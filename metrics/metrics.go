@@ -1,4 +1,10 @@
-package model
+// Package metrics computes the evaluation metrics of extreme
+// classification as the Extreme Classification Repository's programs and
+// pyxclib define them: P@k, nDCG@k, their propensity-scored variants
+// (PSP@k, PSnDCG@k, under the propensity model of Jain et al. 2016), R@k,
+// and accuracy and macro-F1 for multi-class data; and writes them as a
+// table of runs side by side.
+package metrics
 
 import (
 	"errors"
@@ -9,6 +15,7 @@ import (
 	"strings"
 
 	"xmc/data"
+	"xmc/model"
 )
 
 // Parameters of the label propensity model of Jain et al. (2016) that the
@@ -27,7 +34,7 @@ const (
 //	p_l = 1 / (1 + C·exp(−A·ln(N_l + B))),  C = (ln N − 1)·(B + 1)^A
 //
 // so 1/p_l = 1 + C·(N_l + B)^(−A). labelCounts[l] is N_l, the number of
-// training instances with label l (see [LabelCounts]), and n is N, the
+// training instances with label l (see [data.LabelCounts]), and n is N, the
 // number of training instances. Rare labels get large weights, which is
 // what the propensity-scored metrics reward. Use [PropensityA] and
 // [PropensityB] unless the dataset calls for others.
@@ -38,16 +45,6 @@ func InversePropensity(labelCounts []int64, n int, a, b float64) []float64 {
 		w[l] = 1 + c*math.Pow(float64(nl)+b, -a)
 	}
 	return w
-}
-
-// LabelCounts returns the number of rows of the label matrix y in which
-// each label occurs (the stored entries per column).
-func LabelCounts(y *data.CSR) []int64 {
-	counts := make([]int64, y.Cols)
-	for _, l := range y.Indices[:y.NNZ()] {
-		counts[l]++
-	}
-	return counts
 }
 
 // Metrics maps a metric name, as users write it ("P@1", "nDCG@3", "PSP@5",
@@ -105,7 +102,7 @@ type Metrics map[string]float64
 // It is an error if the row counts differ, a predicted label is outside
 // [0, truth.Cols), a row's top k lists a label twice, or invProp does not
 // have one entry per label.
-func Evaluate(truth *data.CSR, pred [][]Scored, invProp []float64, ks []int) (Metrics, error) {
+func Evaluate(truth *data.CSR, pred [][]model.Scored, invProp []float64, ks []int) (Metrics, error) {
 	e, err := NewEvaluator(truth.Cols, invProp, ks)
 	if err != nil {
 		return nil, err
@@ -136,9 +133,9 @@ type Evaluator struct {
 	psBest    []float64 // Σ_i the same for the best ranking
 	psdcgSum  []float64
 	psdcgBest []float64
-	scratch   []Scored
+	scratch   []model.Scored
 	best      []float64 // a row's largest true inverse propensities
-	labels    []int32   // scratch for duplicateLabel
+	labels    []int32   // scratch for model.DuplicateLabel
 	// Per class, for multi-class data (while single is true): rows whose
 	// top label is the class, rows of the class, and both.
 	single                bool
@@ -174,7 +171,7 @@ func NewEvaluator(cols int, invProp []float64, ks []int) (*Evaluator, error) {
 		hitSum: make([]float64, ranks), ndcgSum: make([]float64, ranks), recallSum: make([]float64, ranks),
 		psSum: make([]float64, ranks), psBest: make([]float64, ranks),
 		psdcgSum: make([]float64, ranks), psdcgBest: make([]float64, ranks),
-		scratch: make([]Scored, 0, ranks), best: make([]float64, 0, ranks), single: true}
+		scratch: make([]model.Scored, 0, ranks), best: make([]float64, 0, ranks), single: true}
 	for r := range ranks {
 		e.discount[r] = 1 / math.Log2(float64(r)+2)
 		e.idcg[r+1] = e.idcg[r] + e.discount[r]
@@ -183,7 +180,7 @@ func NewEvaluator(cols int, invProp []float64, ks []int) (*Evaluator, error) {
 }
 
 // Add adds the rows of truth, predicted as pred.
-func (e *Evaluator) Add(truth *data.CSR, pred [][]Scored) error {
+func (e *Evaluator) Add(truth *data.CSR, pred [][]model.Scored) error {
 	if len(pred) != truth.Rows {
 		return fmt.Errorf("evaluate: %d prediction rows for %d rows of true labels", len(pred), truth.Rows)
 	}
@@ -197,7 +194,7 @@ func (e *Evaluator) Add(truth *data.CSR, pred [][]Scored) error {
 		if err != nil {
 			return fmt.Errorf("evaluate: prediction row %d: %w", e.rows+i, err)
 		}
-		if l, dup := duplicateLabel(top, &e.labels); dup {
+		if l, dup := model.DuplicateLabel(top, &e.labels); dup {
 			return fmt.Errorf("evaluate: prediction row %d: label %d listed twice", e.rows+i, l)
 		}
 		e.addClass(y, top)
@@ -244,7 +241,7 @@ func (e *Evaluator) Add(truth *data.CSR, pred [][]Scored) error {
 // the multi-class metrics, or stops counting at the first row that does
 // not have exactly one true label. The per-class counts, O(L), are made at
 // the first row: multi-label data never allocates more than that once.
-func (e *Evaluator) addClass(y []int32, top []Scored) {
+func (e *Evaluator) addClass(y []int32, top []model.Scored) {
 	if !e.single {
 		return
 	}
@@ -325,7 +322,7 @@ func ratio(a, b float64) float64 {
 // rank order (the usual case: rows from ReadScores or a predictor) is
 // returned as a subslice without copying; otherwise the top k are selected
 // into scratch.
-func rankedPrefix(row []Scored, k, cols int, scratch []Scored) ([]Scored, error) {
+func rankedPrefix(row []model.Scored, k, cols int, scratch []model.Scored) ([]model.Scored, error) {
 	m := min(k, len(row))
 	ranked := true
 	for j, s := range row {
@@ -335,15 +332,15 @@ func rankedPrefix(row []Scored, k, cols int, scratch []Scored) ([]Scored, error)
 		switch {
 		case j == 0:
 		case j < m:
-			ranked = ranked && !ranksBefore(s, row[j-1])
+			ranked = ranked && !model.RanksBefore(s, row[j-1])
 		default:
-			ranked = ranked && !ranksBefore(s, row[m-1])
+			ranked = ranked && !model.RanksBefore(s, row[m-1])
 		}
 	}
 	if ranked {
 		return row[:m], nil
 	}
-	return topKInto(scratch, row, k), nil
+	return model.TopKInto(scratch, row, k), nil
 }
 
 // largest appends to dst, in decreasing order, the at most k largest

@@ -1,4 +1,8 @@
-package model
+// Package scores reads and writes score files: the top-k labels and
+// scores of every row, in the text format of the Extreme Classification
+// Repository's programs, which xmc predict writes and xmc eval reads, and
+// a readable listing of predictions for a person.
+package scores
 
 import (
 	"bufio"
@@ -12,111 +16,17 @@ import (
 	"strings"
 
 	"xmc/data"
+	"xmc/model"
 )
 
-// Scored is one predicted label with its score.
-type Scored struct {
-	Label int32
-	Score float32
-}
-
-// ranksBefore reports whether a ranks strictly before b: higher score
-// first, ties broken by lower label, and NaN scores after every number so
-// that the order is total even on bad input.
-func ranksBefore(a, b Scored) bool {
-	switch {
-	case a.Score > b.Score:
-		return true
-	case a.Score < b.Score:
-		return false
-	case a.Score == b.Score:
-		return a.Label < b.Label
-	}
-	// At least one score is NaN.
-	an, bn := a.Score != a.Score, b.Score != b.Score
-	if an != bn {
-		return bn
-	}
-	return a.Label < b.Label
-}
-
-// compareRank is ranksBefore as a three-way comparison for slices.SortFunc.
-func compareRank(a, b Scored) int {
-	switch {
-	case ranksBefore(a, b):
-		return -1
-	case ranksBefore(b, a):
-		return 1
-	}
-	return 0
-}
-
-// SortScored sorts s in rank order: score descending, ties by label
-// ascending, NaN scores last.
-func SortScored(s []Scored) { slices.SortFunc(s, compareRank) }
-
-// TopK returns the k best entries of scores in rank order (score
-// descending, ties by label ascending, NaN scores last) in a new slice; all
-// of them, sorted, if there are at most k. It selects with a size-k heap,
-// O(n log k), and leaves scores unchanged.
-func TopK(scores []Scored, k int) []Scored {
-	return topKInto(make([]Scored, 0, max(0, min(k, len(scores)))), scores, k)
-}
-
-// topKInto is TopK writing into dst[:0], so that per-row callers reuse
-// one buffer.
-func topKInto(dst, scores []Scored, k int) []Scored {
-	if k <= 0 {
-		return dst[:0]
-	}
-	if len(scores) <= k {
-		top := append(dst[:0], scores...)
-		SortScored(top)
-		return top
-	}
-	// heap is a min-heap by rank: heap[0] is the worst of the best k so far.
-	heap := append(dst[:0], scores[:k]...)
-	for i := k/2 - 1; i >= 0; i-- {
-		siftDown(heap, i)
-	}
-	for _, s := range scores[k:] {
-		if ranksBefore(s, heap[0]) {
-			heap[0] = s
-			siftDown(heap, 0)
-		}
-	}
-	SortScored(heap)
-	return heap
-}
-
-// siftDown restores the heap property below i in a heap whose root is the
-// lowest-ranked entry. It is written out because container/heap's interface
-// calls would dominate the cost of selecting a handful of labels per row.
-func siftDown(h []Scored, i int) {
-	for {
-		worst := i
-		if l := 2*i + 1; l < len(h) && ranksBefore(h[worst], h[l]) {
-			worst = l
-		}
-		if r := 2*i + 2; r < len(h) && ranksBefore(h[worst], h[r]) {
-			worst = r
-		}
-		if worst == i {
-			return
-		}
-		h[i], h[worst] = h[worst], h[i]
-		i = worst
-	}
-}
-
-// WriteScores writes rows in the standard XMC score format: a header line
+// Write writes rows in the standard XMC score format: a header line
 // "N L", then one line per row of space-separated label:score pairs in rank
 // order (score descending, ties by label ascending; rows not in that order
 // are sorted on a copy), an empty line for a row without predictions. Scores
 // are written in the shortest form that reads back to the same float32.
 // Labels outside [0, L), duplicate labels in a row and NaN scores are errors.
-func WriteScores(w io.Writer, L int, rows [][]Scored) error {
-	sw, err := NewScoreWriter(w, len(rows), L)
+func Write(w io.Writer, L int, rows [][]model.Scored) error {
+	sw, err := NewWriter(w, len(rows), L)
 	if err != nil {
 		return err
 	}
@@ -126,23 +36,23 @@ func WriteScores(w io.Writer, L int, rows [][]Scored) error {
 	return sw.Close()
 }
 
-// ScoreWriter writes a score file (see WriteScores) a batch of rows at a
+// Writer writes a score file (see Write) a batch of rows at a
 // time, so that predictions need not be held for every row at once.
-type ScoreWriter struct {
+type Writer struct {
 	bw         *bufio.Writer
 	n, L, rows int // rows expected, labels, rows written
 	b          []byte
-	sorted     []Scored
-	labels     []int32 // scratch for duplicateLabel
+	sorted     []model.Scored
+	labels     []int32 // scratch for model.DuplicateLabel
 }
 
-// NewScoreWriter writes the header of a score file of n rows over L labels
+// NewWriter writes the header of a score file of n rows over L labels
 // to w and returns the writer of its rows.
-func NewScoreWriter(w io.Writer, n, L int) (*ScoreWriter, error) {
+func NewWriter(w io.Writer, n, L int) (*Writer, error) {
 	if L < 0 || n < 0 {
 		return nil, fmt.Errorf("write scores: negative shape %d × %d", n, L)
 	}
-	sw := &ScoreWriter{bw: bufio.NewWriterSize(w, 1<<16), n: n, L: L, b: make([]byte, 0, 256)}
+	sw := &Writer{bw: bufio.NewWriterSize(w, 1<<16), n: n, L: L, b: make([]byte, 0, 256)}
 	sw.b = strconv.AppendInt(sw.b, int64(n), 10)
 	sw.b = append(sw.b, ' ')
 	sw.b = strconv.AppendInt(sw.b, int64(L), 10)
@@ -154,19 +64,19 @@ func NewScoreWriter(w io.Writer, n, L int) (*ScoreWriter, error) {
 }
 
 // Write writes the next rows.
-func (sw *ScoreWriter) Write(rows [][]Scored) error {
+func (sw *Writer) Write(rows [][]model.Scored) error {
 	if sw.rows+len(rows) > sw.n {
 		return fmt.Errorf("write scores: %d rows written to a file of %d", sw.rows+len(rows), sw.n)
 	}
 	for _, row := range rows {
 		i := sw.rows
 		sw.rows++
-		if !slices.IsSortedFunc(row, compareRank) {
+		if !slices.IsSortedFunc(row, model.CompareRank) {
 			sw.sorted = append(sw.sorted[:0], row...)
-			SortScored(sw.sorted)
+			model.SortScored(sw.sorted)
 			row = sw.sorted
 		}
-		if l, ok := duplicateLabel(row, &sw.labels); ok {
+		if l, ok := model.DuplicateLabel(row, &sw.labels); ok {
 			return fmt.Errorf("write scores: row %d: label %d listed twice", i, l)
 		}
 		b := sw.b[:0]
@@ -194,7 +104,7 @@ func (sw *ScoreWriter) Write(rows [][]Scored) error {
 }
 
 // Close flushes the rows written, which must be as many as the header says.
-func (sw *ScoreWriter) Close() error {
+func (sw *Writer) Close() error {
 	if sw.rows != sw.n {
 		return fmt.Errorf("write scores: %d rows written to a file of %d", sw.rows, sw.n)
 	}
@@ -204,13 +114,13 @@ func (sw *ScoreWriter) Close() error {
 	return nil
 }
 
-// ReadScores reads a score file in the standard XMC format (see
-// [WriteScores]). Pairs may come in any order, as in score matrices written
+// Read reads a score file in the standard XMC format (see
+// [Write]). Pairs may come in any order, as in score matrices written
 // by other XMC programs sorted by label; each returned row is in rank order.
 // Errors are reported as file:line:column: a malformed header or pair, a
 // label outside [0, L), a label listed twice in a row, a NaN score, or a
 // number of rows different from the header's N.
-func ReadScores(path string) (L int, rows [][]Scored, err error) {
+func Read(path string) (L int, rows [][]model.Scored, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, nil, fmt.Errorf("read scores: %w", err)
@@ -220,7 +130,7 @@ func ReadScores(path string) (L int, rows [][]Scored, err error) {
 }
 
 // readScores parses a score file from r; name is used in errors.
-func readScores(r io.Reader, name string) (L int, rows [][]Scored, err error) {
+func readScores(r io.Reader, name string) (L int, rows [][]model.Scored, err error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 1<<16), 1<<30)
 	if !sc.Scan() {
@@ -235,8 +145,8 @@ func readScores(r io.Reader, name string) (L int, rows [][]Scored, err error) {
 	}
 	// All pairs go to one flat slice, rows are cut from it at the end: one
 	// allocation pattern for millions of rows instead of one per row.
-	var flat []Scored
-	var labels []int32 // scratch for duplicateLabel
+	var flat []model.Scored
+	var labels []int32 // scratch for model.DuplicateLabel
 	ends := make([]int, 0, min(n, 1<<16))
 	line := 1
 	for sc.Scan() {
@@ -250,8 +160,8 @@ func readScores(r io.Reader, name string) (L int, rows [][]Scored, err error) {
 			return 0, nil, fmt.Errorf("%s:%d:%w", name, line, err)
 		}
 		row := flat[start:]
-		SortScored(row)
-		if l, ok := duplicateLabel(row, &labels); ok {
+		model.SortScored(row)
+		if l, ok := model.DuplicateLabel(row, &labels); ok {
 			return 0, nil, fmt.Errorf("%s:%d:1: label %d listed twice", name, line, l)
 		}
 		ends = append(ends, len(flat))
@@ -262,42 +172,13 @@ func readScores(r io.Reader, name string) (L int, rows [][]Scored, err error) {
 	if len(ends) != n {
 		return 0, nil, fmt.Errorf("%s:%d:1: file has %d rows, header announces %d", name, line+1, len(ends), n)
 	}
-	rows = make([][]Scored, n)
+	rows = make([][]model.Scored, n)
 	start := 0
 	for i, end := range ends {
 		rows[i] = flat[start:end:end]
 		start = end
 	}
 	return L, rows, nil
-}
-
-// duplicateLabel reports a label that occurs twice in row. Rows are short
-// (top-k predictions), so a quadratic scan beats sorting for the usual k up
-// to a few dozen; longer rows are checked on a sorted copy in *scratch,
-// which is reused across calls.
-func duplicateLabel(row []Scored, scratch *[]int32) (int32, bool) {
-	if len(row) <= 32 {
-		for i := 1; i < len(row); i++ {
-			for j := range i {
-				if row[i].Label == row[j].Label {
-					return row[i].Label, true
-				}
-			}
-		}
-		return 0, false
-	}
-	labels := (*scratch)[:0]
-	for _, s := range row {
-		labels = append(labels, s.Label)
-	}
-	*scratch = labels
-	slices.Sort(labels)
-	for i := 1; i < len(labels); i++ {
-		if labels[i] == labels[i-1] {
-			return labels[i], true
-		}
-	}
-	return 0, false
 }
 
 // parseScoreHeader parses "N L". Errors start with the column, to be
@@ -321,7 +202,7 @@ func parseScoreHeader(b []byte) (n, L int, err error) {
 
 // parseScoreRow appends the label:score pairs of one line to dst. Errors
 // start with the 1-based column of the offending pair.
-func parseScoreRow(b []byte, L int, dst []Scored) ([]Scored, error) {
+func parseScoreRow(b []byte, L int, dst []model.Scored) ([]model.Scored, error) {
 	i := 0
 	for {
 		for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r') {
@@ -344,26 +225,26 @@ func parseScoreRow(b []byte, L int, dst []Scored) ([]Scored, error) {
 }
 
 // parsePair parses one "label:score" token.
-func parsePair(tok []byte, L int) (Scored, error) {
+func parsePair(tok []byte, L int) (model.Scored, error) {
 	colon := bytes.IndexByte(tok, ':')
 	if colon <= 0 || colon == len(tok)-1 {
-		return Scored{}, fmt.Errorf("malformed pair %q, expected label:score", tok)
+		return model.Scored{}, fmt.Errorf("malformed pair %q, expected label:score", tok)
 	}
 	label, err := strconv.ParseInt(string(tok[:colon]), 10, 32)
 	if err != nil || label < 0 {
-		return Scored{}, fmt.Errorf("malformed pair %q: label is not a non-negative integer", tok)
+		return model.Scored{}, fmt.Errorf("malformed pair %q: label is not a non-negative integer", tok)
 	}
 	if int(label) >= L {
-		return Scored{}, fmt.Errorf("pair %q: label %d >= L = %d", tok, label, L)
+		return model.Scored{}, fmt.Errorf("pair %q: label %d >= L = %d", tok, label, L)
 	}
 	score, err := strconv.ParseFloat(string(tok[colon+1:]), 32)
 	if err != nil && !isRangeErr(err) {
-		return Scored{}, fmt.Errorf("malformed pair %q: score is not a number", tok)
+		return model.Scored{}, fmt.Errorf("malformed pair %q: score is not a number", tok)
 	}
 	if math.IsNaN(score) {
-		return Scored{}, fmt.Errorf("pair %q: score is NaN", tok)
+		return model.Scored{}, fmt.Errorf("pair %q: score is NaN", tok)
 	}
-	return Scored{Label: int32(label), Score: float32(score)}, nil
+	return model.Scored{Label: int32(label), Score: float32(score)}, nil
 }
 
 // isRangeErr reports whether err is strconv's out-of-range error: a score
@@ -376,7 +257,7 @@ func isRangeErr(err error) bool {
 // WriteReadable writes the first n rows of predictions for a person to
 // read: each predicted label by name (see data.LabelNames) with its score,
 // starred where truth, if not nil, holds it, after the row's true labels.
-func WriteReadable(w io.Writer, rows [][]Scored, truth *data.CSR, names data.LabelNames, n int) error {
+func WriteReadable(w io.Writer, rows [][]model.Scored, truth *data.CSR, names data.LabelNames, n int) error {
 	bw := bufio.NewWriter(w)
 	for i := range min(n, len(rows)) {
 		fmt.Fprintf(bw, "row %d", i)

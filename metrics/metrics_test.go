@@ -1,4 +1,4 @@
-package model
+package metrics
 
 import (
 	"bufio"
@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"xmc/data"
+	"xmc/model"
 )
 
 // labelMatrix builds a label CSR from per-row label lists (sorted here).
@@ -113,14 +114,14 @@ func TestInversePropensity(t *testing.T) {
 
 func TestLabelCounts(t *testing.T) {
 	y := labelMatrix(5, [][]int32{{0, 2}, {}, {2, 4}, {2}})
-	if got, want := LabelCounts(y), []int64{1, 0, 3, 0, 1}; !slices.Equal(got, want) {
+	if got, want := data.LabelCounts(y), []int64{1, 0, 3, 0, 1}; !slices.Equal(got, want) {
 		t.Errorf("got %v, want %v", got, want)
 	}
 	// Real data: counts sum to the number of positives listed in
 	// testdata/README.md.
 	train := readLabels(t, "../testdata/bibtex/train.txt")
 	var sum int64
-	for _, c := range LabelCounts(train) {
+	for _, c := range data.LabelCounts(train) {
 		sum += c
 	}
 	if sum != 11616 {
@@ -129,18 +130,18 @@ func TestLabelCounts(t *testing.T) {
 }
 
 // handTruth and handPred are the hand-computed case of TestEvaluateHand.
-func handCase() (*data.CSR, [][]Scored, []float64) {
+func handCase() (*data.CSR, [][]model.Scored, []float64) {
 	truth := labelMatrix(6, [][]int32{
 		{1, 3},
 		{0, 2, 4, 5},
 		{},  // no true labels
 		{5}, // and no predictions below
 	})
-	pred := [][]Scored{
-		{{3, 0.9}, {0, 0.8}, {1, 0.7}}, // hits at ranks 1 and 3; 3 predictions only
+	pred := [][]model.Scored{
+		{{Label: 3, Score: 0.9}, {Label: 0, Score: 0.8}, {Label: 1, Score: 0.7}}, // hits at ranks 1 and 3; 3 predictions only
 		// Not in rank order: the tie at 0.5 puts label 1 (wrong) first.
-		{{5, 0.5}, {1, 0.5}, {2, 0.3}, {3, 0.2}},
-		{{0, 1}, {1, 0.9}},
+		{{Label: 5, Score: 0.5}, {Label: 1, Score: 0.5}, {Label: 2, Score: 0.3}, {Label: 3, Score: 0.2}},
+		{{Label: 0, Score: 1}, {Label: 1, Score: 0.9}},
 		{},
 	}
 	invProp := []float64{1, 2, 4, 1, 3, 5}
@@ -198,7 +199,7 @@ func TestEvaluateSmall(t *testing.T) {
 	tests := []struct {
 		name    string
 		truth   [][]int32
-		pred    [][]Scored
+		pred    [][]model.Scored
 		ks      []int
 		invProp []float64
 		want    Metrics
@@ -206,7 +207,7 @@ func TestEvaluateSmall(t *testing.T) {
 		{
 			name:  "all ties ranked by label",
 			truth: [][]int32{{2}},
-			pred:  [][]Scored{{{3, 1}, {2, 1}, {1, 1}}},
+			pred:  [][]model.Scored{{{Label: 3, Score: 1}, {Label: 2, Score: 1}, {Label: 1, Score: 1}}},
 			ks:    []int{1, 2},
 			// Ranked 1, 2, 3: the hit is at rank 2.
 			want: Metrics{"P@1": 0, "P@2": 50, "nDCG@1": 0, "nDCG@2": 100 / math.Log2(3), "R@1": 0, "R@2": 100,
@@ -215,14 +216,14 @@ func TestEvaluateSmall(t *testing.T) {
 		{
 			name:  "k beyond the predictions and the labels",
 			truth: [][]int32{{0, 1}},
-			pred:  [][]Scored{{{0, 2}, {1, 1}}},
+			pred:  [][]model.Scored{{{Label: 0, Score: 2}, {Label: 1, Score: 1}}},
 			ks:    []int{10},
 			want:  Metrics{"P@10": 20, "nDCG@10": 100, "R@10": 100},
 		},
 		{
 			name:    "no row has a label",
 			truth:   [][]int32{{}, {}},
-			pred:    [][]Scored{{{0, 1}}, {}},
+			pred:    [][]model.Scored{{{Label: 0, Score: 1}}, {}},
 			ks:      []int{1},
 			invProp: []float64{2, 3, 4, 5, 6},
 			want:    Metrics{"P@1": 0, "nDCG@1": 0, "R@1": 0, "PSP@1": 0, "PSnDCG@1": 0},
@@ -230,7 +231,7 @@ func TestEvaluateSmall(t *testing.T) {
 		{
 			name:  "extra predictions past k ignored, duplicate past k allowed",
 			truth: [][]int32{{4}},
-			pred:  [][]Scored{{{1, 9}, {4, 1}, {4, 0.5}}},
+			pred:  [][]model.Scored{{{Label: 1, Score: 9}, {Label: 4, Score: 1}, {Label: 4, Score: 0.5}}},
 			ks:    []int{1},
 			want: Metrics{"P@1": 0, "nDCG@1": 0, "R@1": 0,
 				MetricAccuracy: 0, MetricMacroP: 0, MetricMacroR: 0, MetricMacroF1: 0},
@@ -238,7 +239,7 @@ func TestEvaluateSmall(t *testing.T) {
 		{
 			name:  "unsorted row beyond k",
 			truth: [][]int32{{4}},
-			pred:  [][]Scored{{{1, 1}, {2, 0.5}, {4, 3}}},
+			pred:  [][]model.Scored{{{Label: 1, Score: 1}, {Label: 2, Score: 0.5}, {Label: 4, Score: 3}}},
 			ks:    []int{1},
 			want: Metrics{"P@1": 100, "nDCG@1": 100, "R@1": 100,
 				MetricAccuracy: 100, MetricMacroP: 100, MetricMacroR: 100, MetricMacroF1: 100},
@@ -257,18 +258,18 @@ func TestEvaluateSmall(t *testing.T) {
 
 func TestEvaluateErrors(t *testing.T) {
 	truth := labelMatrix(3, [][]int32{{0}, {1}})
-	ok := [][]Scored{{{0, 1}}, {{1, 1}}}
+	ok := [][]model.Scored{{{Label: 0, Score: 1}}, {{Label: 1, Score: 1}}}
 	tests := []struct {
 		name    string
-		pred    [][]Scored
+		pred    [][]model.Scored
 		invProp []float64
 		ks      []int
 		want    string
 	}{
 		{"row count", ok[:1], nil, nil, "1 prediction rows for 2 rows"},
-		{"label too large", [][]Scored{{{0, 1}}, {{1, 1}, {3, 0}}}, nil, nil, "row 1: label 3 outside [0, 3)"},
-		{"negative label", [][]Scored{{{-1, 1}}, {}}, nil, nil, "row 0: label -1 outside"},
-		{"duplicate in top k", [][]Scored{{{0, 1}, {0, 0.5}}, {}}, nil, []int{2}, "row 0: label 0 listed twice"},
+		{"label too large", [][]model.Scored{{{Label: 0, Score: 1}}, {{Label: 1, Score: 1}, {Label: 3, Score: 0}}}, nil, nil, "row 1: label 3 outside [0, 3)"},
+		{"negative label", [][]model.Scored{{{Label: -1, Score: 1}}, {}}, nil, nil, "row 0: label -1 outside"},
+		{"duplicate in top k", [][]model.Scored{{{Label: 0, Score: 1}, {Label: 0, Score: 0.5}}, {}}, nil, []int{2}, "row 0: label 0 listed twice"},
 		{"propensity length", ok, []float64{1, 2}, nil, "2 inverse propensities for 3 labels"},
 		{"k zero", ok, nil, []int{1, 0}, "k = 0"},
 		{"no k", ok, nil, []int{}, "no k"},
@@ -286,7 +287,7 @@ func TestEvaluateErrors(t *testing.T) {
 // referenceMetrics computes the metrics straight from their definitions,
 // one row and one k at a time, with maps and full sorts: slow but obviously
 // right, to check Evaluate's single-pass accumulation against.
-func referenceMetrics(truth [][]int32, pred [][]Scored, w []float64, ks []int) Metrics {
+func referenceMetrics(truth [][]int32, pred [][]model.Scored, w []float64, ks []int) Metrics {
 	m := Metrics{}
 	n := float64(len(truth))
 	for _, k := range ks {
@@ -297,7 +298,7 @@ func referenceMetrics(truth [][]int32, pred [][]Scored, w []float64, ks []int) M
 				isTrue[l] = true
 			}
 			ranked := slices.Clone(pred[i])
-			slices.SortFunc(ranked, func(a, b Scored) int {
+			slices.SortFunc(ranked, func(a, b model.Scored) int {
 				if a.Score != b.Score {
 					if a.Score > b.Score {
 						return -1
@@ -349,7 +350,7 @@ func referenceMetrics(truth [][]int32, pred [][]Scored, w []float64, ks []int) M
 func TestEvaluateMultiClass(t *testing.T) {
 	// True classes 0, 0, 1, 2, 1; top predictions 0, 1, 1, 3 and none.
 	truth := labelMatrix(4, [][]int32{{0}, {0}, {1}, {2}, {1}})
-	pred := [][]Scored{{{0, 1}, {1, 0.5}}, {{1, 1}}, {{1, 2}, {0, 1}}, {{3, 1}}, {}}
+	pred := [][]model.Scored{{{Label: 0, Score: 1}, {Label: 1, Score: 0.5}}, {{Label: 1, Score: 1}}, {{Label: 1, Score: 2}, {Label: 0, Score: 1}}, {{Label: 3, Score: 1}}, {}}
 	// Classes C = {0, 1, 2, 3}. Precision 1/1, 1/2, 0 (never predicted),
 	// 0/1; recall 1/2, 1/2, 0/1, 0 (no true row).
 	want := Metrics{"P@1": 40, "nDCG@1": 40, "R@1": 40,
@@ -378,7 +379,7 @@ func TestEvaluateMultiClass(t *testing.T) {
 	checkMetrics(t, got, want)
 
 	multi := labelMatrix(4, [][]int32{{0, 2}})
-	if err := e.Add(multi, [][]Scored{{{0, 1}}}); err != nil {
+	if err := e.Add(multi, [][]model.Scored{{{Label: 0, Score: 1}}}); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ = e.Metrics(); got[MetricAccuracy] != 0 || len(got) != 3 {
@@ -390,7 +391,7 @@ func TestEvaluateMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	const n, L = 500, 40
 	truth := make([][]int32, n)
-	pred := make([][]Scored, n)
+	pred := make([][]model.Scored, n)
 	for i := range n {
 		perm := rng.Perm(L)
 		for _, l := range perm[:rng.IntN(8)] { // some rows empty
@@ -400,13 +401,13 @@ func TestEvaluateMatchesReference(t *testing.T) {
 		// Predictions: a random subset, scores from a few levels so ties
 		// are frequent; half the rows in rank order, half shuffled.
 		for _, l := range rng.Perm(L)[:rng.IntN(12)] {
-			pred[i] = append(pred[i], Scored{int32(l), float32(rng.IntN(4)) / 4})
+			pred[i] = append(pred[i], model.Scored{Label: int32(l), Score: float32(rng.IntN(4)) / 4})
 		}
 		if i%2 == 0 {
-			SortScored(pred[i])
+			model.SortScored(pred[i])
 		}
 	}
-	w := InversePropensity(LabelCounts(labelMatrix(L, truth)), n, PropensityA, PropensityB)
+	w := InversePropensity(data.LabelCounts(labelMatrix(L, truth)), n, PropensityA, PropensityB)
 	ks := []int{1, 2, 3, 5, 10}
 	got, err := Evaluate(labelMatrix(L, truth), pred, w, ks)
 	if err != nil {
@@ -418,20 +419,20 @@ func TestEvaluateMatchesReference(t *testing.T) {
 // oracle returns, for every row of truth, its true labels ranked by
 // decreasing inverse propensity followed by every other label: the best
 // possible ranking for every metric at once.
-func oracle(truth *data.CSR, w []float64) [][]Scored {
-	pred := make([][]Scored, truth.Rows)
+func oracle(truth *data.CSR, w []float64) [][]model.Scored {
+	pred := make([][]model.Scored, truth.Rows)
 	for i := range truth.Rows {
 		y, _ := truth.Row(i)
-		row := make([]Scored, 0, truth.Cols)
+		row := make([]model.Scored, 0, truth.Cols)
 		for _, l := range y {
-			row = append(row, Scored{l, float32(1 + w[l])})
+			row = append(row, model.Scored{Label: l, Score: float32(1 + w[l])})
 		}
 		for l := range int32(truth.Cols) {
 			if _, found := slices.BinarySearch(y, l); !found {
-				row = append(row, Scored{l, 0})
+				row = append(row, model.Scored{Label: l, Score: 0})
 			}
 		}
-		SortScored(row)
+		model.SortScored(row)
 		pred[i] = row
 	}
 	return pred
@@ -443,7 +444,7 @@ func TestEvaluateRealData(t *testing.T) {
 			dir := filepath.Join("../testdata", name)
 			train := readLabels(t, filepath.Join(dir, "train.txt"))
 			test := readLabels(t, filepath.Join(dir, "test.txt"))
-			w := InversePropensity(LabelCounts(train), train.Rows, PropensityA, PropensityB)
+			w := InversePropensity(data.LabelCounts(train), train.Rows, PropensityA, PropensityB)
 			ks := []int{1, 3, 5}
 
 			got, err := Evaluate(test, oracle(test, w), w, ks)
@@ -481,10 +482,10 @@ func TestEvaluateRealData(t *testing.T) {
 
 			// Uniformly random predictions score near |y|/L: low.
 			rng := rand.New(rand.NewPCG(3, 4))
-			random := make([][]Scored, test.Rows)
+			random := make([][]model.Scored, test.Rows)
 			for i := range random {
 				for _, l := range rng.Perm(test.Cols)[:5] {
-					random[i] = append(random[i], Scored{int32(l), rng.Float32()})
+					random[i] = append(random[i], model.Scored{Label: int32(l), Score: rng.Float32()})
 				}
 			}
 			got, err = Evaluate(test, random, w, ks)
@@ -535,15 +536,15 @@ func BenchmarkEvaluate(b *testing.B) {
 	const n, L = 1_000_000, 100_000
 	rng := rand.New(rand.NewPCG(5, 6))
 	rows := make([][]int32, n)
-	pred := make([][]Scored, n)
-	flat := make([]Scored, 10*n)
+	pred := make([][]model.Scored, n)
+	flat := make([]model.Scored, 10*n)
 	for i := range n {
 		// Ten distinct predicted labels (stride 7919, 9·7919 < L), two of
 		// them true, plus three other true labels.
 		base := rng.IntN(L)
 		p := flat[10*i : 10*i+10 : 10*i+10]
 		for j := range p {
-			p[j] = Scored{int32((base + 7919*j) % L), float32(10 - j)}
+			p[j] = model.Scored{Label: int32((base + 7919*j) % L), Score: float32(10 - j)}
 		}
 		pred[i] = p
 		y := []int32{p[0].Label, p[3].Label}
@@ -553,7 +554,7 @@ func BenchmarkEvaluate(b *testing.B) {
 		rows[i] = slices.Compact(slices.Sorted(slices.Values(y)))
 	}
 	truth := labelMatrix(L, rows)
-	w := InversePropensity(LabelCounts(truth), n, PropensityA, PropensityB)
+	w := InversePropensity(data.LabelCounts(truth), n, PropensityA, PropensityB)
 	b.ResetTimer()
 	for b.Loop() {
 		if _, err := Evaluate(truth, pred, w, []int{1, 3, 5}); err != nil {

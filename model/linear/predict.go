@@ -1,4 +1,4 @@
-package model
+package linear
 
 import (
 	"fmt"
@@ -7,16 +7,17 @@ import (
 	"sync/atomic"
 
 	"xmc/data"
+	"xmc/model"
 	"xmc/numa"
 )
 
-// Linear is a one-vs-all linear model, or the part of one held by a rank:
+// Model is a one-vs-all linear model, or the part of one held by a rank:
 // the score of label l on an instance x is w_l·x, with x preprocessed as the
 // training rows were (see [Preprocess]). The weights are kept
 // feature-major (for each feature, the labels using it and their weights),
 // so that scoring a sparse row touches only the weights of its features;
 // the bias column is kept apart as a per-label base score.
-type Linear struct {
+type Model struct {
 	// D is the number of features of the data (without the bias column)
 	// and L the number of labels of the whole model.
 	D, L int
@@ -32,11 +33,11 @@ type Linear struct {
 	nnz       int64
 }
 
-// NewLinear builds the scoring index of a linear model over D features and
+// New builds the scoring index of a linear model over D features and
 // L labels from its label blocks (one or several units, each label in at
 // most one block). It checks every label against [0, L) and every column
 // against [0, prep.Cols(D)).
-func NewLinear(D, L int, prep Preprocess, blocks []*LinearBlock) (*Linear, error) {
+func New(D, L int, prep Preprocess, blocks []*Block) (*Model, error) {
 	if D < 0 || L < 0 {
 		return nil, fmt.Errorf("linear model: negative dimensions D=%d L=%d", D, L)
 	}
@@ -55,7 +56,7 @@ func NewLinear(D, L int, prep Preprocess, blocks []*LinearBlock) (*Linear, error
 		}
 	}
 	slices.SortFunc(refs, func(a, b ref) int { return int(a.label) - int(b.label) })
-	m := &Linear{D: D, L: L, Prep: prep, labels: make([]int32, len(refs)),
+	m := &Model{D: D, L: L, Prep: prep, labels: make([]int32, len(refs)),
 		colStart: make([]int64, D+1), base: make([]float64, len(refs))}
 	for i, rf := range refs {
 		if i > 0 && rf.label == refs[i-1].label {
@@ -100,42 +101,42 @@ func NewLinear(D, L int, prep Preprocess, blocks []*LinearBlock) (*Linear, error
 		m.byBase[i] = int32(i)
 	}
 	slices.SortFunc(m.byBase, func(a, b int32) int {
-		return compareRank(Scored{m.labels[a], float32(m.base[a])}, Scored{m.labels[b], float32(m.base[b])})
+		return model.CompareRank(model.Scored{Label: m.labels[a], Score: float32(m.base[a])}, model.Scored{Label: m.labels[b], Score: float32(m.base[b])})
 	})
 	return m, nil
 }
 
-// DecodeLinear decodes encoded label blocks (nil entries, units not held,
+// Decode decodes encoded label blocks (nil entries, units not held,
 // are skipped) and builds the model they form, as a rank does with the
 // units it trained before scoring a test set.
-func DecodeLinear(D, L int, prep Preprocess, units [][]byte) (*Linear, error) {
-	var blocks []*LinearBlock
+func Decode(D, L int, prep Preprocess, units [][]byte) (*Model, error) {
+	var blocks []*Block
 	for u, b := range units {
 		if b == nil {
 			continue
 		}
-		blk := new(LinearBlock)
+		blk := new(Block)
 		if err := blk.UnmarshalBinary(b); err != nil {
 			return nil, fmt.Errorf("unit %d: %w", u, err)
 		}
 		blocks = append(blocks, blk)
 	}
-	return NewLinear(D, L, prep, blocks)
+	return New(D, L, prep, blocks)
 }
 
 // Labels returns the labels this model (or shard) holds, in increasing
 // order. The slice must not be modified.
-func (m *Linear) Labels() []int32 { return m.labels }
+func (m *Model) Labels() []int32 { return m.labels }
 
 // NNZ returns the number of stored weights, bias weights included.
-func (m *Linear) NNZ() int64 { return m.nnz }
+func (m *Model) NNZ() int64 { return m.nnz }
 
 // linearScratch is one goroutine's prediction memory.
 type linearScratch struct {
 	acc     []float64 // per local label, zero between rows
 	mark    []bool    // per local label: touched by the current row
 	touched []int32
-	cand    []Scored
+	cand    []model.Scored
 }
 
 // linearBlockRows is the number of rows a worker takes at a time.
@@ -145,7 +146,7 @@ const linearBlockRows = 256
 // among this model's labels: every label the row's features touch, plus the
 // k best of the others, which score their base alone. The true top k is
 // among them.
-func (m *Linear) scoreRow(idx []int32, val []float32, k int, s *linearScratch) []Scored {
+func (m *Model) scoreRow(idx []int32, val []float32, k int, s *linearScratch) []model.Scored {
 	scale := m.Prep.Scale(val)
 	s.touched = s.touched[:0]
 	for q, j := range idx {
@@ -164,7 +165,7 @@ func (m *Linear) scoreRow(idx []int32, val []float32, k int, s *linearScratch) [
 	}
 	cand := s.cand[:0]
 	for _, l := range s.touched {
-		cand = append(cand, Scored{Label: m.labels[l], Score: float32(s.acc[l] + m.base[l])})
+		cand = append(cand, model.Scored{Label: m.labels[l], Score: float32(s.acc[l] + m.base[l])})
 		s.acc[l] = 0
 	}
 	added := 0
@@ -173,7 +174,7 @@ func (m *Linear) scoreRow(idx []int32, val []float32, k int, s *linearScratch) [
 			break
 		}
 		if !s.mark[l] {
-			cand = append(cand, Scored{Label: m.labels[l], Score: float32(m.base[l])})
+			cand = append(cand, model.Scored{Label: m.labels[l], Score: float32(m.base[l])})
 			added++
 		}
 	}
@@ -187,7 +188,7 @@ func (m *Linear) scoreRow(idx []int32, val []float32, k int, s *linearScratch) [
 // forRows calls row(i, candidates) for every row i of x on the pool's
 // workers, blocks of rows at a time, each worker with scratch it allocates
 // itself.
-func (m *Linear) forRows(x *data.CSR, k int, pool *numa.Pool, row func(i int, cand []Scored)) error {
+func (m *Model) forRows(x *data.CSR, k int, pool *numa.Pool, row func(i int, cand []model.Scored)) error {
 	if x.Cols > m.D {
 		return fmt.Errorf("data has %d features but the model was trained on %d", x.Cols, m.D)
 	}
@@ -213,9 +214,9 @@ func (m *Linear) forRows(x *data.CSR, k int, pool *numa.Pool, row func(i int, ca
 // Predict returns the k best labels of every row of x among this model's
 // labels, with their scores, computed by the pool's workers. Rows are
 // preprocessed as the model's training rows were.
-func (m *Linear) Predict(x *data.CSR, k int, pool *numa.Pool) ([][]Scored, error) {
-	out := make([][]Scored, x.Rows)
-	err := m.forRows(x, k, pool, func(i int, cand []Scored) { out[i] = TopK(cand, k) })
+func (m *Model) Predict(x *data.CSR, k int, pool *numa.Pool) ([][]model.Scored, error) {
+	out := make([][]model.Scored, x.Rows)
+	err := m.forRows(x, k, pool, func(i int, cand []model.Scored) { out[i] = model.TopK(cand, k) })
 	return out, err
 }
 
@@ -225,11 +226,11 @@ func (m *Linear) Predict(x *data.CSR, k int, pool *numa.Pool) ([][]Scored, error
 // them into exactly the result of Predict on the whole model: the global
 // top k is contained in the union of the shards' top k, and each label's
 // score is computed the same way whichever shard holds it.
-func (m *Linear) PartialTopK(x *data.CSR, k int, pool *numa.Pool) ([]Sparse, error) {
-	out := make([]Sparse, x.Rows)
-	err := m.forRows(x, k, pool, func(i int, cand []Scored) {
-		top := TopK(cand, k)
-		row := Sparse{Labels: make([]int32, len(top)), Sums: make([]float64, len(top))}
+func (m *Model) PartialTopK(x *data.CSR, k int, pool *numa.Pool) ([]model.Sparse, error) {
+	out := make([]model.Sparse, x.Rows)
+	err := m.forRows(x, k, pool, func(i int, cand []model.Scored) {
+		top := model.TopK(cand, k)
+		row := model.Sparse{Labels: make([]int32, len(top)), Sums: make([]float64, len(top))}
 		for q, c := range top {
 			row.Labels[q], row.Sums[q] = c.Label, float64(c.Score)
 		}
@@ -239,27 +240,27 @@ func (m *Linear) PartialTopK(x *data.CSR, k int, pool *numa.Pool) ([]Sparse, err
 }
 
 // Partial is PartialTopK.
-func (m *Linear) Partial(x *data.CSR, k int, pool *numa.Pool) ([]Sparse, error) {
+func (m *Model) Partial(x *data.CSR, k int, pool *numa.Pool) ([]model.Sparse, error) {
 	return m.PartialTopK(x, k, pool)
 }
 
 // Merge is MergeTopK.
-func (m *Linear) Merge(parts [][]byte, rows, k int) ([][]Scored, error) {
+func (m *Model) Merge(parts [][]byte, rows, k int) ([][]model.Scored, error) {
 	return MergeTopK(parts, rows, m.L, k)
 }
 
 // Summary counts the labels and weights held.
-func (m *Linear) Summary() string {
+func (m *Model) Summary() string {
 	return fmt.Sprintf("%d labels, %d weights (%.1f per label)", len(m.labels), m.nnz, float64(m.nnz)/float64(max(1, len(m.labels))))
 }
 
 // Describe writes nothing more: a linear model's Summary says it all.
-func (m *Linear) Describe(io.Writer) error { return nil }
+func (m *Model) Describe(io.Writer) error { return nil }
 
 // MergeTopK merges the encoded ([EncodeSums]) results of PartialTopK of
 // ranks holding disjoint label shards and returns each row's k best labels.
 // As every label comes from one shard, merging is [MergeSums] with one
 // "tree": scores pass through float64 unchanged.
-func MergeTopK(parts [][]byte, rows, L, k int) ([][]Scored, error) {
-	return MergeSums(parts, rows, L, k, 1)
+func MergeTopK(parts [][]byte, rows, L, k int) ([][]model.Scored, error) {
+	return model.MergeSums(parts, rows, L, k, 1)
 }

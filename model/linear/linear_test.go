@@ -1,4 +1,4 @@
-package model
+package linear
 
 import (
 	"encoding/json"
@@ -13,18 +13,19 @@ import (
 	"testing"
 
 	"xmc/data"
+	"xmc/model"
 	"xmc/numa/numatest"
 )
 
 // randomBlocks returns L labels over D features (plus a bias column if
 // bias) with random sparse weights, dealt into blocks of perBlock labels in
 // a shuffled order; some labels have no weight at all.
-func randomBlocks(rng *rand.Rand, D, L, perBlock int, bias bool) []*LinearBlock {
+func randomBlocks(rng *rand.Rand, D, L, perBlock int, bias bool) []*Block {
 	order := rng.Perm(L)
-	var blocks []*LinearBlock
+	var blocks []*Block
 	w := make([]float64, D+1)
 	for lo := 0; lo < L; lo += perBlock {
-		b := new(LinearBlock)
+		b := new(Block)
 		b.Reset()
 		for _, l := range order[lo:min(lo+perBlock, L)] {
 			clear(w)
@@ -69,15 +70,15 @@ func randomRows(rng *rand.Rand, n, D int) *data.CSR {
 
 // bruteForce scores every label of blocks densely on every row of x,
 // preprocessed with data.NormalizeRows, and returns each row's top k.
-func bruteForce(x *data.CSR, D int, prep Preprocess, blocks []*LinearBlock, k int) [][]Scored {
+func bruteForce(x *data.CSR, D int, prep Preprocess, blocks []*Block, k int) [][]model.Scored {
 	xc := data.CSR{Rows: x.Rows, Cols: x.Cols, Indptr: x.Indptr, Indices: x.Indices, Values: slices.Clone(x.Values)}
 	if prep.Normalize {
 		data.NormalizeRows(&xc)
 	}
-	out := make([][]Scored, x.Rows)
+	out := make([][]model.Scored, x.Rows)
 	for i := range x.Rows {
 		idx, val := xc.Row(i)
-		var row []Scored
+		var row []model.Scored
 		for _, b := range blocks {
 			for r, l := range b.Labels {
 				feat, w := b.Row(r)
@@ -92,10 +93,10 @@ func bruteForce(x *data.CSR, D int, prep Preprocess, blocks []*LinearBlock, k in
 				if prep.Bias {
 					s += dense[D]
 				}
-				row = append(row, Scored{l, float32(s)})
+				row = append(row, model.Scored{Label: l, Score: float32(s)})
 			}
 		}
-		out[i] = TopK(row, k)
+		out[i] = model.TopK(row, k)
 	}
 	return out
 }
@@ -111,7 +112,7 @@ func TestLinearPredict(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(k), 7))
 			blocks := randomBlocks(rng, D, L, 8, prep.Bias)
 			x := randomRows(rng, n, D-2) // test data may have fewer columns
-			m, err := NewLinear(D, L, prep, blocks)
+			m, err := New(D, L, prep, blocks)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -128,11 +129,11 @@ func TestLinearPredict(t *testing.T) {
 			// Shards: blocks dealt cyclically to 3 "ranks".
 			var parts [][]byte
 			for r := range 3 {
-				var own []*LinearBlock
+				var own []*Block
 				for bi := r; bi < len(blocks); bi += 3 {
 					own = append(own, blocks[bi])
 				}
-				shard, err := NewLinear(D, L, prep, own)
+				shard, err := New(D, L, prep, own)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -140,7 +141,7 @@ func TestLinearPredict(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				parts = append(parts, EncodeSums(partial))
+				parts = append(parts, model.EncodeSums(partial))
 			}
 			merged, err := MergeTopK(parts, n, L, k)
 			if err != nil {
@@ -159,7 +160,7 @@ func TestLinearPredict(t *testing.T) {
 // touches: they score their bias, or 0, and must still be ranked.
 func TestLinearPredictUntouched(t *testing.T) {
 	pool := numatest.Pool(t, 1, 1)
-	b := new(LinearBlock)
+	b := new(Block)
 	b.Reset()
 	// D = 2, bias column 2. Label 0: feature 0 only, weight −1. Label 1:
 	// no weights (score 0). Label 2: bias 0.5 only. Label 3: feature 1 and
@@ -168,7 +169,7 @@ func TestLinearPredictUntouched(t *testing.T) {
 	b.Append(1, []float64{0, 0, 0}, 0)
 	b.Append(2, []float64{0, 0, 0.5}, 0)
 	b.Append(3, []float64{0, 2, -3}, 0)
-	m, err := NewLinear(2, 4, Preprocess{Bias: true}, []*LinearBlock{b})
+	m, err := New(2, 4, Preprocess{Bias: true}, []*Block{b})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,9 +178,9 @@ func TestLinearPredictUntouched(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := [][]Scored{
-		{{2, 0.5}, {1, 0}, {0, -1}},
-		{{2, 0.5}, {0, 0}, {1, 0}},
+	want := [][]model.Scored{
+		{{Label: 2, Score: 0.5}, {Label: 1, Score: 0}, {Label: 0, Score: -1}},
+		{{Label: 2, Score: 0.5}, {Label: 0, Score: 0}, {Label: 1, Score: 0}},
 	}
 	for i := range want {
 		if !slices.Equal(got[i], want[i]) {
@@ -201,7 +202,7 @@ func TestLinearBlockRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got LinearBlock
+		var got Block
 		if err := got.UnmarshalBinary(enc); err != nil {
 			t.Fatal(err)
 		}
@@ -211,7 +212,7 @@ func TestLinearBlockRoundTrip(t *testing.T) {
 		}
 		// Every truncation is an error, never a panic.
 		for n := range len(enc) {
-			if err := new(LinearBlock).UnmarshalBinary(enc[:n]); err == nil {
+			if err := new(Block).UnmarshalBinary(enc[:n]); err == nil {
 				t.Errorf("truncated to %d of %d bytes: no error", n, len(enc))
 			}
 		}
@@ -219,7 +220,7 @@ func TestLinearBlockRoundTrip(t *testing.T) {
 }
 
 func TestLinearBlockCorrupt(t *testing.T) {
-	b := new(LinearBlock)
+	b := new(Block)
 	b.Reset()
 	b.Append(4, []float64{0, 1, 0, 2}, 0)
 	b.Append(7, []float64{3, 0, 0, 0}, 0)
@@ -243,7 +244,7 @@ func TestLinearBlockCorrupt(t *testing.T) {
 	for _, tc := range tests {
 		bad := slices.Clone(good)
 		tc.edit(bad)
-		if err := new(LinearBlock).UnmarshalBinary(bad); !errors.Is(err, errLinearCorrupt) {
+		if err := new(Block).UnmarshalBinary(bad); !errors.Is(err, errLinearCorrupt) {
 			t.Errorf("%s: error %v, want a corrupt-block error", tc.name, err)
 		}
 	}
@@ -256,8 +257,8 @@ func TestLinearBlockCorrupt(t *testing.T) {
 	if err := b.Check(8, 3); err == nil {
 		t.Error("Check accepted column 3 with 3 columns")
 	}
-	if _, err := NewLinear(4, 8, Preprocess{}, []*LinearBlock{b, b}); err == nil {
-		t.Error("NewLinear accepted a label in two blocks")
+	if _, err := New(4, 8, Preprocess{}, []*Block{b, b}); err == nil {
+		t.Error("New accepted a label in two blocks")
 	}
 }
 
@@ -277,41 +278,41 @@ func TestLinearFile(t *testing.T) {
 		}
 	}
 	params := json.RawMessage(`{"cost":1,"normalize":true,"bias":true}`)
-	h := Header{Algorithm: AlgorithmDiSMEC, D: D, L: L, Params: params}
+	h := model.Header{Algorithm: "dismec", D: D, L: L, Params: params}
 	whole := filepath.Join(dir, "m.xmc")
-	if err := writeUnits(LinearKind{}, whole, h, units); err != nil {
+	if err := writeUnits(Kind{}, whole, h, units); err != nil {
 		t.Fatal(err)
 	}
 	// Two shards, units dealt cyclically, and their manifest.
 	manifest := filepath.Join(dir, "sharded.xmc")
-	m := &Manifest{Header: h}
+	m := &model.Manifest{Header: h}
 	m.Header.Counts = map[string]int64{"labels": L}
 	for r := range 2 {
 		sh := h
-		sh.Shard = &ShardInfo{Rank: r, Ranks: 2, Axis: "labels", Lo: int64(r), Hi: int64(len(units)), Stride: 2}
+		sh.Shard = &model.ShardInfo{Rank: r, Ranks: 2, Axis: "labels", Lo: int64(r), Hi: int64(len(units)), Stride: 2}
 		path := fmt.Sprintf("%s.rank-%04d-of-0002", manifest, r)
-		w, err := Create(path, sh)
+		w, err := model.Create(path, sh)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for u := r; u < len(units); u += 2 {
-			if err := w.AddSection(LinearKind{}.Section(u), units[u]); err != nil {
+			if err := w.AddSection(Kind{}.Section(u), units[u]); err != nil {
 				t.Fatal(err)
 			}
 		}
 		if err := w.Commit(); err != nil {
 			t.Fatal(err)
 		}
-		m.Shards = append(m.Shards, ShardRef{Path: filepath.Base(path), Rank: r, Bytes: w.Bytes(), CRC32C: w.CRC32C()})
+		m.Shards = append(m.Shards, model.ShardRef{Path: filepath.Base(path), Rank: r, Bytes: w.Bytes(), CRC32C: w.CRC32C()})
 	}
-	if err := WriteManifest(manifest, m); err != nil {
+	if err := model.WriteManifest(manifest, m); err != nil {
 		t.Fatal(err)
 	}
 
 	x := randomRows(rng, 50, D)
 	want := bruteForce(x, D, Preprocess{Normalize: true, Bias: true}, blocks, 4)
 	for _, path := range []string{whole, manifest} {
-		lin, hdr, err := LoadLinear(path, nil)
+		lin, hdr, err := Load(path, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -327,7 +328,7 @@ func TestLinearFile(t *testing.T) {
 				t.Fatalf("%s row %d: %v, want %v", path, i, got[i], want[i])
 			}
 		}
-		part, _, err := LoadLinear(path, func(u int) bool { return u == 1 })
+		part, _, err := Load(path, func(u int) bool { return u == 1 })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -335,31 +336,31 @@ func TestLinearFile(t *testing.T) {
 			t.Errorf("%s: unit 1 alone holds labels %v, want %v", path, part.Labels(), blocks[1].Labels)
 		}
 	}
-	if c, _ := LinearCounts(units); c["units"] != int64(len(units)) || c["labels"] != L {
-		t.Errorf("LinearCounts = %v", c)
+	if c, _ := Counts(units); c["units"] != int64(len(units)) || c["labels"] != L {
+		t.Errorf("Counts = %v", c)
 	}
 
 	// Errors: not a linear model; params without the preprocessing; a
 	// unit missing while the header counts every label.
-	if _, _, err := LoadLinear(whole+".missing", nil); err == nil {
+	if _, _, err := Load(whole+".missing", nil); err == nil {
 		t.Error("no error for a missing file")
 	}
 	forest := filepath.Join(dir, "forest.xmc")
-	if err := WriteFile(forest, Header{Algorithm: AlgorithmForest, D: D, L: L}, nil); err != nil {
+	if err := model.WriteFile(forest, model.Header{Algorithm: "forest", D: D, L: L}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := LoadLinear(forest, nil); err == nil || !strings.Contains(err.Error(), "not a linear") {
+	if _, _, err := Load(forest, nil); err == nil || !strings.Contains(err.Error(), "not a linear") {
 		t.Errorf("loading a forest: %v", err)
 	}
-	if err := writeUnits(LinearKind{}, filepath.Join(dir, "x.xmc"), Header{Algorithm: AlgorithmDiSMEC, D: D, L: L}, units); err == nil {
+	if err := writeUnits(Kind{}, filepath.Join(dir, "x.xmc"), model.Header{Algorithm: "dismec", D: D, L: L}, units); err == nil {
 		t.Error("a linear model without params in its header was written")
 	}
 	partial := filepath.Join(dir, "partial.xmc")
 	h.Counts = map[string]int64{"labels": L}
-	if err := WriteFile(partial, h, []Section{{LinearKind{}.Section(0), units[0]}}); err != nil {
+	if err := model.WriteFile(partial, h, []model.Section{{Name: Kind{}.Section(0), Data: units[0]}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := LoadLinear(partial, nil); err == nil || !strings.Contains(err.Error(), "header counts") {
+	if _, _, err := Load(partial, nil); err == nil || !strings.Contains(err.Error(), "header counts") {
 		t.Errorf("loading a model missing units: %v", err)
 	}
 	if _, err := os.Stat(whole); err != nil {
@@ -370,10 +371,19 @@ func TestLinearFile(t *testing.T) {
 // TestLinearAppendPrune checks that Append keeps exactly the weights of
 // magnitude at least prune.
 func TestLinearAppendPrune(t *testing.T) {
-	var b LinearBlock
+	var b Block
 	b.Append(3, []float64{0.5, -0.01, 0.009, 0, -2, math.SmallestNonzeroFloat64}, 0.01)
 	feat, w := b.Row(0)
 	if !slices.Equal(feat, []int32{0, 1, 4}) || !slices.Equal(w, []float32{0.5, -0.01, -2}) {
 		t.Errorf("kept %v %v", feat, w)
 	}
+}
+
+// writeUnits writes and commits a model of kind k made of units.
+func writeUnits(k model.Kind, path string, h model.Header, units [][]byte) error {
+	w, err := model.CreateUnits(k, path, h, units)
+	if err != nil {
+		return err
+	}
+	return w.Commit()
 }

@@ -1,4 +1,4 @@
-package model
+package forest
 
 import (
 	"encoding/binary"
@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+
+	"xmc/model/internal/wire"
 )
 
 // PackedTree is a tree as prediction holds it: its encoding (the TRE3
@@ -45,8 +47,8 @@ type PackedTree struct {
 // and indexes it for prediction. It keeps b, which must not change; a TRE2
 // encoding is converted, in new memory.
 func PackTree(b []byte) (*PackedTree, error) {
-	r := reader{b: b}
-	switch r.u32() {
+	r := wire.NewReader(b)
+	switch r.U32() {
 	case treeMagic:
 		return packV3(b)
 	case treeMagicV2:
@@ -67,19 +69,19 @@ func PackTree(b []byte) (*PackedTree, error) {
 // routing and leaf lookups can trust it, and records where each node's
 // splits lie.
 func packV3(b []byte) (*PackedTree, error) {
-	r := reader{b: b[4:]}
+	r := wire.NewReader(b[4:])
 	var t Tree
-	if err := t.decodeProjections(&r); err != nil {
+	if err := t.decodeProjections(r); err != nil {
 		return nil, err
 	}
 	p := &PackedTree{X: t.X, y: t.Y, enc: b}
-	total := len(r.b)
-	n, nDim, nEntry, nLeaf := r.u64(), r.u64(), r.u64(), r.u64()
-	m := int(r.u8())
+	total := r.Len()
+	n, nDim, nEntry, nLeaf := r.U64(), r.U64(), r.U64(), r.U64()
+	m := int(r.U8())
 	// Every node takes 5 bytes, a dimension 1 + m, an entry 2 and a leaf
 	// entry 5 at least: counts the input cannot hold are errors before
 	// anything is allocated for them.
-	if r.err != nil || n == 0 || m == 0 || m > maxMaskBytes ||
+	if r.Err() != nil || n == 0 || m == 0 || m > maxMaskBytes ||
 		n > uint64(total)/5 || nDim > uint64(total)/uint64(1+m) || nEntry > uint64(total)/2 || nLeaf > uint64(total)/5 {
 		return nil, fmt.Errorf("%w: bad counts", errTreeCorrupt)
 	}
@@ -90,10 +92,10 @@ func packV3(b []byte) (*PackedTree, error) {
 	p.leafStart, p.leafAt = make([]int64, nodes+1), make([]int, nodes)
 	dimsSeen := uint64(0)
 	for i := range nodes {
-		k := int32(r.u8())
-		first, size, dims, leaf := r.uvarint(), r.uvarint(), r.uvarint(), r.uvarint()
-		if r.err != nil {
-			return nil, fmt.Errorf("%w: node %d: %v", errTreeCorrupt, i, r.err)
+		k := int32(r.U8())
+		first, size, dims, leaf := r.Uvarint(), r.Uvarint(), r.Uvarint(), r.Uvarint()
+		if r.Err() != nil {
+			return nil, fmt.Errorf("%w: node %d: %v", errTreeCorrupt, i, r.Err())
 		}
 		switch {
 		case int(k) > 8*m:
@@ -115,14 +117,14 @@ func packV3(b []byte) (*PackedTree, error) {
 	}
 	entries := 0
 	for i := range nodes {
-		p.splitAt[i], p.entryAt[i] = len(b)-len(r.b), entries
+		p.splitAt[i], p.entryAt[i] = len(b)-r.Len(), entries
 		k := int(p.numChildren[i])
 		d := int64(-1)
 		for range p.splitDims[i] {
-			d += int64(r.uvarint()) + 1
-			mask := r.take(m)
-			if r.err != nil {
-				return nil, fmt.Errorf("%w: node %d: %v", errTreeCorrupt, i, r.err)
+			d += int64(r.Uvarint()) + 1
+			mask := r.Take(m)
+			if r.Err() != nil {
+				return nil, fmt.Errorf("%w: node %d: %v", errTreeCorrupt, i, r.Err())
 			}
 			if d >= int64(t.X.Dim) {
 				return nil, fmt.Errorf("%w: node %d split dimension %d outside [0, %d)", errTreeCorrupt, i, d, t.X.Dim)
@@ -143,23 +145,23 @@ func packV3(b []byte) (*PackedTree, error) {
 	if entries != int(nEntry) {
 		return nil, fmt.Errorf("%w: %d split entries, counted %d", errTreeCorrupt, entries, nEntry)
 	}
-	p.weights = len(b) - len(r.b)
-	r.take(2 * entries)
+	p.weights = len(b) - r.Len()
+	r.Take(2 * entries)
 	p.maxLabel = -1
 	for i := range nodes {
-		p.leafAt[i] = len(b) - len(r.b)
+		p.leafAt[i] = len(b) - r.Len()
 		l := int64(-1)
 		for q := p.leafStart[i]; q < p.leafStart[i+1]; q++ {
-			l += int64(r.uvarint()) + 1
+			l += int64(r.Uvarint()) + 1
 			if l > math.MaxInt32 {
 				return nil, fmt.Errorf("%w: leaf %d label out of range", errTreeCorrupt, i)
 			}
 		}
 		p.maxLabel = max(p.maxLabel, int32(l))
 	}
-	p.values = len(b) - len(r.b)
-	r.take(4 * int(nLeaf))
-	if err := r.end(errTreeCorrupt); err != nil {
+	p.values = len(b) - r.Len()
+	r.Take(4 * int(nLeaf))
+	if err := r.End(errTreeCorrupt); err != nil {
 		return nil, err
 	}
 	return p, nil

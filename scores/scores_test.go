@@ -1,4 +1,4 @@
-package model
+package scores
 
 import (
 	"bytes"
@@ -11,70 +11,17 @@ import (
 	"testing"
 
 	"xmc/data"
+	"xmc/model"
 )
 
-// sameScored compares bit for bit, so that NaN equals NaN.
-func sameScored(a, b []Scored) bool {
-	return slices.EqualFunc(a, b, func(x, y Scored) bool {
-		return x.Label == y.Label && math.Float32bits(x.Score) == math.Float32bits(y.Score)
-	})
-}
-
-func TestTopK(t *testing.T) {
-	nan := float32(math.NaN())
-	tests := []struct {
-		name   string
-		scores []Scored
-		k      int
-		want   []Scored
-	}{
-		{"empty", nil, 3, []Scored{}},
-		{"k zero", []Scored{{1, 1}}, 0, []Scored{}},
-		{"k negative", []Scored{{1, 1}}, -2, []Scored{}},
-		{"fewer than k, sorted", []Scored{{4, 0.1}, {2, 0.9}}, 5, []Scored{{2, 0.9}, {4, 0.1}}},
-		{"ties by label", []Scored{{7, 1}, {3, 1}, {5, 2}, {1, 1}}, 3, []Scored{{5, 2}, {1, 1}, {3, 1}}},
-		{"all tied", []Scored{{9, 0}, {8, 0}, {7, 0}, {6, 0}}, 2, []Scored{{6, 0}, {7, 0}}},
-		{"NaN last", []Scored{{0, nan}, {1, -5}, {2, float32(math.Inf(-1))}}, 2, []Scored{{1, -5}, {2, float32(math.Inf(-1))}}},
-		{"negative scores", []Scored{{0, -3}, {1, -1}, {2, -2}}, 1, []Scored{{1, -1}}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			in := slices.Clone(tt.scores)
-			got := TopK(in, tt.k)
-			if !sameScored(got, tt.want) {
-				t.Errorf("got %v, want %v", got, tt.want)
-			}
-			if !sameScored(in, tt.scores) {
-				t.Errorf("input modified: %v", in)
-			}
-		})
-	}
-
-	// Against a full sort on random rows with many ties.
-	rng := rand.New(rand.NewPCG(7, 8))
-	for range 200 {
-		n := rng.IntN(60)
-		s := make([]Scored, n)
-		for i, l := range rng.Perm(n) {
-			s[i] = Scored{int32(l), float32(rng.IntN(5))}
-		}
-		k := rng.IntN(n + 3)
-		full := slices.Clone(s)
-		SortScored(full)
-		if got, want := TopK(s, k), full[:min(k, n)]; !slices.Equal(got, want) {
-			t.Fatalf("n=%d k=%d: got %v, want %v", n, k, got, want)
-		}
-	}
-}
-
-func TestWriteScores(t *testing.T) {
-	rows := [][]Scored{
-		{{3, 0.5}, {1, 0.75}, {0, 0.5}}, // written in rank order
+func TestWrite(t *testing.T) {
+	rows := [][]model.Scored{
+		{{Label: 3, Score: 0.5}, {Label: 1, Score: 0.75}, {Label: 0, Score: 0.5}}, // written in rank order
 		{},
-		{{2, -1.25}, {4, 1e-20}},
+		{{Label: 2, Score: -1.25}, {Label: 4, Score: 1e-20}},
 	}
 	var b bytes.Buffer
-	if err := WriteScores(&b, 5, rows); err != nil {
+	if err := Write(&b, 5, rows); err != nil {
 		t.Fatal(err)
 	}
 	want := "3 5\n1:0.75 0:0.5 3:0.5\n\n4:1e-20 2:-1.25\n"
@@ -82,22 +29,22 @@ func TestWriteScores(t *testing.T) {
 		t.Errorf("got %q, want %q", b.String(), want)
 	}
 	if rows[0][0].Label != 3 {
-		t.Error("WriteScores reordered the caller's row")
+		t.Error("Write reordered the caller's row")
 	}
 
 	errs := []struct {
 		name string
-		rows [][]Scored
+		rows [][]model.Scored
 		want string
 	}{
-		{"label too large", [][]Scored{{{5, 1}}}, "row 0: label 5 outside [0, 5)"},
-		{"negative label", [][]Scored{{}, {{-1, 1}}}, "row 1: label -1 outside"},
-		{"NaN", [][]Scored{{{1, float32(math.NaN())}}}, "NaN"},
-		{"duplicate", [][]Scored{{{1, 1}, {2, 0.5}, {1, 0.2}}}, "label 1 listed twice"},
+		{"label too large", [][]model.Scored{{{Label: 5, Score: 1}}}, "row 0: label 5 outside [0, 5)"},
+		{"negative label", [][]model.Scored{{}, {{Label: -1, Score: 1}}}, "row 1: label -1 outside"},
+		{"NaN", [][]model.Scored{{{Label: 1, Score: float32(math.NaN())}}}, "NaN"},
+		{"duplicate", [][]model.Scored{{{Label: 1, Score: 1}, {Label: 2, Score: 0.5}, {Label: 1, Score: 0.2}}}, "label 1 listed twice"},
 	}
 	for _, tt := range errs {
 		t.Run(tt.name, func(t *testing.T) {
-			err := WriteScores(&bytes.Buffer{}, 5, tt.rows)
+			err := Write(&bytes.Buffer{}, 5, tt.rows)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error %v, want it to contain %q", err, tt.want)
 			}
@@ -108,7 +55,7 @@ func TestWriteScores(t *testing.T) {
 func TestScoresRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	const L = 1000
-	rows := make([][]Scored, 300)
+	rows := make([][]model.Scored, 300)
 	for i := range rows {
 		for _, l := range rng.Perm(L)[:rng.IntN(15)] {
 			// Extreme and tied values must read back bit for bit.
@@ -123,23 +70,23 @@ func TestScoresRoundTrip(t *testing.T) {
 			default:
 				s = rng.Float32()
 			}
-			rows[i] = append(rows[i], Scored{int32(l), s})
+			rows[i] = append(rows[i], model.Scored{Label: int32(l), Score: s})
 		}
-		SortScored(rows[i])
+		model.SortScored(rows[i])
 	}
-	rows = append(rows, []Scored{{0, float32(math.Inf(1))}, {1, float32(math.Inf(-1))}})
+	rows = append(rows, []model.Scored{{Label: 0, Score: float32(math.Inf(1))}, {Label: 1, Score: float32(math.Inf(-1))}})
 	path := filepath.Join(t.TempDir(), "scores.txt")
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteScores(f, L, rows); err != nil {
+	if err := Write(f, L, rows); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	gotL, got, err := ReadScores(path)
+	gotL, got, err := Read(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,24 +99,24 @@ func TestScoresRoundTrip(t *testing.T) {
 		}
 	}
 	// Appending to a row must not clobber the next one.
-	got[0] = append(got[0], Scored{999, 0})
+	got[0] = append(got[0], model.Scored{Label: 999, Score: 0})
 	if !slices.Equal(got[1], rows[1]) {
 		t.Error("rows share backing storage beyond their length")
 	}
 }
 
-func TestReadScores(t *testing.T) {
+func TestRead(t *testing.T) {
 	tests := []struct {
 		name  string
 		input string
-		want  [][]Scored // nil when an error is expected
+		want  [][]model.Scored // nil when an error is expected
 		err   string
 	}{
-		{"label order is ranked", "1 4\n0:0.1 1:0.9 3:0.5\n", [][]Scored{{{1, 0.9}, {3, 0.5}, {0, 0.1}}}, ""},
-		{"empty rows", "3 2\n\n1:1\n\n", [][]Scored{{}, {{1, 1}}, {}}, ""},
-		{"no final newline", "2 2\n0:1\n1:1", [][]Scored{{{0, 1}}, {{1, 1}}}, ""},
-		{"extra blanks", "1 3\n 2:1   0:2 \n", [][]Scored{{{0, 2}, {2, 1}}}, ""},
-		{"zero rows", "0 7\n", [][]Scored{}, ""},
+		{"label order is ranked", "1 4\n0:0.1 1:0.9 3:0.5\n", [][]model.Scored{{{Label: 1, Score: 0.9}, {Label: 3, Score: 0.5}, {Label: 0, Score: 0.1}}}, ""},
+		{"empty rows", "3 2\n\n1:1\n\n", [][]model.Scored{{}, {{Label: 1, Score: 1}}, {}}, ""},
+		{"no final newline", "2 2\n0:1\n1:1", [][]model.Scored{{{Label: 0, Score: 1}}, {{Label: 1, Score: 1}}}, ""},
+		{"extra blanks", "1 3\n 2:1   0:2 \n", [][]model.Scored{{{Label: 0, Score: 2}, {Label: 2, Score: 1}}}, ""},
+		{"zero rows", "0 7\n", [][]model.Scored{}, ""},
 		{"empty file", "", nil, "s.txt:1:1: empty file"},
 		{"bad header", "3\n", nil, "s.txt:1:1: header \"3\""},
 		{"header not a number", "3 x\n", nil, "s.txt:1:3: header: \"x\""},
@@ -190,7 +137,7 @@ func TestReadScores(t *testing.T) {
 			if err := os.WriteFile(path, []byte(tt.input), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, got, err := ReadScores(path)
+			_, got, err := Read(path)
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("error %v, want it to contain %q", err, tt.err)
@@ -210,14 +157,14 @@ func TestReadScores(t *testing.T) {
 			}
 		})
 	}
-	if _, _, err := ReadScores(filepath.Join(t.TempDir(), "missing.txt")); err == nil {
+	if _, _, err := Read(filepath.Join(t.TempDir(), "missing.txt")); err == nil {
 		t.Error("missing file: no error")
 	}
 }
 
-// FuzzReadScores checks that no input panics and that whatever reads
+// FuzzRead checks that no input panics and that whatever reads
 // successfully writes back and reads again to the same rows.
-func FuzzReadScores(f *testing.F) {
+func FuzzRead(f *testing.F) {
 	f.Add("2 5\n0:1 3:0.5\n\n")
 	f.Add("1 3\n2:1e39 1:-0 0:4\n")
 	f.Add("1 2\n0:1 0:1\n")
@@ -227,7 +174,7 @@ func FuzzReadScores(f *testing.F) {
 			return
 		}
 		var b bytes.Buffer
-		if err := WriteScores(&b, L, rows); err != nil {
+		if err := Write(&b, L, rows); err != nil {
 			t.Fatalf("rows read from %q do not write: %v", input, err)
 		}
 		L2, rows2, err := readScores(&b, "fuzz")
@@ -246,7 +193,7 @@ func FuzzReadScores(f *testing.F) {
 // true labels, and a star on each hit.
 func TestWriteReadable(t *testing.T) {
 	truth := data.CSR{Rows: 2, Cols: 3, Indptr: []int64{0, 2, 2}, Indices: []int32{0, 2}, Values: []float32{1, 1}}
-	rows := [][]Scored{{{2, 0.9}, {1, 0.5}}, {{1, 0.25}}, {{0, 1}}}
+	rows := [][]model.Scored{{{Label: 2, Score: 0.9}, {Label: 1, Score: 0.5}}, {{Label: 1, Score: 0.25}}, {{Label: 0, Score: 1}}}
 	var b strings.Builder
 	if err := WriteReadable(&b, rows, &truth, data.LabelNames{"cat", "dog", ""}, 2); err != nil {
 		t.Fatal(err)

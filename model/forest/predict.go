@@ -1,23 +1,22 @@
-package model
+package forest
 
 import (
-	"encoding/binary"
 	"fmt"
 	"io"
-	"math"
 	"sync"
 	"sync/atomic"
 	"text/tabwriter"
 
 	"xmc/data"
+	"xmc/model"
 	"xmc/numa"
 )
 
-// Forest is a CRAFTML forest, or the part of one held by a rank. Its score
+// Model is a CRAFTML forest, or the part of one held by a rank. Its score
 // for label l on an instance is the sum over its trees of the mean label
 // vector of the leaf the instance reaches, divided by TotalTrees (the size of
 // the whole forest, so that shards' partial sums add up to the average).
-type Forest struct {
+type Model struct {
 	D, L       int
 	TotalTrees int
 	Trees      []*PackedTree
@@ -31,7 +30,7 @@ type Forest struct {
 
 // AddTree checks the encoded tree b (see Tree.MarshalBinary) and adds it to
 // the forest, which keeps b: it must not change afterwards.
-func (f *Forest) AddTree(b []byte) error {
+func (f *Model) AddTree(b []byte) error {
 	t, err := PackTree(b)
 	if err != nil {
 		return err
@@ -44,13 +43,6 @@ func (f *Forest) AddTree(b []byte) error {
 	f.tables = nil // a table per tree
 	f.tablesMu.Unlock()
 	return nil
-}
-
-// Sparse is one row of partial label scores, labels in no particular order.
-// Sums are sums of leaf values, not yet divided by the number of trees.
-type Sparse struct {
-	Labels []int32
-	Sums   []float64
 }
 
 // forestScratch is one goroutine's prediction memory, reused across blocks
@@ -89,7 +81,7 @@ const maxTableEntries = 32 << 20
 
 // tablesFor returns the projection tables of d columns, made on first use
 // (nil when they would be too large).
-func (f *Forest) tablesFor(d int) *projectionTables {
+func (f *Model) tablesFor(d int) *projectionTables {
 	f.tablesMu.Lock()
 	defer f.tablesMu.Unlock()
 	if f.tables == nil || f.tablesCols != d {
@@ -98,7 +90,7 @@ func (f *Forest) tablesFor(d int) *projectionTables {
 	return f.tables
 }
 
-func (f *Forest) newTables(d int) *projectionTables {
+func (f *Model) newTables(d int) *projectionTables {
 	if d*len(f.Trees) > maxTableEntries {
 		return nil
 	}
@@ -120,7 +112,7 @@ func blockSize(rows, workers int) int {
 	return min(max((rows+workers-1)/max(workers, 1), minBlock), maxBlock)
 }
 
-func (f *Forest) newScratch(x *data.CSR, predictBlock int) *forestScratch {
+func (f *Model) newScratch(x *data.CSR, predictBlock int) *forestScratch {
 	branch, dim := 1, 1
 	for _, t := range f.Trees {
 		dim = max(dim, int(t.X.Dim))
@@ -143,7 +135,7 @@ func (f *Forest) newScratch(x *data.CSR, predictBlock int) *forestScratch {
 
 // routeBlock records in s.leafOf the leaf of tree ti reached by every row
 // of x[lo:hi], routing the rows together node by node.
-func (f *Forest) routeBlock(ti int, x *data.CSR, lo, hi int, s *forestScratch) {
+func (f *Model) routeBlock(ti int, x *data.CSR, lo, hi int, s *forestScratch) {
 	t := f.Trees[ti]
 	n := hi - lo
 	off := 0
@@ -207,7 +199,7 @@ func (f *Forest) routeBlock(ti int, x *data.CSR, lo, hi int, s *forestScratch) {
 // sumBlock routes x[lo:hi] through every tree and calls emit for each row
 // with the row's summed leaf vectors in s.acc (labels listed in s.touched);
 // emit must zero the entries of s.acc it read.
-func (f *Forest) sumBlock(x *data.CSR, lo, hi int, s *forestScratch, emit func(i int)) {
+func (f *Model) sumBlock(x *data.CSR, lo, hi int, s *forestScratch, emit func(i int)) {
 	for ti := range f.Trees {
 		f.routeBlock(ti, x, lo, hi, s)
 	}
@@ -222,19 +214,19 @@ func (f *Forest) sumBlock(x *data.CSR, lo, hi int, s *forestScratch, emit func(i
 
 // Predict returns the k best labels of every row of x with their scores,
 // computed by the pool's workers over blocks of rows.
-func (f *Forest) Predict(x *data.CSR, k int, pool *numa.Pool) ([][]Scored, error) {
+func (f *Model) Predict(x *data.CSR, k int, pool *numa.Pool) ([][]model.Scored, error) {
 	if err := f.checkInput(x); err != nil {
 		return nil, err
 	}
-	out := make([][]Scored, x.Rows)
+	out := make([][]model.Scored, x.Rows)
 	err := f.forBlocks(x, pool, func(s *forestScratch, lo, hi int) {
 		f.sumBlock(x, lo, hi, s, func(i int) {
-			row := make([]Scored, len(s.touched))
+			row := make([]model.Scored, len(s.touched))
 			for q, l := range s.touched {
-				row[q] = Scored{Label: l, Score: float32(s.acc[l] / float64(f.TotalTrees))}
+				row[q] = model.Scored{Label: l, Score: float32(s.acc[l] / float64(f.TotalTrees))}
 				s.acc[l] = 0
 			}
-			out[i] = TopK(row, k)
+			out[i] = model.TopK(row, k)
 		})
 	})
 	return out, err
@@ -244,8 +236,8 @@ func (f *Forest) Predict(x *data.CSR, k int, pool *numa.Pool) ([][]Scored, error
 // vectors over this forest's trees. Ranks holding parts of a forest compute
 // these and MergeSums adds them: exact, and the traffic is proportional to
 // the labels reached, never dense in L.
-func (f *Forest) PartialSums(x *data.CSR, pool *numa.Pool) ([]Sparse, error) {
-	out := make([]Sparse, x.Rows)
+func (f *Model) PartialSums(x *data.CSR, pool *numa.Pool) ([]model.Sparse, error) {
+	out := make([]model.Sparse, x.Rows)
 	if len(f.Trees) == 0 { // a rank that holds no tree adds nothing
 		return out, nil
 	}
@@ -254,7 +246,7 @@ func (f *Forest) PartialSums(x *data.CSR, pool *numa.Pool) ([]Sparse, error) {
 	}
 	err := f.forBlocks(x, pool, func(s *forestScratch, lo, hi int) {
 		f.sumBlock(x, lo, hi, s, func(i int) {
-			row := Sparse{Labels: make([]int32, len(s.touched)), Sums: make([]float64, len(s.touched))}
+			row := model.Sparse{Labels: make([]int32, len(s.touched)), Sums: make([]float64, len(s.touched))}
 			for q, l := range s.touched {
 				row.Labels[q], row.Sums[q] = l, s.acc[l]
 				s.acc[l] = 0
@@ -265,7 +257,7 @@ func (f *Forest) PartialSums(x *data.CSR, pool *numa.Pool) ([]Sparse, error) {
 	return out, err
 }
 
-func (f *Forest) checkInput(x *data.CSR) error {
+func (f *Model) checkInput(x *data.CSR) error {
 	if x.Cols > f.D {
 		return fmt.Errorf("data has %d features but the model was trained on %d", x.Cols, f.D)
 	}
@@ -278,7 +270,7 @@ func (f *Forest) checkInput(x *data.CSR) error {
 // forBlocks calls block(s, lo, hi) for consecutive blocks of rows of x, on
 // the pool's workers, each worker with scratch it allocates itself (so the
 // memory is local to its NUMA domain).
-func (f *Forest) forBlocks(x *data.CSR, pool *numa.Pool, block func(s *forestScratch, lo, hi int)) error {
+func (f *Model) forBlocks(x *data.CSR, pool *numa.Pool, block func(s *forestScratch, lo, hi int)) error {
 	var next atomic.Int64
 	tables := f.tablesFor(x.Cols)
 	predictBlock := blockSize(x.Rows, len(pool.Workers()))
@@ -297,22 +289,22 @@ func (f *Forest) forBlocks(x *data.CSR, pool *numa.Pool, block func(s *forestScr
 
 // Partial is PartialSums: a forest's partial results are the leaf sums of
 // its trees, whatever k.
-func (f *Forest) Partial(x *data.CSR, _ int, pool *numa.Pool) ([]Sparse, error) {
+func (f *Model) Partial(x *data.CSR, _ int, pool *numa.Pool) ([]model.Sparse, error) {
 	return f.PartialSums(x, pool)
 }
 
 // Merge is MergeSums over the whole forest's TotalTrees.
-func (f *Forest) Merge(parts [][]byte, rows, k int) ([][]Scored, error) {
-	return MergeSums(parts, rows, f.L, k, f.TotalTrees)
+func (f *Model) Merge(parts [][]byte, rows, k int) ([][]model.Scored, error) {
+	return model.MergeSums(parts, rows, f.L, k, f.TotalTrees)
 }
 
 // Summary counts the trees held.
-func (f *Forest) Summary() string { return fmt.Sprintf("%d trees", len(f.Trees)) }
+func (f *Model) Summary() string { return fmt.Sprintf("%d trees", len(f.Trees)) }
 
 // Describe writes a table of the trees' shapes: nodes, leaves, depths,
 // training instances per leaf, and the entries of their classifiers and
 // leaves, with totals.
-func (f *Forest) Describe(w io.Writer) error {
+func (f *Model) Describe(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "tree\tnodes\tleaves\tdepth min\tmean\tmax\tinst/leaf mean\tmax\tsplit entries\tleaf nnz\t")
 	var tot TreeStats
@@ -327,63 +319,4 @@ func (f *Forest) Describe(w io.Writer) error {
 	}
 	fmt.Fprintf(tw, "all\t%d\t%d\t\t\t\t\t\t%d\t%d\t\n", tot.Nodes, tot.Leaves, tot.SplitEntries, tot.LeafEntries)
 	return tw.Flush()
-}
-
-// EncodeSums serialises partial sums for transfer: per row the count, then
-// labels and sums.
-func EncodeSums(rows []Sparse) []byte {
-	n := 8
-	for _, r := range rows {
-		n += 4 + 12*len(r.Labels)
-	}
-	b := make([]byte, 0, n)
-	b = binary.LittleEndian.AppendUint64(b, uint64(len(rows)))
-	for _, r := range rows {
-		b = binary.LittleEndian.AppendUint32(b, uint32(len(r.Labels)))
-		for q, l := range r.Labels {
-			b = binary.LittleEndian.AppendUint32(b, uint32(l))
-			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(r.Sums[q]))
-		}
-	}
-	return b
-}
-
-// MergeSums adds the encoded partial sums of several ranks row by row,
-// divides them by the forest's number of trees and returns each row's k best
-// labels: the same scores, bit for bit, as Predict on the whole forest.
-func MergeSums(parts [][]byte, rows, L, k, trees int) ([][]Scored, error) {
-	acc := make([]float64, L)
-	var touched []int32
-	out := make([][]Scored, rows)
-	readers := make([]reader, len(parts))
-	for p := range parts {
-		readers[p] = reader{b: parts[p]}
-		if n := readers[p].u64(); n != uint64(rows) {
-			return nil, fmt.Errorf("merge: part %d has %d rows, want %d", p, n, rows)
-		}
-	}
-	for i := range rows {
-		touched = touched[:0]
-		for p := range readers {
-			r := &readers[p]
-			n := int(r.u32())
-			for range n {
-				l, v := r.u32(), math.Float64frombits(r.u64())
-				if r.err != nil || l >= uint32(L) {
-					return nil, fmt.Errorf("merge: part %d row %d is malformed", p, i)
-				}
-				if acc[l] == 0 {
-					touched = append(touched, int32(l))
-				}
-				acc[l] += v
-			}
-		}
-		row := make([]Scored, len(touched))
-		for q, l := range touched {
-			row[q] = Scored{Label: l, Score: float32(acc[l] / float64(trees))}
-			acc[l] = 0
-		}
-		out[i] = TopK(row, k)
-	}
-	return out, nil
 }
