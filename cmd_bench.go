@@ -19,7 +19,7 @@ import (
 
 	"xmc/atomicfile"
 	"xmc/bench"
-	"xmc/train"
+	"xmc/train/registry"
 )
 
 // benchCommands are the subcommands of xmc bench.
@@ -129,7 +129,7 @@ func runBenchScale(args []string) error {
 	var seed uint64
 	fs.StringVar(&dataPath, "data", "", "training data `FILE` (XMC format; a synthetic one of any size from xmc gen works too)")
 	fs.StringVar(&testPath, "test", "", "test data `FILE`: also time prediction and evaluation")
-	fs.StringVar(&algo, "algo", train.DefaultAlgorithm, "algorithm (xmc train --algo)")
+	fs.StringVar(&algo, "algo", registry.Default, "algorithm (xmc train --algo)")
 	fs.IntVar(&trees, "trees", 50, "trees of the forest (for algorithms with a --trees flag)")
 	fs.Uint64Var(&seed, "seed", 1, "random seed of every run")
 	fs.StringVar(&ranks, "ranks", "1,2,4", "rank counts to run, comma-separated")
@@ -150,7 +150,7 @@ func runBenchScale(args []string) error {
 	if err := checkData("data", dataPath); err != nil {
 		return err
 	}
-	if _, err := train.Lookup(algo); err != nil {
+	if _, err := registry.Lookup(algo); err != nil {
 		return err
 	}
 	trainArgs := append([]string{"--algo", algo, "--data", dataPath, "--seed", strconv.FormatUint(seed, 10)}, treesArgs(algo, trees)...)
@@ -198,7 +198,7 @@ func runBenchAccuracy(args []string) error {
 	var dataDir, only, algos, seeds, label, out string
 	var ranks, threads int
 	var names []string
-	for _, a := range train.Algorithms() {
+	for _, a := range registry.Algorithms() {
 		names = append(names, a.Name)
 	}
 	fs.StringVar(&dataDir, "data-dir", "", "`DIR` whose subdirectories (or itself) hold train.txt and test.txt, plain or gzipped")
@@ -237,7 +237,7 @@ func runBenchAccuracy(args []string) error {
 	}
 	algoList := strings.Split(algos, ",")
 	for _, a := range algoList {
-		if _, err := train.Lookup(a); err != nil {
+		if _, err := registry.Lookup(a); err != nil {
 			return err
 		}
 	}
@@ -290,7 +290,7 @@ func runBenchShapes(args []string) error {
 	fs.IntVar(&n, "n", 25000, "rows generated per data set, the first 80% to train on, the rest to test")
 	fs.StringVar(&algos, "algos", "forest,dismec,ppdsparse", "comma-separated algorithms trained on every shape")
 	fs.StringVar(&sweep, "sweep-l", "10000,31000,100000,300000,670091", "comma-separated label counts of the sweep (empty: none)")
-	fs.StringVar(&sweepAlgos, "sweep-algos", train.DefaultAlgorithm, "comma-separated algorithms of the sweep")
+	fs.StringVar(&sweepAlgos, "sweep-algos", registry.Default, "comma-separated algorithms of the sweep")
 	fs.IntVar(&ranks, "ranks", 2, "ranks of every run")
 	fs.IntVar(&threads, "threads", 1, "worker threads per rank")
 	fs.Uint64Var(&seed, "seed", 1, "seed of the data and of every run")
@@ -320,7 +320,7 @@ func runBenchShapes(args []string) error {
 		into        *[]string
 	}{{"algos", algos, &cfg.Algorithms}, {"sweep-algos", sweepAlgos, &cfg.SweepAlgorithms}} {
 		for _, a := range strings.Split(list.value, ",") {
-			if _, err := train.Lookup(a); err != nil {
+			if _, err := registry.Lookup(a); err != nil {
 				return fmt.Errorf("--%s: %w", list.flag, err)
 			}
 			*list.into = append(*list.into, a)
@@ -349,7 +349,7 @@ func runBenchShapes(args []string) error {
 // treesArgs returns --trees trees for an algorithm that has that flag (a
 // forest), and nothing for the others.
 func treesArgs(algo string, trees int) []string {
-	a, err := train.Lookup(algo)
+	a, err := registry.Lookup(algo)
 	if err != nil {
 		return nil
 	}

@@ -10,7 +10,7 @@ import (
 	"xmc/job"
 	"xmc/pipeline"
 	"xmc/runner"
-	"xmc/train"
+	"xmc/train/registry"
 )
 
 // trainFlags adds the flags of xmc train that every algorithm shares.
@@ -19,10 +19,10 @@ func trainFlags(fs *flag.FlagSet, c *pipeline.TrainConfig, jo *job.Options, algo
 	registerInput(fs, &c.Input)
 	registerEval(fs, &c.Eval)
 	var names []string
-	for _, a := range train.Algorithms() {
+	for _, a := range registry.Algorithms() {
 		names = append(names, a.Name)
 	}
-	fs.StringVar(algo, "algo", train.DefaultAlgorithm, "algorithm: "+strings.Join(names, ", ")+" (its flags are listed below)")
+	fs.StringVar(algo, "algo", registry.Default, "algorithm: "+strings.Join(names, ", ")+" (its flags are listed below)")
 	fs.StringVar(&c.DataPath, "data", "", "training data `FILE` (or the DXML X_data.txt with --train-split)")
 	fs.StringVar(&c.TrainSplit, "train-split", "", "DXML trSplit `FILE`: rows of --data to train on")
 	fs.StringVar(&c.TestPath, "test", "", "test data `FILE`: evaluate after training")
@@ -39,7 +39,7 @@ func trainFlags(fs *flag.FlagSet, c *pipeline.TrainConfig, jo *job.Options, algo
 }
 
 func runTrain(args []string) error {
-	algo, err := train.Lookup(flagValue(args, "algo", train.DefaultAlgorithm))
+	algo, err := registry.Lookup(flagValue(args, "algo", registry.Default))
 	if err != nil {
 		return err
 	}
@@ -52,7 +52,7 @@ func runTrain(args []string) error {
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: xmc train --algo ALGO --data TRAIN [--test TEST] [--model-out FILE] [flags]\n")
 		printFlags(fs, "Flags of every algorithm", func(f *flag.FlagSet) { trainFlags(f, &pipeline.TrainConfig{}, &job.Options{}, new(string)) })
-		for _, a := range train.Algorithms() {
+		for _, a := range registry.Algorithms() {
 			printFlags(fs, fmt.Sprintf("Flags of --algo %s (%s)", a.Name, a.Summary), a.New().Flags)
 		}
 	}
@@ -83,7 +83,7 @@ func otherAlgorithmsFlags(fs *flag.FlagSet, args []string, algo string) error {
 		if fs.Lookup(name) != nil {
 			continue
 		}
-		for _, a := range train.Algorithms() {
+		for _, a := range registry.Algorithms() {
 			other := flag.NewFlagSet(a.Name, flag.ContinueOnError)
 			a.New().Flags(other)
 			if other.Lookup(name) != nil {

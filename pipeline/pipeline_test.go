@@ -13,7 +13,7 @@ import (
 	"xmc/job"
 	"xmc/model"
 	"xmc/runner"
-	"xmc/train"
+	"xmc/train/registry"
 )
 
 const (
@@ -30,7 +30,7 @@ func options(ranks int) job.Options {
 // set from args, writing nothing.
 func config(t *testing.T, algo string, args ...string) TrainConfig {
 	t.Helper()
-	a, err := train.Lookup(algo)
+	a, err := registry.Lookup(algo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ var quickAlgorithms = map[string][]string{
 
 // TestEveryAlgorithmTested keeps quickAlgorithms in step with the registry.
 func TestEveryAlgorithmTested(t *testing.T) {
-	for _, a := range train.Algorithms() {
+	for _, a := range registry.Algorithms() {
 		if _, ok := quickAlgorithms[a.Name]; !ok {
 			t.Errorf("algorithm %s is missing from quickAlgorithms", a.Name)
 		}

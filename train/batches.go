@@ -6,10 +6,10 @@ import (
 	"xmc/data"
 )
 
-// epochBatches deals the rows of every epoch, in an order drawn from the
+// EpochBatches deals the rows of every epoch, in an order drawn from the
 // seed and the epoch alone, into batches of a fixed size: the rows of each
 // round of a trainer of synchronous rounds, the same on every rank.
-type epochBatches struct {
+type EpochBatches struct {
 	n, size int
 	seed    uint64
 	// Batches is the number of rounds per epoch.
@@ -18,13 +18,13 @@ type epochBatches struct {
 	permFor int
 }
 
-func newEpochBatches(n, size int, seed uint64) *epochBatches {
-	return &epochBatches{n: n, size: size, seed: seed, Batches: (n + size - 1) / size, permFor: -1}
+func NewEpochBatches(n, size int, seed uint64) *EpochBatches {
+	return &EpochBatches{n: n, size: size, seed: seed, Batches: (n + size - 1) / size, permFor: -1}
 }
 
 // Rows returns the rows of round r. The slice is valid until the next call
 // for another epoch.
-func (e *epochBatches) Rows(r int) []int32 {
+func (e *EpochBatches) Rows(r int) []int32 {
 	epoch, b := r/e.Batches, r%e.Batches
 	if e.permFor != epoch {
 		if e.perm == nil {
@@ -41,4 +41,4 @@ func (e *epochBatches) Rows(r int) []int32 {
 }
 
 // LastOfEpoch reports whether round r ends an epoch.
-func (e *epochBatches) LastOfEpoch(r int) bool { return r%e.Batches == e.Batches-1 }
+func (e *EpochBatches) LastOfEpoch(r int) bool { return r%e.Batches == e.Batches-1 }

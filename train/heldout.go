@@ -21,8 +21,8 @@ type EarlyStop struct {
 	Patience    int     `json:"patience"`
 }
 
-// validate reports the first field out of its range.
-func (e EarlyStop) validate() error {
+// Validate reports the first field out of its range.
+func (e EarlyStop) Validate() error {
 	switch {
 	case !(e.Heldout >= 0 && e.Heldout < 1):
 		return fmt.Errorf("--heldout must be a fraction in [0, 1) or a file, got %v", e.Heldout)
@@ -34,9 +34,9 @@ func (e EarlyStop) validate() error {
 	return nil
 }
 
-// flags registers --heldout FRAC|FILE and --patience, for a trainer that
+// Flags registers --heldout FRAC|FILE and --patience, for a trainer that
 // stops on metric.
-func (e *EarlyStop) flags(fs *flag.FlagSet, metric string) {
+func (e *EarlyStop) Flags(fs *flag.FlagSet, metric string) {
 	fs.Func("heldout", "`FRAC|FILE`: a fraction of the training rows held out (drawn by --seed), or a data file of held-out rows, to stop early on their "+metric+" and keep the best epoch's model (default none)",
 		func(v string) error {
 			e.Heldout, e.HeldoutFile = 0, ""
@@ -50,9 +50,9 @@ func (e *EarlyStop) flags(fs *flag.FlagSet, metric string) {
 	fs.IntVar(&e.Patience, "patience", e.Patience, "with --heldout, stop after this many epochs without a better held-out "+metric)
 }
 
-// rows returns the training rows and the held-out rows (nil without
+// Rows returns the training Rows and the held-out Rows (nil without
 // --heldout).
-func (e EarlyStop) rows(env Env, ds *data.Dataset, seed uint64) (train, held *data.Dataset, err error) {
+func (e EarlyStop) Rows(env Env, ds *data.Dataset, seed uint64) (train, held *data.Dataset, err error) {
 	return heldoutRows(env, ds, e.Heldout, e.HeldoutFile, seed)
 }
 

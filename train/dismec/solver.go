@@ -1,0 +1,555 @@
+package dismec
+
+import (
+	"cmp"
+	"math"
+	"slices"
+
+	"xmc/data"
+)
+
+// Newton solver settings shared by every label, as in LIBLINEAR's NEWTON
+// class and DiSMEC++: preconditioner mix, CG tolerance on the quadratic
+// model, and the backtracking line search.
+const (
+	alphaPCG        = 0.01 // M = (1-α)·I + α·diag(H)
+	cgEps           = 0.5  // CG stops when the quadratic model's relative decrease is below this
+	lineSearchEta   = 0.01 // Armijo constant
+	lineSearchMax   = 20   // backtracking steps before the search fails
+	lineSearchShrnk = 0.5
+)
+
+// sqHinge minimises, for one label, the L2-regularised squared-hinge loss
+//
+//	f(w) = ½ Σ_{j≠bias} w_j² + C Σ_i max(0, 1 − y_i x_i·w)²
+//
+// by Newton's method with a preconditioned conjugate gradient for the
+// Newton direction and a backtracking line search (LIBLINEAR's primal
+// L2-loss SVC solver, as used by DiSMEC). The bias weight, if any, is not
+// regularised. Gradients and Hessian-vector products visit only the active
+// rows (margin below 1), which after a few iterations are a small part of
+// the data. It is written here because no Go library offers a sparse
+// truncated-Newton solver.
+//
+// The solver works on the rows in the order of a sortedRows, in which row
+// i is the data row x.perm[i]: every per-row slice below is in that order.
+//
+// An sqHinge is one worker's scratch: every slice is allocated once and
+// reused for every label the worker trains.
+type sqHinge struct {
+	x    *sortedRows
+	cost float64
+	bias int // the unregularised column, or -1
+
+	y      []float64 // ±1 per row
+	wx     []float64 // x_i·w per row
+	xs     []float64 // x_i·s per row, for the line search
+	active []int32   // rows with y_i x_i·w < 1, increasing
+	// inactive holds the other rows, increasing.
+	inactive []int32
+	// Per active row: x_i·v of the last hessVec(v), and x_i·s accumulated
+	// from them as CG builds s, so that the line search computes x_i·s
+	// only for the inactive rows.
+	activeXV, activeXS []float64
+
+	g, m, s, r, d, hd []float64 // gradient, preconditioner, CG vectors
+}
+
+// newSqHinge allocates a solver for the rows of x.
+func newSqHinge(x *sortedRows, cost float64, bias int) *sqHinge {
+	n, c := x.rows(), x.cols
+	return &sqHinge{x: x, cost: cost, bias: bias,
+		y: make([]float64, n), wx: make([]float64, n), xs: make([]float64, n),
+		active: make([]int32, 0, n), inactive: make([]int32, 0, n), activeXV: make([]float64, 0, n), activeXS: make([]float64, 0, n),
+		g: make([]float64, c), m: make([]float64, c), s: make([]float64, c),
+		r: make([]float64, c), d: make([]float64, c), hd: make([]float64, c),
+	}
+}
+
+// setLabel sets y to +1 on the data rows pos and −1 elsewhere.
+func (h *sqHinge) setLabel(pos []int32) {
+	y := h.y
+	for i := range y {
+		y[i] = -1
+	}
+	for _, i := range pos {
+		y[h.x.rank[i]] = 1
+	}
+}
+
+// regDot returns Σ_{j≠bias} a_j·b_j, the dot product over the
+// regularised weights.
+func (h *sqHinge) regDot(a, b []float64) float64 {
+	var t float64
+	for j := range a {
+		t += a[j] * b[j]
+	}
+	if h.bias >= 0 {
+		t -= a[h.bias] * b[h.bias]
+	}
+	return t
+}
+
+// directionMargins sets h.xs to X·s: from the products CG accumulated
+// for the active rows, by a pass over the others.
+func (h *sqHinge) directionMargins() {
+	dotRows(h.x, h.inactive, h.s, h.xs)
+	xs := h.activeXS[:len(h.active)]
+	for k, i := range h.active {
+		h.xs[i] = xs[k]
+	}
+}
+
+// margins sets h.wx to X·w.
+func (h *sqHinge) margins(w []float64) {
+	dotRows(h.x, h.x.all, w, h.wx)
+}
+
+// loss returns C Σ_i max(0, 1 − y_i (wx_i + a·xs_i))², the loss at w + a·s
+// given the margins of w and of s.
+func (h *sqHinge) loss(a float64) float64 {
+	var t float64
+	y, xs := h.y, h.xs[:len(h.y)]
+	wx := h.wx[:len(y)]
+	// max rather than a branch, which rows in no particular order would
+	// mispredict.
+	if a == 0 {
+		for i, yi := range y {
+			z := max(1-yi*wx[i], 0)
+			t += z * z
+		}
+	} else {
+		for i, yi := range y {
+			z := max(1-yi*(wx[i]+a*xs[i]), 0)
+			t += z * z
+		}
+	}
+	return h.cost * t
+}
+
+// gradient sets h.g to ∇f(w), h.m to the diagonal of the Hessian, and
+// records the active rows, from the margins in h.wx. It returns ‖∇f(w)‖.
+func (h *sqHinge) gradient(w []float64) float64 {
+	x, c2 := h.x, 2*h.cost
+	g, m := h.g, h.m[:len(h.g)]
+	copy(g, w)
+	for j := range m {
+		m[j] = 1
+	}
+	if h.bias >= 0 {
+		g[h.bias], m[h.bias] = 0, 0
+	}
+	// Split the rows into active and inactive, noting for the active ones
+	// the loss derivative 2C·y_i(y_i x_i·w − 1) (in activeXV, which the
+	// first hessVec overwrites). Without a branch, which rows in no
+	// particular order would mispredict: row i is written as the k-th
+	// active row and as the (i−k)-th inactive one, k the active rows
+	// before it, and the next row overwrites whichever it is not.
+	n := len(h.y)
+	active, inactive, coef, wx := h.active[:n], h.inactive[:n], h.activeXV[:n], h.wx[:n]
+	k := 0
+	for i, yi := range h.y {
+		z := yi * wx[i]
+		active[k], coef[k], inactive[i-k] = int32(i), c2*yi*(z-1), int32(i)
+		if z < 1 {
+			k++
+		}
+	}
+	active, coef = active[:k], coef[:k]
+	gradRows(x, active, coef, c2, g, m)
+	h.active, h.inactive = active, inactive[:n-k]
+	h.activeXV = h.activeXV[:len(h.active)]
+	h.activeXS = h.activeXS[:len(h.active)]
+	return math.Sqrt(dot(h.g, h.g))
+}
+
+// hessVec sets out to H·v for the Hessian at the current active set:
+// v (bias entry left out) + 2C Σ_{i active} x_i (x_i·v). It keeps the
+// products x_i·v in h.activeXV.
+func (h *sqHinge) hessVec(v, out []float64) {
+	copy(out, v)
+	if h.bias >= 0 {
+		out[h.bias] = 0
+	}
+	hessRows(h.x, h.active, 2*h.cost, v, out, h.activeXV)
+}
+
+// pcg approximately solves H s = −g by conjugate gradients preconditioned
+// with the diagonal h.m, stopping when the decrease of the quadratic model
+// Q(s) = gᵀs + ½ sᵀHs per iteration becomes small relative to Q (LIBLINEAR's
+// rule). It leaves the direction in h.s and returns the iterations done.
+func (h *sqHinge) pcg() int {
+	g, m, s, r, d, hd := h.g, h.m, h.s, h.r, h.d, h.hd
+	for j := range m {
+		m[j] = (1 - alphaPCG) + alphaPCG*m[j]
+	}
+	var zr float64
+	for j := range s {
+		s[j] = 0
+		r[j] = -g[j]
+		d[j] = r[j] / m[j]
+		zr += d[j] * r[j]
+	}
+	clear(h.activeXS)
+	tol := min(cgEps, math.Sqrt(math.Sqrt(zr)))
+	maxIter := max(len(s), 5)
+	var q float64
+	iter := 0
+	for iter < maxIter {
+		iter++
+		h.hessVec(d, hd)
+		dhd := dot(d, hd)
+		if dhd <= 1e-16 {
+			break
+		}
+		alpha := zr / dhd
+		xs := h.activeXS[:len(h.activeXV)]
+		for k, xv := range h.activeXV {
+			xs[k] += alpha * xv
+		}
+		var sr, sg float64
+		for j := range s {
+			s[j] += alpha * d[j]
+			r[j] -= alpha * hd[j]
+			sr += s[j] * r[j]
+			sg += s[j] * g[j]
+		}
+		// Q(s) = −½ sᵀ(r − g) since r = −g − Hs.
+		newQ := -0.5 * (sr - sg)
+		diff := newQ - q
+		if newQ > 0 || diff > 0 || float64(iter)*diff >= tol*newQ {
+			break
+		}
+		q = newQ
+		var zrNew float64
+		for j := range r {
+			zrNew += r[j] / m[j] * r[j]
+		}
+		beta := zrNew / zr
+		for j := range d {
+			d[j] = beta*d[j] + r[j]/m[j]
+		}
+		zr = zrNew
+	}
+	return iter
+}
+
+// lineSearch finds a step a along h.s from w with f(w + a·s) − f ≤
+// η·a·∇fᵀs, starting at 1 and halving, and applies it to w and the margins.
+// It returns the step (0 if none was found in lineSearchMax tries, w then
+// unchanged) and the new objective value.
+func (h *sqHinge) lineSearch(w []float64, f float64) (float64, float64) {
+	s := h.s
+	h.directionMargins()
+	wTw, wTs, sTs := h.regDot(w, w), h.regDot(w, s), h.regDot(s, s)
+	gTs := dot(h.g, s)
+	a := 1.0
+	for range lineSearchMax {
+		fa := 0.5*(wTw+2*a*wTs+a*a*sTs) + h.loss(a)
+		if fa-f <= lineSearchEta*a*gTs {
+			s = s[:len(w)]
+			for j := range w {
+				w[j] += a * s[j]
+			}
+			wx, xs := h.wx, h.xs[:len(h.wx)]
+			for i := range wx {
+				wx[i] += a * xs[i]
+			}
+			return a, fa
+		}
+		a *= lineSearchShrnk
+	}
+	return 0, f
+}
+
+// solveResult reports how one minimisation went.
+type solveResult struct {
+	newton, cg int  // Newton and CG iterations
+	converged  bool // ‖∇f(w)‖ ≤ tol at the end
+}
+
+// minimize runs Newton iterations from w (its margins already in h.wx)
+// until ‖∇f(w)‖ ≤ tol, the objective stops decreasing, the line search
+// fails or maxIter iterations are done, leaving the last point in w.
+func (h *sqHinge) minimize(w []float64, tol float64, maxIter int) solveResult {
+	var res solveResult
+	f := 0.5*h.regDot(w, w) + h.loss(0)
+	gnorm := h.gradient(w)
+	for res.newton < maxIter && gnorm > tol {
+		res.newton++
+		res.cg += h.pcg()
+		step, fNew := h.lineSearch(w, f)
+		if step == 0 {
+			break
+		}
+		fOld := f
+		f = fNew
+		gnorm = h.gradient(w)
+		if math.Abs(fOld-f) <= 1e-12*math.Abs(f) {
+			break
+		}
+	}
+	res.converged = gnorm <= tol
+	return res
+}
+
+// dot returns aᵀb.
+func dot(a, b []float64) float64 {
+	b = b[:len(a)]
+	var t float64
+	for i, v := range a {
+		t += v * b[i]
+	}
+	return t
+}
+
+// sortedRows is a copy of the rows of a CSR matrix ordered by increasing
+// number of entries (rows of equal length in their original order), laid
+// out for the solver's kernels. Rows of XMC data are short and of very
+// uneven length: in data order the loop over a row's entries ends at a
+// different count every row, and the processor mispredicts nearly every
+// exit; among rows of equal length it predicts them. It is read-only once
+// built and shared by the workers of a NUMA domain.
+//
+// Two more properties of the data save loads. The bias column, the
+// constant 1 that ends every row, is left out of the rows and handled as a
+// scalar: its weight is added to every dot product, and the kernels sum
+// its share of gradients and Hessian-vector products in a register rather
+// than in memory row after row. And the entries of a row of binary
+// features are all equal after normalisation: for such a row x_i·v is
+// s·Σ_j v_j and adding c·x_i to a vector adds the one number c·s to each
+// of its entries, which saves loading and converting a value per entry.
+type sortedRows struct {
+	cols int
+	// bias is the column of the constant 1 that ends every row, left out
+	// of ind and val, or -1 if the rows are stored whole.
+	bias int
+	perm []int32 // the data row of each row
+	all  []int32 // 0, 1, …: every row, for the kernels that take a list
+	rank []int32 // the row of each data row: the inverse of perm
+	ptr  []int64 // row i's entries are ind[ptr[i]:ptr[i+1]], val[ptr[i]:ptr[i+1]]
+	ind  []int32
+	val  []float32
+	// scale[i] is the value shared by all stored entries of row i (0 for
+	// an empty row), or NaN where they differ: the kernels then take the
+	// general path, the only one that reads val (nil if no row needs it).
+	scale []float64
+}
+
+// newSortedRows copies the rows of x in order of increasing length. If
+// bias ≥ 0 and every row of x ends with a 1 in column bias, that entry is
+// left out (see sortedRows.bias).
+func newSortedRows(x *data.CSR, bias int) *sortedRows {
+	n := x.Rows
+	for i := 0; i < n && bias >= 0; i++ {
+		idx, val := x.Row(i)
+		if len(idx) == 0 || int(idx[len(idx)-1]) != bias || val[len(val)-1] != 1 {
+			bias = -1
+		}
+	}
+	cut := int64(0)
+	if bias >= 0 {
+		cut = 1
+	}
+	nnz := x.NNZ() - cut*int64(n)
+	r := &sortedRows{cols: x.Cols, bias: bias, perm: make([]int32, n), rank: make([]int32, n),
+		ptr: make([]int64, n+1), ind: make([]int32, 0, nnz), val: make([]float32, 0, nnz),
+		scale: make([]float64, n)}
+	r.all = make([]int32, n)
+	for i := range r.perm {
+		r.perm[i] = int32(i)
+		r.all[i] = int32(i)
+	}
+	rowLen := func(i int32) int64 { return x.Indptr[i+1] - x.Indptr[i] }
+	slices.SortStableFunc(r.perm, func(a, b int32) int { return cmp.Compare(rowLen(a), rowLen(b)) })
+	for k, i := range r.perm {
+		r.rank[i] = int32(k)
+		lo, hi := x.Indptr[i], x.Indptr[i+1]-cut
+		val := x.Values[lo:hi]
+		r.ind = append(r.ind, x.Indices[lo:hi]...)
+		r.val = append(r.val, val...)
+		r.ptr[k+1] = int64(len(r.ind))
+		r.scale[k] = commonValue(val)
+	}
+	if !slices.ContainsFunc(r.scale, math.IsNaN) {
+		r.val = nil // every row takes the fast path
+	}
+	return r
+}
+
+// commonValue returns the value shared by all of val (0 if val is empty),
+// or NaN if they differ.
+func commonValue(val []float32) float64 {
+	if len(val) == 0 {
+		return 0
+	}
+	for _, v := range val[1:] {
+		if v != val[0] {
+			return math.NaN()
+		}
+	}
+	return float64(val[0])
+}
+
+// rows returns the number of rows.
+func (x *sortedRows) rows() int { return len(x.perm) }
+
+// biasOf returns the entry of v in the bias column, 0 if there is none.
+func (x *sortedRows) biasOf(v []float64) float64 {
+	if x.bias < 0 {
+		return 0
+	}
+	return v[x.bias]
+}
+
+// addBias adds a to the entry of v in the bias column, if there is one.
+func (x *sortedRows) addBias(v []float64, a float64) {
+	if x.bias >= 0 {
+		v[x.bias] += a
+	}
+}
+
+// The kernels below hold the loops over rows that dominate training. In
+// those that keep many values live across the loop over rows, the loops
+// over a row's entries are small functions kept out of line
+// (go:noinline): inlined, they measured a quarter slower, the register
+// allocator spilling the loop counter to the stack at every entry. The
+// sums run in four partial sums, which breaks the chain of dependent
+// additions; in rows of equal length (see sortedRows) the extra loop exits
+// predict well.
+
+// dotRows sets out[i] = x_i·v for every row i in rows.
+func dotRows(x *sortedRows, rows []int32, v, out []float64) {
+	ptr, ind, val, scale := x.ptr, x.ind, x.val, x.scale
+	vb := x.biasOf(v)
+	for _, i := range rows {
+		lo, hi := ptr[i], ptr[i+1]
+		idx := ind[lo:hi]
+		if s := scale[i]; s == s {
+			out[i] = sumAt(v, idx)*s + vb
+		} else {
+			vals := val[lo:hi]
+			vals = vals[:len(idx)]
+			t := vb
+			for k, j := range idx {
+				t += float64(vals[k]) * v[j]
+			}
+			out[i] = t
+		}
+	}
+}
+
+// hessRows adds c·x_i (x_i·v) to out for every row i in rows, and stores
+// x_i·v in xv[k] for the k-th row.
+func hessRows(x *sortedRows, rows []int32, c float64, v, out, xv []float64) {
+	ptr, ind, val, scale := x.ptr, x.ind, x.val, x.scale
+	xv = xv[:len(rows)]
+	vb := x.biasOf(v)
+	var ob float64 // the bias column's share of out
+	for r, i := range rows {
+		lo, hi := ptr[i], ptr[i+1]
+		var t float64
+		if s := scale[i]; s == s {
+			t = hessRow(v, out, ind[lo:hi], s, vb, c)
+		} else {
+			t = hessRowVal(v, out, ind[lo:hi], val[lo:hi], vb, c)
+		}
+		xv[r] = t
+		ob += c * t
+	}
+	x.addBias(out, ob)
+}
+
+// gradRows adds coef[k]·x_i to g and c·x_i∘x_i to m for the k-th row i
+// of rows.
+func gradRows(x *sortedRows, rows []int32, coef []float64, c float64, g, m []float64) {
+	ptr, ind, val, scale := x.ptr, x.ind, x.val, x.scale
+	coef = coef[:len(rows)]
+	var gb float64 // the bias column's share of g
+	for r, i := range rows {
+		a := coef[r]
+		lo, hi := ptr[i], ptr[i+1]
+		idx := ind[lo:hi]
+		gb += a
+		if s := scale[i]; s == s {
+			addAt2(g, m, idx, a*s, c*s*s)
+			continue
+		}
+		vals := val[lo:hi]
+		vals = vals[:len(idx)]
+		for k, j := range idx {
+			v := float64(vals[k])
+			g[j] += a * v
+			m[j] += c * v * v
+		}
+	}
+	x.addBias(g, gb)
+	x.addBias(m, c*float64(len(rows)))
+}
+
+// sumAt returns the sum of v over idx, in four partial sums that break the
+// chain of dependent additions. It is small enough to be inlined into the
+// row loops that call it.
+func sumAt(v []float64, idx []int32) float64 {
+	var t0, t1, t2, t3 float64
+	for len(idx) >= 4 {
+		t0 += v[idx[0]]
+		t1 += v[idx[1]]
+		t2 += v[idx[2]]
+		t3 += v[idx[3]]
+		idx = idx[4:]
+	}
+	for _, j := range idx {
+		t0 += v[j]
+	}
+	return (t0 + t1) + (t2 + t3)
+}
+
+// hessRow adds c·s·t to out[j] for every j in idx and returns t, the dot
+// product of v with the row of entries s at idx and 1 in the bias column,
+// whose entry of v is vb.
+//
+//go:noinline
+func hessRow(v, out []float64, idx []int32, s, vb, c float64) float64 {
+	t := sumAt(v, idx)*s + vb
+	a := c * t * s
+	b := idx
+	for len(b) >= 4 {
+		out[b[0]] += a
+		out[b[1]] += a
+		out[b[2]] += a
+		out[b[3]] += a
+		b = b[4:]
+	}
+	for _, j := range b {
+		out[j] += a
+	}
+	return t
+}
+
+// hessRowVal is hessRow for a row of entries val (at least as long as
+// idx) at idx.
+//
+//go:noinline
+func hessRowVal(v, out []float64, idx []int32, val []float32, vb, c float64) float64 {
+	val = val[:len(idx)]
+	t := vb
+	for k, j := range idx {
+		t += float64(val[k]) * v[j]
+	}
+	a := c * t
+	for k, j := range idx {
+		out[j] += a * float64(val[k])
+	}
+	return t
+}
+
+// addAt2 adds a to g[j] and b to m[j] for every j in idx.
+//
+//go:noinline
+func addAt2(g, m []float64, idx []int32, a, b float64) {
+	for _, j := range idx {
+		g[j] += a
+		m[j] += b
+	}
+}

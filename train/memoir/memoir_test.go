@@ -1,0 +1,139 @@
+package memoir
+
+import (
+	"context"
+	"log/slog"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"xmc/mpi"
+	"xmc/numa/numatest"
+	"xmc/runner"
+	"xmc/train"
+	"xmc/train/traintest"
+)
+
+func TestMEMOIRParamsValidate(t *testing.T) {
+	tests := []struct {
+		edit func(*Params)
+		want string // substring of the error, "" for none
+	}{
+		{func(p *Params) {}, ""},
+		{func(p *Params) { p.Regularizer = "l1"; p.Lambda = 0 }, ""},
+		{func(p *Params) { p.Index = "exact" }, ""},
+		{func(p *Params) { p.Regularizer = "l3" }, "--regularizer"},
+		{func(p *Params) { p.Index = "tree" }, "--index"},
+		{func(p *Params) { p.Index = "graph" }, ""},
+		{func(p *Params) { p.Ef = 0 }, "--ef"},
+		{func(p *Params) { p.Lambda = 0 }, "--lambda"},
+		{func(p *Params) { p.Lambda = 1; p.Eta0 = 1 }, "below 1"},
+		{func(p *Params) { p.Eta0 = 0 }, "--eta0"},
+		{func(p *Params) { p.EtaStep = -1 }, "--eta-step"},
+		{func(p *Params) { p.Tables = 0 }, "--tables"},
+		{func(p *Params) { p.Bits = 17 }, "--bits"},
+		{func(p *Params) { p.Probes = -1 }, "--probes"},
+		{func(p *Params) { p.Epochs = 0 }, "--epochs"},
+		{func(p *Params) { p.BatchSize = 0 }, "--batch-size"},
+		{func(p *Params) { p.ClassBlocks = 0 }, "--class-blocks"},
+		{func(p *Params) { p.Heldout = 1 }, "--heldout"},
+		{func(p *Params) { p.Heldout = 0.1; p.HeldoutFile = "f" }, "not both"},
+		{func(p *Params) { p.Patience = 0 }, "--patience"},
+	}
+	for i, tc := range tests {
+		p := DefaultParams()
+		tc.edit(&p)
+		err := p.Validate()
+		if (err == nil) != (tc.want == "") || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("case %d: %v, want an error about %q", i, err, tc.want)
+		}
+	}
+}
+
+// TestMEMOIRBlocks checks that the classes with a training row are dealt
+// into blocks of like sizes and like frequencies, each sorted, and that the
+// blocks do not exceed the classes.
+func TestMEMOIRBlocks(t *testing.T) {
+	counts := []int64{5, 0, 9, 1, 1, 7, 0, 3}
+	got := classBlocks(counts, 3)
+	want := [][]int32{{2, 7}, {3, 5}, {0, 4}} // by frequency 2,5,0,7,3,4, dealt in turn
+	if len(got) != len(want) {
+		t.Fatalf("blocks %v, want %v", got, want)
+	}
+	for i := range want {
+		if !slices.Equal(got[i], want[i]) {
+			t.Fatalf("blocks %v, want %v", got, want)
+		}
+	}
+	if got := classBlocks(counts, 100); len(got) != 6 {
+		t.Errorf("100 blocks of 6 classes: %d blocks, want 6", len(got))
+	}
+}
+
+// trainMEMOIR trains MEMOIR on Bibtex on one in-process rank of two
+// workers and returns the trainer after its last round, calling after (if
+// not nil) while the rank still runs.
+func trainMEMOIR(t *testing.T, edit func(*Params), after func(*roundTrainer) error) *roundTrainer {
+	t.Helper()
+	tr, _ := traintest.Bibtex(t)
+	a := &Trainer{p: DefaultParams()}
+	edit(&a.p)
+	var got *roundTrainer
+	err := mpi.Launch(1, func(c mpi.Comm) error {
+		env := train.Env{Pool: numatest.Pool(t, 2, 1), Comm: c, Log: slog.New(slog.DiscardHandler), Seed: 5}
+		w, err := a.Prepare(env, tr)
+		if err != nil {
+			return err
+		}
+		rounds := runner.Rounds{Units: w.Units, Rounds: w.MaxRounds, Kind: w.RoundName, Comm: c, Log: env.Log}
+		if _, _, err := rounds.Run(context.Background(), w.Rounds); err != nil {
+			return err
+		}
+		got = w.Rounds.(*roundTrainer)
+		if after != nil {
+			return after(got)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// TestMEMOIRL2Projection checks Pegasos's projection: with a λ large enough
+// for it to act, the weights s·v end inside the ball ‖W‖ ≤ 1/√λ, and the
+// shared scale has shrunk.
+func TestMEMOIRL2Projection(t *testing.T) {
+	const lambda = 0.01
+	tr := trainMEMOIR(t, func(p *Params) { p.Lambda, p.Epochs = lambda, 2 }, nil)
+	sq := 0.0
+	for _, b := range tr.mine {
+		for k := range b.vec.Len() {
+			sq += b.vec.SquaredNorm(k)
+		}
+	}
+	norm := tr.scale * math.Sqrt(sq)
+	if norm > 1/math.Sqrt(lambda)*(1+1e-9) || tr.scale >= 1 || norm == 0 {
+		t.Errorf("‖W‖ = %v with scale %v, want in (0, %v] and a scale below 1", norm, tr.scale, 1/math.Sqrt(lambda))
+	}
+}
+
+// TestMEMOIRExactIndexRecall checks the recall measurement against its
+// baseline: exact search finds the exact best class, recall 1, and an
+// index of one table of many bits finds less of it.
+func TestMEMOIRExactIndexRecall(t *testing.T) {
+	var r float64
+	trainMEMOIR(t, func(p *Params) { p.Index, p.Epochs = "exact", 1 }, func(tr *roundTrainer) (err error) {
+		r, err = tr.recall(tr.snapshot())
+		return err
+	})
+	if r != 1 {
+		t.Errorf("exact index: recall %v, want 1", r)
+	}
+	lsh := trainMEMOIR(t, func(p *Params) { p.Tables, p.Bits, p.Probes, p.ClassBlocks, p.Epochs = 1, 8, 0, 1, 1 }, nil)
+	if len(lsh.recalls) != 1 || lsh.recalls[0].recall >= 1 || lsh.recalls[0].recall <= 0 {
+		t.Errorf("one 8-bit table over 159 classes: recall %v, want in (0, 1)", lsh.recalls)
+	}
+}

@@ -1,0 +1,293 @@
+package pdsparse
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"xmc/data"
+	"xmc/mpi"
+	"xmc/numa"
+	"xmc/numa/numatest"
+	"xmc/runner"
+	"xmc/train"
+	"xmc/train/traintest"
+)
+
+func TestPDSparseParamsValidate(t *testing.T) {
+	tests := []struct {
+		edit func(*Params)
+		want string // substring of the error, "" for none
+	}{
+		{func(p *Params) {}, ""},
+		{func(p *Params) { p.Cost = 0 }, "--cost"},
+		{func(p *Params) { p.Lambda = -1 }, "--lambda"},
+		{func(p *Params) { p.Epochs = 0 }, "--epochs"},
+		{func(p *Params) { p.PostEpochs = -1 }, "--post-epochs"},
+		{func(p *Params) { p.BatchSize = 0 }, "--batch-size"},
+		{func(p *Params) { p.ClassesPerUnit = -1 }, "--classes-per-unit"},
+		{func(p *Params) { p.MaxSelect = -1 }, "--max-select"},
+		{func(p *Params) { p.Heldout = 1 }, "--heldout"},
+		{func(p *Params) { p.Heldout = 0.2; p.Patience = 0 }, "--patience"},
+	}
+	for i, tc := range tests {
+		p := DefaultParams()
+		tc.edit(&p)
+		err := p.Validate()
+		if (err == nil) != (tc.want == "") || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("case %d: %v, want an error about %q", i, err, tc.want)
+		}
+	}
+}
+
+// TestPDSClassesPerUnit checks the default unit size: 64 units of small
+// class sets, at most 256 classes a unit.
+func TestPDSClassesPerUnit(t *testing.T) {
+	for _, tc := range []struct{ classes, want int }{
+		{1, 1}, {64, 1}, {65, 2}, {159, 3}, {983, 16}, {16384, 256}, {20206, 256}, {670091, 256},
+	} {
+		if got := classesPerUnit(tc.classes); got != tc.want {
+			t.Errorf("%d classes: %d a unit, want %d", tc.classes, got, tc.want)
+		}
+	}
+}
+
+// TestPDSparseSameWeights trains Bibtex with the dense weights its size
+// gets, and with weight lists whose place table is dense or hashed, and
+// with the steps applied by 1 or 3 workers (every round, or none, handed to
+// the workers): the weights must be the same bytes.
+func TestPDSparseSameWeights(t *testing.T) {
+	tr, _ := traintest.Bibtex(t)
+	p := DefaultParams()
+	p.Epochs = 2
+	tests := []struct {
+		name         string
+		workers      int
+		denseWeights bool
+		denseLimit   int
+		parallelAdds int
+	}{
+		{"dense weights, 1 worker", 1, true, placeDenseLimit, 0},
+		{"lists, dense table, 1 worker", 1, false, placeDenseLimit, 0},
+		{"lists, hashed table, 1 worker", 1, false, 0, 0},
+		{"dense weights, 3 workers", 3, true, placeDenseLimit, 0},
+		{"lists, dense table, 3 workers", 3, false, placeDenseLimit, 0},
+		{"lists, hashed table, 3 workers", 3, false, 0, 0},
+		{"dense weights, 3 workers, steps on the rank", 3, true, placeDenseLimit, math.MaxInt},
+		{"lists, 3 workers, steps on the rank", 3, false, placeDenseLimit, math.MaxInt},
+	}
+	var want []runner.Result
+	for _, tt := range tests {
+		var got []runner.Result
+		pool := numatest.Pool(t, tt.workers, 1)
+		err := mpi.Launch(1, func(c mpi.Comm) error {
+			tr, err := newRoundTrainer(p, tr, c, pool)
+			if err != nil {
+				return err
+			}
+			tr.denseLimit, tr.parallelAdds = tt.denseLimit, tt.parallelAdds
+			if !tt.denseWeights {
+				tr.denseWeightLimit = 0
+			}
+			units := make([]int, len(tr.blocks))
+			for u := range units {
+				units[u] = u
+			}
+			if err := tr.Start(units, 0, nil, nil); err != nil {
+				return err
+			}
+			if (tr.dense != nil) != tt.denseWeights {
+				return fmt.Errorf("dense weights %v, want %v", tr.dense != nil, tt.denseWeights)
+			}
+			if !tt.denseWeights && (tr.at.dense != nil) != (tt.denseLimit > 0) {
+				return fmt.Errorf("dense limit %d: dense table %v", tt.denseLimit, tr.at.dense != nil)
+			}
+			if len(tr.shards) != tt.workers+1 {
+				return fmt.Errorf("%d feature shards for %d workers", len(tr.shards)-1, tt.workers)
+			}
+			for r := range p.Epochs * tr.order.Batches {
+				if _, err := tr.Round(context.Background(), r); err != nil {
+					return err
+				}
+			}
+			got, err = tr.Finish()
+			return err
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if want == nil {
+			want = got
+			continue
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d units, want %d", tt.name, len(got), len(want))
+		}
+		for u := range want {
+			if a, b := want[u], got[u]; a.Unit != b.Unit || !bytes.Equal(a.Data, b.Data) {
+				t.Errorf("%s: unit %d: weights differ from %s's", tt.name, a.Unit, tests[0].name)
+			}
+		}
+	}
+}
+
+// TestPDSparseResumeAcrossStores saves a trainer's state after an epoch and
+// resumes it on a trainer that holds its weights the other way (dense or in
+// lists, as another number of ranks may give a rank), for a second epoch:
+// the weights must be the bytes of two epochs uninterrupted.
+func TestPDSparseResumeAcrossStores(t *testing.T) {
+	tr, _ := traintest.Bibtex(t)
+	p := DefaultParams()
+	p.Epochs = 2
+	pool := numatest.Pool(t, 1, 1)
+	// run runs rounds [from, to) of a trainer with dense weights or
+	// lists, started from state and shared (nil: fresh), and returns its
+	// weights and saved state.
+	run := func(dense bool, from, to int, state [][]byte, shared []byte) (res []runner.Result, st [][]byte, sh []byte, err error) {
+		err = mpi.Launch(1, func(c mpi.Comm) error {
+			tt, err := newRoundTrainer(p, tr, c, pool)
+			if err != nil {
+				return err
+			}
+			if !dense {
+				tt.denseWeightLimit = 0
+			}
+			if err := tt.Start(runner.OwnedUnits(len(tt.blocks), 0, 1), from, state, shared); err != nil {
+				return err
+			}
+			if (tt.dense != nil) != dense {
+				return fmt.Errorf("dense weights %v, want %v", tt.dense != nil, dense)
+			}
+			for r := from; r < to; r++ {
+				if _, err := tt.Round(context.Background(), r); err != nil {
+					return err
+				}
+			}
+			if st, sh, err = tt.Save(); err != nil {
+				return err
+			}
+			res, err = tt.Finish()
+			return err
+		})
+		return res, st, sh, err
+	}
+	batches := train.NewEpochBatches(tr.N(), p.BatchSize, p.Seed).Batches
+	for _, first := range []bool{true, false} {
+		want, _, _, err := run(!first, 0, 2*batches, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, state, shared, err := run(first, 0, batches, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _, _, err := run(!first, batches, 2*batches, state, shared)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for u := range want {
+			if !bytes.Equal(want[u].Data, got[u].Data) {
+				t.Errorf("saved with dense weights %v, resumed the other way: unit %d differs from an uninterrupted run", first, u)
+			}
+		}
+	}
+}
+
+// TestPDSparsePostSolveScores checks that in the post-solve a row's report
+// holds exactly the scores the search gives its active classes (a feature
+// at a time, in the row's order), though it sums them from the classes' own
+// places: the post-solve's steps, and so its model, do not depend on which
+// way they are summed. It checks both ways the search reads the weights:
+// dense, and by lists.
+func TestPDSparsePostSolveScores(t *testing.T) {
+	for _, dense := range []bool{true, false} {
+		t.Run(fmt.Sprintf("dense weights %v", dense), func(t *testing.T) { testPostSolveScores(t, dense) })
+	}
+}
+
+func testPostSolveScores(t *testing.T, dense bool) {
+	tr, _ := traintest.Bibtex(t)
+	p := DefaultParams()
+	p.Epochs = 2
+	pools := []*numa.Pool{numatest.Pool(t, 1, 1), numatest.Pool(t, 1, 1)}
+	err := mpi.Launch(2, func(c mpi.Comm) error {
+		tt, err := newRoundTrainer(p, tr, c, pools[c.Rank()])
+		if err != nil {
+			return err
+		}
+		if !dense {
+			tt.denseWeightLimit = 0
+		}
+		if err := tt.Start(runner.OwnedUnits(len(tt.blocks), c.Rank(), c.Size()), 0, nil, nil); err != nil {
+			return err
+		}
+		for r := range p.Epochs * tt.order.Batches {
+			if _, err := tt.Round(context.Background(), r); err != nil {
+				return err
+			}
+		}
+		if (tt.dense != nil) != dense {
+			return fmt.Errorf("dense weights %v, want %v", tt.dense != nil, dense)
+		}
+		tt.startPost(false)
+		s := tt.searchers.Get(numa.Worker{})
+		search := newSearcher(len(tt.global))
+		checked := 0
+		for i := range int32(tr.N()) {
+			s.Msg = s.Msg[:0]
+			tt.report(s, 0, i)
+			entries, err := train.DecodeEntries(s.Msg, nil)
+			if err != nil {
+				return err
+			}
+			idx, val := tt.x.Row(int(i))
+			tt.scoreRow(search, idx, val)
+			for _, e := range entries {
+				if e.Kind != kindScore {
+					return fmt.Errorf("row %d: a post-solve report of kind %d", i, e.Kind)
+				}
+				if want := search.score[tt.local[e.Class]]; math.Float64bits(e.Score) != math.Float64bits(want) {
+					return fmt.Errorf("row %d, class %d: score %v, the search gives %v", i, e.Class, e.Score, want)
+				}
+				checked++
+			}
+			for _, c := range search.touched {
+				search.score[c], search.seen[c] = 0, 0
+			}
+		}
+		if checked == 0 {
+			return errors.New("no active class scored")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFeatureShards checks that the feature shards cover every column once,
+// in order, with about equal non-zeros when the columns allow it.
+func TestFeatureShards(t *testing.T) {
+	// Columns 0..5 hold 4, 1, 1, 1, 1, 0 non-zeros.
+	x := data.CSR{Rows: 4, Cols: 6, Indptr: []int64{0, 2, 4, 6, 8},
+		Indices: []int32{0, 1, 0, 2, 0, 3, 0, 4}, Values: []float32{1, 1, 1, 1, 1, 1, 1, 1}}
+	tests := []struct {
+		n    int
+		want []int32
+	}{
+		{1, []int32{0, 6}},
+		{2, []int32{0, 1, 6}}, // column 0 alone holds half
+		{4, []int32{0, 1, 2, 3, 6}},
+		{8, []int32{0, 1, 2, 3, 4, 5, 6, 6, 6}}, // more shards than columns: empty ones at the end
+	}
+	for _, tt := range tests {
+		if got := featureShards(&x, tt.n); !slices.Equal(got, tt.want) {
+			t.Errorf("featureShards(n=%d) = %v, want %v", tt.n, got, tt.want)
+		}
+	}
+}
