@@ -131,38 +131,9 @@ const StreamBytes = 64 << 20
 // is left waiting; the other ranks return nil unless the communicator
 // fails. Callers agree on the outcome themselves.
 func Stream(c mpi.Comm, own []Result, root, budget int, write func(unit int, data []byte) error) error {
-	var list []byte
-	for _, r := range own {
-		list = binary.LittleEndian.AppendUint32(list, uint32(r.Unit))
-		list = binary.LittleEndian.AppendUint64(list, uint64(len(r.Data)))
-	}
-	lists, err := c.Gatherv(list, root, nil)
+	cuts, entries, bad, err := planStream(c, own, root, budget)
 	if err != nil {
 		return err
-	}
-	var bad error // root: the first error; it goes on taking part
-	var cuts []byte
-	var entries []streamEntry
-	if c.Rank() == root {
-		if entries, bad = streamEntries(lists, root); bad == nil {
-			cuts = streamCuts(entries, root, budget)
-		} else {
-			cuts = binary.LittleEndian.AppendUint32(nil, 0) // one empty round
-		}
-	}
-	if cuts, err = c.Bcast(cuts, root); err != nil {
-		return err
-	}
-	if len(cuts)%4 != 0 {
-		return fmt.Errorf("stream: malformed cuts of %d bytes", len(cuts))
-	}
-	rounds := len(cuts) / 4
-	bounds := func(k int) (lo, hi int) {
-		lo, hi = int(binary.LittleEndian.Uint32(cuts[4*k:])), math.MaxInt
-		if k+1 < rounds {
-			hi = int(binary.LittleEndian.Uint32(cuts[4*(k+1):]))
-		}
-		return lo, hi
 	}
 	// A rank packs each round into one buffer sized for its largest round
 	// and reused, in huge pages where the system has them, as Gather does:
@@ -170,37 +141,21 @@ func Stream(c mpi.Comm, own []Result, root, budget int, write func(unit int, dat
 	// first-touch page faults. Root likewise receives every round into one
 	// buffer: a fresh one per round left the rounds' garbage to the
 	// collector, 140 MiB more at rank 0's peak on the Amazon-670K shape.
-	// largest returns the most bytes a round carries of n results in unit
-	// order, result i being of unit unitOf(i) and framed in bytesOf(i).
-	largest := func(n int, unitOf, bytesOf func(i int) int) int {
-		most, k, size := 0, 0, 0
-		for i := range n {
-			for k+1 < rounds {
-				if _, hi := bounds(k); unitOf(i) < hi {
-					break
-				}
-				most, k, size = max(most, size), k+1, 0
-			}
-			size += bytesOf(i)
-		}
-		return max(most, size)
-	}
 	var buf, recv []byte
 	if c.Rank() == root {
-		recv = numa.LargeBytes(largest(len(entries), func(i int) int { return entries[i].unit }, func(i int) int {
+		recv = numa.LargeBytes(cuts.largest(len(entries), func(i int) int { return entries[i].unit }, func(i int) int {
 			if entries[i].owner == root {
 				return 0 // root's own results are not received
 			}
 			return 12 + entries[i].size
 		}))[:0]
 	} else {
-		buf = numa.LargeBytes(largest(len(own), func(i int) int { return own[i].Unit },
+		buf = numa.LargeBytes(cuts.largest(len(own), func(i int) int { return own[i].Unit },
 			func(i int) int { return 12 + len(own[i].Data) }))[:0]
 	}
-	mine := make(map[int][]byte, len(own)) // root's own results by unit
-	next := 0                              // the next entry root writes
-	for k := range rounds {
-		lo, hi := bounds(k)
+	w := &streamWriter{own: own, entries: entries, mine: make(map[int][]byte, len(own)), write: write, bad: bad}
+	for k := range cuts.rounds() {
+		lo, hi := cuts.bounds(k)
 		buf = buf[:0]
 		for _, r := range own {
 			if r.Unit >= lo && r.Unit < hi && c.Rank() != root {
@@ -213,34 +168,120 @@ func Stream(c mpi.Comm, own []Result, root, budget int, write func(unit int, dat
 		if err != nil {
 			return err
 		}
-		if c.Rank() != root || bad != nil {
-			continue
-		}
-		clear(mine)
-		for _, r := range own {
-			if r.Unit >= lo && r.Unit < hi {
-				mine[r.Unit] = r.Data
-			}
-		}
-		for rank, p := range parts {
-			if bad = unpackInto(mine, rank, p); bad != nil {
-				break
-			}
-		}
-		for ; bad == nil && next < len(entries) && entries[next].unit < hi; next++ {
-			u := entries[next].unit
-			data, ok := mine[u]
-			if !ok {
-				bad = fmt.Errorf("stream: rank %d did not send unit %d", entries[next].owner, u)
-				break
-			}
-			bad = write(u, data)
+		if c.Rank() == root {
+			w.round(parts, lo, hi)
 		}
 	}
-	if bad == nil && next < len(entries) {
-		bad = fmt.Errorf("stream: %d units never arrived", len(entries)-next)
+	if w.bad == nil && w.next < len(entries) {
+		w.bad = fmt.Errorf("stream: %d units never arrived", len(entries)-w.next)
 	}
-	return bad
+	return w.bad
+}
+
+// planStream gathers on root the ids and sizes of every rank's results,
+// cuts the units into rounds there and broadcasts the cuts. It returns the
+// cuts, and on root the results announced, in unit order, and the error
+// of a malformed announcement, for which the cuts are one empty round.
+func planStream(c mpi.Comm, own []Result, root, budget int) (streamCuts, []streamEntry, error, error) {
+	var list []byte
+	for _, r := range own {
+		list = binary.LittleEndian.AppendUint32(list, uint32(r.Unit))
+		list = binary.LittleEndian.AppendUint64(list, uint64(len(r.Data)))
+	}
+	lists, err := c.Gatherv(list, root, nil)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var bad error
+	var cuts []byte
+	var entries []streamEntry
+	if c.Rank() == root {
+		if entries, bad = streamEntries(lists, root); bad == nil {
+			cuts = cutStream(entries, root, budget)
+		} else {
+			cuts = binary.LittleEndian.AppendUint32(nil, 0) // one empty round
+		}
+	}
+	if cuts, err = c.Bcast(cuts, root); err != nil {
+		return nil, nil, nil, err
+	}
+	if len(cuts)%4 != 0 {
+		return nil, nil, nil, fmt.Errorf("stream: malformed cuts of %d bytes", len(cuts))
+	}
+	return streamCuts(cuts), entries, bad, nil
+}
+
+// streamCuts is the first unit of every round of a Stream, 4 bytes each.
+type streamCuts []byte
+
+// rounds returns the number of rounds.
+func (s streamCuts) rounds() int { return len(s) / 4 }
+
+// bounds returns the units of round k: [lo, hi).
+func (s streamCuts) bounds(k int) (lo, hi int) {
+	lo, hi = int(binary.LittleEndian.Uint32(s[4*k:])), math.MaxInt
+	if k+1 < s.rounds() {
+		hi = int(binary.LittleEndian.Uint32(s[4*(k+1):]))
+	}
+	return lo, hi
+}
+
+// largest returns the most bytes a round carries of n results in unit
+// order, result i being of unit unitOf(i) and framed in bytesOf(i).
+func (s streamCuts) largest(n int, unitOf, bytesOf func(i int) int) int {
+	most, k, size := 0, 0, 0
+	for i := range n {
+		for k+1 < s.rounds() {
+			if _, hi := s.bounds(k); unitOf(i) < hi {
+				break
+			}
+			most, k, size = max(most, size), k+1, 0
+		}
+		size += bytesOf(i)
+	}
+	return max(most, size)
+}
+
+// streamWriter is root's side of a Stream: it writes the units of each
+// round in unit order, its own and those the other ranks sent, and keeps
+// the first error, after which it writes nothing more.
+type streamWriter struct {
+	own     []Result
+	entries []streamEntry
+	mine    map[int][]byte // the round's results by unit
+	next    int            // the next entry to write
+	write   func(unit int, data []byte) error
+	bad     error
+}
+
+// round writes the units [lo, hi) of the round whose other ranks' results
+// came in parts.
+func (w *streamWriter) round(parts [][]byte, lo, hi int) {
+	if w.bad != nil {
+		return
+	}
+	clear(w.mine)
+	for _, r := range w.own {
+		if r.Unit >= lo && r.Unit < hi {
+			w.mine[r.Unit] = r.Data
+		}
+	}
+	for rank, p := range parts {
+		if w.bad = unpackInto(w.mine, rank, p); w.bad != nil {
+			return
+		}
+	}
+	for ; w.next < len(w.entries) && w.entries[w.next].unit < hi; w.next++ {
+		u := w.entries[w.next].unit
+		data, ok := w.mine[u]
+		if !ok {
+			w.bad = fmt.Errorf("stream: rank %d did not send unit %d", w.entries[w.next].owner, u)
+			return
+		}
+		if w.bad = w.write(u, data); w.bad != nil {
+			return
+		}
+	}
 }
 
 // streamEntry is a unit's result as a rank announced it to Stream's root.
@@ -269,11 +310,11 @@ func streamEntries(lists [][]byte, root int) ([]streamEntry, error) {
 	return entries, nil
 }
 
-// streamCuts returns the first unit of every round, encoded: a round takes
+// cutStream returns the first unit of every round, encoded: a round takes
 // units in id order while the results other ranks than root send for it
 // fit in budget, and those of each rank in gatherBatchBytes (each rank
 // packs its part of a round into one buffer), and at least one unit.
-func streamCuts(entries []streamEntry, root, budget int) []byte {
+func cutStream(entries []streamEntry, root, budget int) []byte {
 	cuts := binary.LittleEndian.AppendUint32(nil, 0)
 	held := 0
 	perRank := map[int]int{}

@@ -111,9 +111,31 @@ func (t *Tree) AppendBinary(b []byte) ([]byte, error) {
 		b = binary.AppendUvarint(b, uint64(t.SplitStart[i+1]-t.SplitStart[i]))
 		b = binary.AppendUvarint(b, uint64(t.LeafStart[i+1]-t.LeafStart[i]))
 	}
+	b, err := t.appendSplits(b, m)
+	if err != nil {
+		return nil, err
+	}
+	b = appendLittleEndian(b, t.SplitWeight)
+	for i := range n {
+		prev := int32(-1)
+		for _, l := range t.LeafLabel[t.LeafStart[i]:t.LeafStart[i+1]] {
+			if l <= prev {
+				return nil, fmt.Errorf("encode tree: leaf %d labels not increasing", i)
+			}
+			b = binary.AppendUvarint(b, uint64(l-prev-1))
+			prev = l
+		}
+	}
+	return appendLittleEndian(b, t.LeafValue), nil
+}
+
+// appendSplits appends every split dimension of the tree, node after node:
+// its gap to the node's previous dimension and the mask, m bytes wide, of
+// the children with a weight on it.
+func (t *Tree) appendSplits(b []byte, m int) ([]byte, error) {
 	var mask [maxMaskBytes]byte
 	e := int64(0)
-	for i := range n {
+	for i := range t.Nodes() {
 		if t.EntryStart[i] != e {
 			return nil, fmt.Errorf("encode tree: node %d entries do not follow its dimensions' counts", i)
 		}
@@ -159,18 +181,7 @@ func (t *Tree) AppendBinary(b []byte) ([]byte, error) {
 	if e != int64(len(t.SplitChild)) {
 		return nil, errors.New("encode tree: split counts do not cover the entries")
 	}
-	b = appendLittleEndian(b, t.SplitWeight)
-	for i := range n {
-		prev := int32(-1)
-		for _, l := range t.LeafLabel[t.LeafStart[i]:t.LeafStart[i+1]] {
-			if l <= prev {
-				return nil, fmt.Errorf("encode tree: leaf %d labels not increasing", i)
-			}
-			b = binary.AppendUvarint(b, uint64(l-prev-1))
-			prev = l
-		}
-	}
-	return appendLittleEndian(b, t.LeafValue), nil
+	return b, nil
 }
 
 // littleEndianHost reports whether this machine stores numbers

@@ -87,60 +87,12 @@ func packV3(b []byte) (*PackedTree, error) {
 	}
 	nodes := int(n)
 	p.mask, p.entries = m, int(nEntry)
-	p.firstChild, p.numChildren, p.size = make([]int32, nodes), make([]int32, nodes), make([]int32, nodes)
-	p.splitDims, p.splitAt, p.entryAt = make([]int32, nodes), make([]int, nodes), make([]int, nodes)
-	p.leafStart, p.leafAt = make([]int64, nodes+1), make([]int, nodes)
-	dimsSeen := uint64(0)
-	for i := range nodes {
-		k := int32(r.U8())
-		first, size, dims, leaf := r.Uvarint(), r.Uvarint(), r.Uvarint(), r.Uvarint()
-		if r.Err() != nil {
-			return nil, fmt.Errorf("%w: node %d: %v", errTreeCorrupt, i, r.Err())
-		}
-		switch {
-		case int(k) > 8*m:
-			return nil, fmt.Errorf("%w: node %d has %d children, more than its masks hold", errTreeCorrupt, i, k)
-		case k > 0 && (first <= uint64(i) || first > n-uint64(k)):
-			return nil, fmt.Errorf("%w: node %d children out of range", errTreeCorrupt, i)
-		case k == 0 && dims > 0:
-			return nil, fmt.Errorf("%w: leaf %d has split dimensions", errTreeCorrupt, i)
-		case size > math.MaxInt32 || dims > nDim-dimsSeen || leaf > nLeaf-uint64(p.leafStart[i]):
-			return nil, fmt.Errorf("%w: node %d counts exceed the totals", errTreeCorrupt, i)
-		}
-		p.numChildren[i], p.firstChild[i], p.size[i], p.splitDims[i] = k, int32(first), int32(size), int32(dims)
-		p.maxBranch = max(p.maxBranch, int(k))
-		dimsSeen += dims
-		p.leafStart[i+1] = p.leafStart[i] + int64(leaf)
+	if err := p.readNodes(r, nodes, nDim, nLeaf); err != nil {
+		return nil, err
 	}
-	if dimsSeen != nDim || p.leafStart[nodes] != int64(nLeaf) {
-		return nil, fmt.Errorf("%w: node counts do not add up to the totals", errTreeCorrupt)
-	}
-	entries := 0
-	for i := range nodes {
-		p.splitAt[i], p.entryAt[i] = len(b)-r.Len(), entries
-		k := int(p.numChildren[i])
-		d := int64(-1)
-		for range p.splitDims[i] {
-			d += int64(r.Uvarint()) + 1
-			mask := r.Take(m)
-			if r.Err() != nil {
-				return nil, fmt.Errorf("%w: node %d: %v", errTreeCorrupt, i, r.Err())
-			}
-			if d >= int64(t.X.Dim) {
-				return nil, fmt.Errorf("%w: node %d split dimension %d outside [0, %d)", errTreeCorrupt, i, d, t.X.Dim)
-			}
-			children := 0
-			for j, v := range mask {
-				if v != 0 && 8*j+bits.Len8(v) > k {
-					return nil, fmt.Errorf("%w: node %d entry names child %d of %d", errTreeCorrupt, i, 8*j+bits.Len8(v)-1, k)
-				}
-				children += bits.OnesCount8(v)
-			}
-			if children == 0 {
-				return nil, fmt.Errorf("%w: node %d dimension %d has no entry", errTreeCorrupt, i, d)
-			}
-			entries += children
-		}
+	entries, err := p.readSplits(r, b, int(t.X.Dim))
+	if err != nil {
+		return nil, err
 	}
 	if entries != int(nEntry) {
 		return nil, fmt.Errorf("%w: %d split entries, counted %d", errTreeCorrupt, entries, nEntry)
@@ -165,6 +117,76 @@ func packV3(b []byte) (*PackedTree, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// readNodes reads the table of the nodes of a TRE3 tree of nodes nodes,
+// nDim split dimensions and nLeaf leaf entries in all, checking every count
+// and child id.
+func (p *PackedTree) readNodes(r *wire.Reader, nodes int, nDim, nLeaf uint64) error {
+	n, m := uint64(nodes), p.mask
+	p.firstChild, p.numChildren, p.size = make([]int32, nodes), make([]int32, nodes), make([]int32, nodes)
+	p.splitDims, p.splitAt, p.entryAt = make([]int32, nodes), make([]int, nodes), make([]int, nodes)
+	p.leafStart, p.leafAt = make([]int64, nodes+1), make([]int, nodes)
+	dimsSeen := uint64(0)
+	for i := range nodes {
+		k := int32(r.U8())
+		first, size, dims, leaf := r.Uvarint(), r.Uvarint(), r.Uvarint(), r.Uvarint()
+		if r.Err() != nil {
+			return fmt.Errorf("%w: node %d: %v", errTreeCorrupt, i, r.Err())
+		}
+		switch {
+		case int(k) > 8*m:
+			return fmt.Errorf("%w: node %d has %d children, more than its masks hold", errTreeCorrupt, i, k)
+		case k > 0 && (first <= uint64(i) || first > n-uint64(k)):
+			return fmt.Errorf("%w: node %d children out of range", errTreeCorrupt, i)
+		case k == 0 && dims > 0:
+			return fmt.Errorf("%w: leaf %d has split dimensions", errTreeCorrupt, i)
+		case size > math.MaxInt32 || dims > nDim-dimsSeen || leaf > nLeaf-uint64(p.leafStart[i]):
+			return fmt.Errorf("%w: node %d counts exceed the totals", errTreeCorrupt, i)
+		}
+		p.numChildren[i], p.firstChild[i], p.size[i], p.splitDims[i] = k, int32(first), int32(size), int32(dims)
+		p.maxBranch = max(p.maxBranch, int(k))
+		dimsSeen += dims
+		p.leafStart[i+1] = p.leafStart[i] + int64(leaf)
+	}
+	if dimsSeen != nDim || p.leafStart[nodes] != int64(nLeaf) {
+		return fmt.Errorf("%w: node counts do not add up to the totals", errTreeCorrupt)
+	}
+	return nil
+}
+
+// readSplits reads the split dimensions of every node of the TRE3 tree b,
+// which must lie below xDim, and their child masks, records where each
+// node's lie, and returns the number of split entries the masks hold.
+func (p *PackedTree) readSplits(r *wire.Reader, b []byte, xDim int) (int, error) {
+	m, entries := p.mask, 0
+	for i := range p.numChildren {
+		p.splitAt[i], p.entryAt[i] = len(b)-r.Len(), entries
+		k := int(p.numChildren[i])
+		d := int64(-1)
+		for range p.splitDims[i] {
+			d += int64(r.Uvarint()) + 1
+			mask := r.Take(m)
+			if r.Err() != nil {
+				return 0, fmt.Errorf("%w: node %d: %v", errTreeCorrupt, i, r.Err())
+			}
+			if d >= int64(xDim) {
+				return 0, fmt.Errorf("%w: node %d split dimension %d outside [0, %d)", errTreeCorrupt, i, d, xDim)
+			}
+			children := 0
+			for j, v := range mask {
+				if v != 0 && 8*j+bits.Len8(v) > k {
+					return 0, fmt.Errorf("%w: node %d entry names child %d of %d", errTreeCorrupt, i, 8*j+bits.Len8(v)-1, k)
+				}
+				children += bits.OnesCount8(v)
+			}
+			if children == 0 {
+				return 0, fmt.Errorf("%w: node %d dimension %d has no entry", errTreeCorrupt, i, d)
+			}
+			entries += children
+		}
+	}
+	return entries, nil
 }
 
 // unpack sets t to the decoded tree.

@@ -1,0 +1,335 @@
+package forest
+
+import (
+	"math"
+	"math/bits"
+	"slices"
+
+	forestmodel "xmc/model/forest"
+)
+
+// classifier appends to the tree the node's classifier: per cluster, the
+// normalised sum of its members' projected normalised feature vectors,
+// reduced to its CentroidKeep largest-magnitude entries, stored
+// feature-major (see forestmodel.Tree). It returns the dimensions of the stored
+// entries, whose rows of s.w (dimension-major, forestmodel.DotStride(k) weights
+// per row) then hold the stored weights for routing; every other row of s.w
+// is zero, and the caller clears these.
+//
+// Each cluster is accumulated on its own, its members in sample order, so
+// that its accumulator stays in cache and is visited only where its own
+// members have features, never over the union of all. The entries kept
+// are then sorted by dimension, stably, so by child within a dimension.
+func (b *treeBuilder) classifier(sample []int32, k int) []int32 {
+	s := b.s
+	// Group the sample by cluster, stably.
+	cluster := s.cluster[:len(sample)]
+	ends := s.counts[:k+1]
+	clear(ends)
+	for _, c := range cluster {
+		ends[c+1]++
+	}
+	for c := range k {
+		ends[c+1] += ends[c]
+	}
+	order := s.order[:len(sample)]
+	for i, c := range cluster {
+		order[ends[c]] = sample[i]
+		ends[c]++
+	}
+	ents, kept := s.ents[:0], s.touchX[:0]
+	// The k centroids are independent: with helpers, each computes some
+	// into a part of its own, appended below in cluster order.
+	var parts [][]entry
+	if b.helpers != nil && len(sample) >= 2*routeChunk {
+		s.parts = slices.Grow(s.parts[:0], k)[:k]
+		parts = s.parts
+		err := b.helpers.each(k, func(h *treeBuilder, c int) {
+			parts[c] = h.centroid(order[ends[c]-clusterSize(ends, c):ends[c]], uint8(c), parts[c][:0])
+		})
+		if err != nil && b.err == nil {
+			b.err = err
+		}
+	}
+	for c := range k {
+		n := len(ents)
+		if parts != nil {
+			ents = append(ents, parts[c]...)
+		} else {
+			ents = b.centroid(order[ends[c]-clusterSize(ends, c):ends[c]], uint8(c), ents)
+		}
+		for _, e := range ents[n:] {
+			if s.perDim[e.dim] == 0 {
+				kept = append(kept, e.dim)
+			}
+			s.perDim[e.dim]++
+		}
+	}
+	kept = sortDims(kept, s.bits)
+	s.ents, s.touchX = ents, kept
+	b.appendEntries(kept, k)
+	return kept
+}
+
+// clusterSize returns the size of cluster c, whose members end at ends[c] and
+// begin where cluster c-1's end.
+func clusterSize(ends []int32, c int) int32 {
+	if c == 0 {
+		return ends[0]
+	}
+	return ends[c] - ends[c-1]
+}
+
+// centroid appends to ents child c's entries of the node's classifier: the
+// sum of the members' projected normalised feature vectors, reduced to its
+// CentroidKeep largest-magnitude entries and normalised (see keep).
+func (b *treeBuilder) centroid(members []int32, c uint8, ents []entry) []entry {
+	s, dimX := b.s, b.p.DimX
+	acc, mark := s.accX[:dimX], s.markC[:dimX]
+	n := accumulate(&b.rows.px, members, b.rows.xInv, acc, mark, s.touched[:dimX+1])
+	touched := s.touched[:n]
+	scale := float32(1)
+	if b.p.CentroidNorm == CentroidNormBeforeCut {
+		normalize(acc, touched)
+	}
+	thresh, ties := b.threshold(acc, touched)
+	if b.p.CentroidNorm == CentroidNormAfterCut {
+		scale = keptScale(acc, touched, thresh, ties)
+	}
+	return keep(acc, mark, touched, thresh, ties, scale, c, ents)
+}
+
+// accumulate adds the projected normalised feature vectors of the members
+// into acc, and writes to touched, in order of first appearance, the
+// dimensions it adds to, returning their number. mark flags (1) the
+// dimensions listed; touched needs room for one more than the dimension.
+func accumulate(x *projectedRows, members []int32, xInv []float32, acc []float32, mark []uint8, touched []int32) int {
+	n := 0
+	for _, id := range members {
+		bucket, value := x.row(int(id))
+		value = value[:len(bucket)]
+		inv := xInv[id]
+		for q, d := range bucket {
+			// touched[n] is always written and kept by counting it when
+			// the dimension is new: no branch to mispredict.
+			touched[n] = d
+			n += int(mark[d] ^ 1)
+			mark[d] = 1
+			acc[d] += value[q] * inv
+		}
+	}
+	return n
+}
+
+// threshold returns the magnitude of the CentroidKeep-th largest entry of
+// the centroid acc over its touched dimensions (0 when it has no more
+// entries than that), and how many entries of exactly that magnitude are
+// kept.
+func (b *treeBuilder) threshold(acc []float32, touched []int32) (thresh float32, ties int) {
+	keep := b.p.CentroidKeep
+	if len(touched) <= keep {
+		return 0, len(touched)
+	}
+	mags := b.s.mags[:0]
+	for _, d := range touched {
+		mags = append(mags, abs32(acc[d]))
+	}
+	b.s.mags = mags
+	// The keep-th largest, by selection rather than a sort: centroids of
+	// thousands of dimensions were a tenth of training a Bibtex tree.
+	thresh = nthSmallest(mags, len(mags)-keep)
+	above := 0
+	for _, m := range mags {
+		if m > thresh {
+			above++
+		}
+	}
+	return thresh, keep - above
+}
+
+// nthSmallest returns the value that sorting a would put at index n,
+// reordering a: quickselect with the median of three as pivot, falling back
+// to a sort of what is left when the partitions stay unbalanced.
+func nthSmallest(a []float32, n int) float32 {
+	lo, hi := 0, len(a)-1
+	for rounds := 0; hi > lo; rounds++ {
+		if rounds > 64 {
+			slices.Sort(a[lo : hi+1])
+			break
+		}
+		mid := lo + (hi-lo)/2
+		if a[mid] < a[lo] {
+			a[mid], a[lo] = a[lo], a[mid]
+		}
+		if a[hi] < a[lo] {
+			a[hi], a[lo] = a[lo], a[hi]
+		}
+		if a[hi] < a[mid] {
+			a[hi], a[mid] = a[mid], a[hi]
+		}
+		pivot := a[mid]
+		i, j := lo, hi
+		for i <= j {
+			for a[i] < pivot {
+				i++
+			}
+			for a[j] > pivot {
+				j--
+			}
+			if i <= j {
+				a[i], a[j] = a[j], a[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case n <= j:
+			hi = j
+		case n >= i:
+			lo = i
+		default:
+			return a[n]
+		}
+	}
+	return a[n]
+}
+
+// keptEntry reports whether an entry of magnitude m of a centroid is kept at
+// threshold thresh, with ties entries of that magnitude still to keep.
+func keptEntry(m, thresh float32, ties int) bool {
+	return m != 0 && m >= thresh && (m != thresh || ties > 0)
+}
+
+// keptScale returns 1/‖kept entries‖ of the centroid acc: the scale that
+// normalises it after the cut (1 if nothing is kept).
+func keptScale(acc []float32, touched []int32, thresh float32, ties int) float32 {
+	var ss float64
+	for _, d := range touched {
+		m := abs32(acc[d])
+		if !keptEntry(m, thresh, ties) {
+			continue
+		}
+		if m == thresh {
+			ties--
+		}
+		ss += float64(m) * float64(m)
+	}
+	if ss == 0 {
+		return 1
+	}
+	return float32(1 / math.Sqrt(ss))
+}
+
+// keep appends to ents child's entries of the centroid acc above thresh
+// (and the first ties at it, in order of first appearance, which is
+// deterministic), multiplied by scale, that do not round to a bfloat16
+// zero. It zeroes acc and mark.
+func keep(acc []float32, mark []uint8, touched []int32, thresh float32, ties int, scale float32, child uint8, ents []entry) []entry {
+	for _, d := range touched {
+		v := acc[d]
+		acc[d], mark[d] = 0, 0
+		m := abs32(v)
+		if !keptEntry(m, thresh, ties) {
+			continue
+		}
+		if m == thresh {
+			ties--
+		}
+		v *= scale
+		if forestmodel.ToBFloat16(v).Float32() == 0 {
+			continue // too small to store
+		}
+		ents = append(ents, entry{dim: d, child: child, weight: v})
+	}
+	return ents
+}
+
+// appendEntries appends the node's entries s.ents, rounded to bfloat16, to
+// the tree feature-major: kept lists their dimensions sorted (and maybe
+// dimensions without entries), s.perDim has their counts. It writes the
+// stored weights to s.w for routing and zeroes s.perDim.
+func (b *treeBuilder) appendEntries(kept []int32, k int) {
+	s, t := b.s, &b.out
+	perDim, ents := s.perDim, s.ents
+	// Counting sort of the entries by dimension, into the tree: perDim
+	// becomes each dimension's next position after base.
+	base, n := len(t.SplitChild), int32(0)
+	for _, d := range kept {
+		if c := perDim[d]; c > 0 {
+			t.SplitDim = append(t.SplitDim, d)
+			t.SplitCount = append(t.SplitCount, uint8(c))
+			perDim[d], n = n, n+c
+		}
+	}
+	child := slices.Grow(t.SplitChild, len(ents))[:base+len(ents)]
+	weight := slices.Grow(t.SplitWeight, len(ents))[:base+len(ents)]
+	stride := forestmodel.DotStride(k)
+	w := s.w[:b.p.DimX*stride]
+	for _, e := range ents {
+		q := base + int(perDim[e.dim])
+		perDim[e.dim]++
+		v := forestmodel.ToBFloat16(e.weight)
+		child[q], weight[q] = e.child, v
+		w[int(e.dim)*stride+int(e.child)] = v.Float32()
+	}
+	t.SplitChild, t.SplitWeight = child, weight
+	for _, d := range kept {
+		perDim[d] = 0
+	}
+}
+
+// entry is one weight of a node's classifier: child's weight for the
+// projected dimension dim.
+type entry struct {
+	dim    int32
+	child  uint8
+	weight float32
+}
+
+// sortDims sorts the distinct dimensions dims, using set, a zeroed bit set
+// over the dimensions, and leaving it zeroed: by a comparison sort when they
+// are few, by setting their bits and reading them back in order when they
+// are many.
+func sortDims(dims []int32, set []uint64) []int32 {
+	if len(dims) < len(set)/4 {
+		slices.Sort(dims)
+		return dims
+	}
+	for _, d := range dims {
+		set[d>>6] |= 1 << (d & 63)
+	}
+	dims = dims[:0]
+	for i, word := range set {
+		for word != 0 {
+			dims = append(dims, int32(i<<6+bits.TrailingZeros64(word)))
+			word &= word - 1
+		}
+		set[i] = 0
+	}
+	return dims
+}
+
+func abs32(v float32) float32 { return float32(math.Abs(float64(v))) }
+
+// leaf appends the mean label vector of ids.
+func (b *treeBuilder) leaf(ids []int32) {
+	s, t := b.s, &b.out
+	labels := s.labels[:0]
+	for _, id := range ids {
+		idx, _ := b.d.Y.Row(int(id))
+		for _, l := range idx {
+			if s.labelAcc[l] == 0 {
+				labels = append(labels, l)
+			}
+			s.labelAcc[l]++
+		}
+	}
+	slices.Sort(labels)
+	inv := 1 / float32(len(ids))
+	for _, l := range labels {
+		t.LeafLabel = append(t.LeafLabel, l)
+		t.LeafValue = append(t.LeafValue, s.labelAcc[l]*inv)
+		s.labelAcc[l] = 0
+	}
+	s.labels = labels
+}

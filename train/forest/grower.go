@@ -1,0 +1,265 @@
+package forest
+
+import (
+	"sync"
+	"sync/atomic"
+
+	forestmodel "xmc/model/forest"
+
+	"xmc/data"
+	"xmc/numa"
+)
+
+// grower trains the trees of a forest; TrainTree is safe for
+// concurrent use by different workers, and TrainTreeTogether grows a tree
+// with every worker of the pool.
+type grower struct {
+	Params  Params
+	Data    *numa.Replicas[*trainingData]
+	pool    *numa.Pool
+	scratch *numa.PerWorker[*forestScratch]
+	// What the workers growing a tree together share: per NUMA domain the
+	// rows under the tree's projections, made by the domain's first worker
+	// to need them, and the instance ids the nodes partition.
+	teamRows     []*treeRows
+	teamRowsOnce []sync.Once
+	teamIDs      []int32
+	teamSpare    *forestmodel.Tree // the last tree grown together, whose slices the next reuses
+	teamEncoded  encodedTrees
+}
+
+// newGrower prepares a trainer for params (resolved) over the data
+// replicas, for the workers of pool.
+func newGrower(p Params, replicas *numa.Replicas[*trainingData], pool *numa.Pool) *grower {
+	return &grower{Params: p, Data: replicas, pool: pool,
+		scratch:      numa.NewPerWorker(pool, func(w numa.Worker) *forestScratch { return newForestScratch(replicas.Get(w.Domain), p) }),
+		teamRows:     make([]*treeRows, replicas.Len()),
+		teamRowsOnce: make([]sync.Once, replicas.Len())}
+}
+
+// treeSeed derives the seed of tree t from the forest seed alone, so a tree
+// is the same whichever rank or worker trains it.
+func treeSeed(seed uint64, t int) uint64 {
+	return data.SplitMix64(seed ^ data.SplitMix64(uint64(t)+0x9e3779b97f4a7c15))
+}
+
+// nodeSeed derives the random stream of node id of the tree of the given
+// seed, so that a node draws the same numbers whichever worker splits it.
+func nodeSeed(seed uint64, id int) (uint64, uint64) {
+	return seed, data.SplitMix64(seed ^ data.SplitMix64(uint64(id)+0x632be59bd9b4e019))
+}
+
+// Work is the WorkFunc of a forest: it trains tree unit and encodes it.
+// The tree's slices are then kept for the worker's next tree, which saves
+// regrowing them.
+func (f *grower) Work(w numa.Worker, unit int) ([]byte, error) {
+	t, err := f.TrainTree(w, unit)
+	if err != nil {
+		return nil, err
+	}
+	s := f.scratch.Get(w)
+	s.spare = t
+	return s.encoded.add(t)
+}
+
+// WorkTogether is the TeamFunc of a forest of fewer trees than workers: it
+// grows tree unit with every worker of the pool and encodes it. The bytes
+// are those of Work.
+func (f *grower) WorkTogether(unit int) ([]byte, error) {
+	t, err := f.TrainTreeTogether(unit)
+	if err != nil {
+		return nil, err
+	}
+	f.teamSpare = t
+	return f.teamEncoded.add(t)
+}
+
+// projection returns the projection of cols columns into dim buckets with
+// the given seeds: the identity (with random signs) when there are buckets
+// enough for every column.
+func projection(dim, cols int, bucketSeed, signSeed uint64) forestmodel.Projection {
+	if dim >= cols {
+		return forestmodel.Projection{Dim: int32(max(cols, 1)), Identity: true, BucketSeed: uint32(bucketSeed), SignSeed: uint32(signSeed)}
+	}
+	return forestmodel.Projection{Dim: int32(dim), BucketSeed: uint32(bucketSeed), SignSeed: uint32(signSeed)}
+}
+
+// encodedTrees holds a worker's encoded trees, back to back in large blocks
+// (numa.LargeBytes) that are never reused: the trees are the rank's results
+// and live until the model is written. Fresh memory for each encoding was a
+// quarter of a tree's training time on the development VM (first-touch page
+// faults; MarshalBinary was 0.18 of 0.64 s of a rank's 25 Bibtex trees).
+type encodedTrees struct {
+	block []byte // the current block; its spare capacity is free
+}
+
+// encodedBlockBytes is the least size of a block of encodedTrees: 16 MiB is
+// 8 huge pages, and a fraction of a rank's trees (25 Bibtex trees encode
+// to 26 MiB).
+const encodedBlockBytes = 16 << 20
+
+// add encodes t after the trees of the current block, or in a new block
+// when the current one has less room than t can take, and returns its
+// encoding (capacity capped, so appending to it cannot overwrite the next).
+func (e *encodedTrees) add(t *forestmodel.Tree) ([]byte, error) {
+	if need := t.MaxEncodedSize(); cap(e.block)-len(e.block) < need {
+		e.block = numa.LargeBytes(max(encodedBlockBytes, need))[:0]
+	}
+	start := len(e.block)
+	b, err := t.AppendBinary(e.block)
+	if err != nil {
+		return nil, err
+	}
+	e.block = b
+	return b[start:len(b):len(b)], nil
+}
+
+// TrainTree trains tree number t on worker w alone, reading w's domain
+// replica.
+func (f *grower) TrainTree(w numa.Worker, t int) (*forestmodel.Tree, error) {
+	s := f.scratch.Get(w)
+	if s.rows == nil {
+		d := f.Data.Get(w.Domain)
+		s.rows, s.ids = newTreeRows(d), make([]int32, d.X.Rows)
+	}
+	tree := &forestmodel.Tree{}
+	if s.spare != nil {
+		tree, s.spare = s.spare, nil
+		tree.Reset()
+	}
+	b := &s.builder
+	b.start(f, w, s.rows, s.ids, t)
+	firstIDs(s.ids)
+	c := soloCrew{b}
+	c.eachDomain(1, func(b *treeBuilder, _ int) { b.fillTables() })
+	c.eachDomain(projectChunks(b.d), func(b *treeBuilder, i int) { b.projectChunk(i) })
+	tree.X, tree.Y = b.x, b.y
+	return tree, grow(tree, int32(b.d.X.Rows), c)
+}
+
+// TrainTreeTogether trains tree number t with every worker of the pool:
+// the workers of a NUMA domain share the rows under the tree's projections
+// (one copy per domain, not per worker), and the nodes of each level of the
+// tree are split by whichever worker is free. The tree is the one
+// TrainTree grows. Calls must not overlap, nor run beside Work or
+// TrainTree: they use every worker.
+func (f *grower) TrainTreeTogether(t int) (*forestmodel.Tree, error) {
+	var tree *forestmodel.Tree
+	// The first worker leads, taking its share of every parallel loop
+	// at once, while the others spin for the next (see numa.Team).
+	err := f.pool.Together(func(team *numa.Team) error {
+		var err error
+		tree, err = f.growTogether(team, t)
+		return err
+	})
+	return tree, err
+}
+
+// growTogether is TrainTreeTogether, led by the team's lead.
+func (f *grower) growTogether(team *numa.Team, t int) (*forestmodel.Tree, error) {
+	if f.teamIDs == nil {
+		f.teamIDs = make([]int32, f.Data.Get(0).X.Rows)
+	}
+	c := &teamCrew{team: team, domains: f.pool.Domains(), builder: func(w numa.Worker) *treeBuilder {
+		f.teamRowsOnce[w.Domain].Do(func() { f.teamRows[w.Domain] = newTreeRows(f.Data.Get(w.Domain)) })
+		b := &f.scratch.Get(w).builder
+		b.start(f, w, f.teamRows[w.Domain], f.teamIDs, t)
+		return b
+	}}
+	if err := c.eachDomain(1, func(b *treeBuilder, _ int) { b.fillTables() }); err != nil {
+		return nil, err
+	}
+	d := f.Data.Get(0)
+	if err := c.eachDomain(projectChunks(d), func(b *treeBuilder, i int) { b.projectChunk(i) }); err != nil {
+		return nil, err
+	}
+	firstIDs(f.teamIDs)
+	tree := &forestmodel.Tree{}
+	if f.teamSpare != nil {
+		tree, f.teamSpare = f.teamSpare, nil
+		tree.Reset()
+	}
+	tree.X, tree.Y = treeProjections(f.Params, d, treeSeed(f.Params.Seed, t))
+	return tree, grow(tree, int32(d.X.Rows), c)
+}
+
+// crew is the workers that grow one tree: one worker alone (soloCrew) or
+// the whole pool (teamCrew).
+type crew interface {
+	// each calls fn(b, i) for every i in [0, n), spread over the crew's
+	// builders, and returns when all are done.
+	each(n int, fn func(b *treeBuilder, i int)) error
+	// eachDomain calls fn(b, i) for every i in [0, n) once per NUMA domain
+	// of the crew, spread over the domain's builders: the domain's work on
+	// the rows its builders share.
+	eachDomain(n int, fn func(b *treeBuilder, i int)) error
+	// lead returns a builder that may split a node outside each, with
+	// the crew's help, or nil if the crew is that builder alone.
+	lead() *treeBuilder
+	// workers returns the number of builders in the crew.
+	workers() int
+}
+
+// soloCrew is one builder growing a tree alone.
+type soloCrew struct{ b *treeBuilder }
+
+func (c soloCrew) each(n int, fn func(b *treeBuilder, i int)) error {
+	for i := range n {
+		fn(c.b, i)
+	}
+	return nil
+}
+
+func (c soloCrew) eachDomain(n int, fn func(b *treeBuilder, i int)) error { return c.each(n, fn) }
+
+func (c soloCrew) lead() *treeBuilder { return nil }
+
+func (c soloCrew) workers() int { return 1 }
+
+// teamCrew is every worker of a pool growing a tree together, a numa.Team
+// led by the worker on which the tree is grown.
+type teamCrew struct {
+	team    *numa.Team
+	domains int
+	// builder returns worker w's builder, ready for the tree.
+	builder func(w numa.Worker) *treeBuilder
+	// first is the builder of the team's lead, once made.
+	first *treeBuilder
+}
+
+// get returns worker w's builder, on worker w.
+func (c *teamCrew) get(w numa.Worker) *treeBuilder {
+	b := c.builder(w)
+	if w.ID == c.team.Lead().ID {
+		c.first = b
+	}
+	return b
+}
+
+// lead returns the leading worker's builder: its scratch is free between
+// calls of each, and it was made on that worker.
+func (c *teamCrew) lead() *treeBuilder { return c.first }
+
+func (c *teamCrew) workers() int { return c.team.Workers() }
+
+func (c *teamCrew) each(n int, fn func(b *treeBuilder, i int)) error {
+	var next atomic.Int64
+	return c.team.Run(func(w numa.Worker) error {
+		b := c.get(w)
+		for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+			fn(b, i)
+		}
+		return nil
+	})
+}
+
+func (c *teamCrew) eachDomain(n int, fn func(b *treeBuilder, i int)) error {
+	next := make([]atomic.Int64, c.domains)
+	return c.team.Run(func(w numa.Worker) error {
+		b := c.get(w)
+		for i := int(next[w.Domain].Add(1) - 1); i < n; i = int(next[w.Domain].Add(1) - 1) {
+			fn(b, i)
+		}
+		return nil
+	})
+}

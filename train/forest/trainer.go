@@ -1,0 +1,121 @@
+package forest
+
+import (
+	"flag"
+	"fmt"
+	"hash/maphash"
+
+	forestmodel "xmc/model/forest"
+	"xmc/train"
+
+	"xmc/data"
+	"xmc/numa"
+	"xmc/runner"
+)
+
+// Trainer is the Trainer of --algo forest.
+type Trainer struct {
+	p Params
+	// grow is how a rank's workers share its trees (--grow): not a
+	// hyper-parameter, as the trees are the same either way.
+	grow string
+}
+
+// Values of --grow.
+const (
+	GrowAuto     = "auto"
+	GrowAlone    = "alone"
+	GrowTogether = "together"
+)
+
+func New() train.Trainer { return &Trainer{p: DefaultParams(), grow: GrowAuto} }
+
+// Flags registers the forest's hyper-parameters.
+func (a *Trainer) Flags(fs *flag.FlagSet) {
+	p := &a.p
+	fs.IntVar(&p.Trees, "trees", p.Trees, "number of trees")
+	fs.IntVar(&p.DimX, "dim-x", p.DimX, "projected feature dimension (0: 10000, as CRAFTML); at least D keeps every feature apart (no hashing)")
+	fs.IntVar(&p.DimY, "dim-y", p.DimY, "projected label dimension (0: 10000, as CRAFTML); at least L keeps every label apart (no hashing)")
+	fs.IntVar(&p.Sample, "sample", p.Sample, "instances sampled per node for k-means")
+	fs.IntVar(&p.Branch, "branch", p.Branch, "children per node (k of the k-means)")
+	fs.IntVar(&p.KMeansIters, "kmeans-iters", p.KMeansIters, "k-means passes per node")
+	fs.IntVar(&p.CentroidKeep, "centroid-keep", p.CentroidKeep, "largest entries kept per child classifier")
+	fs.IntVar(&p.LeafSize, "leaf-size", p.LeafSize, "nodes with at most this many instances become leaves")
+	fs.IntVar(&p.MaxDepth, "max-depth", p.MaxDepth, "maximum tree depth (0: unlimited)")
+	fs.StringVar(&p.CentroidNorm, "centroid-norm", p.CentroidNorm, "normalise a child's classifier before-cut (to its --centroid-keep entries) or after-cut (CRAFTML)")
+	fs.StringVar(&p.LabelProjection, "label-projection", p.LabelProjection, "a label projection per tree, or per node (CRAFTML's default mode)")
+	fs.StringVar(&p.Seeding, "seeding", p.Seeding, "k-means++ draws weighted by d = 1 - cosine, or by d2 (k-means++ and CRAFTML)")
+	fs.IntVar(&p.SplitRetries, "split-retries", p.SplitRetries, "more attempts of a split that sends every instance to one child, before the node becomes a leaf (CRAFTML: 5)")
+	fs.StringVar(&a.grow, "grow", a.grow, "how a rank's workers grow its trees (the same trees): alone, a tree per worker, each with its own "+
+		"projected copy of the data; together, every worker on each tree in turn, one copy per NUMA domain (less memory, some speed); "+
+		"auto, together when the rank has fewer trees than workers or a copy per worker would take over a quarter of the free memory")
+}
+
+// Prepare resolves the parameters against the data and builds the
+// replicas: a tree per unit.
+func (a *Trainer) Prepare(env train.Env, ds *data.Dataset) (*train.Work, error) {
+	p := a.p
+	p.Seed = env.Seed
+	p, err := p.Resolve(ds.D(), ds.L())
+	if err != nil {
+		return nil, err
+	}
+	if a.grow != GrowAuto && a.grow != GrowAlone && a.grow != GrowTogether {
+		return nil, fmt.Errorf("--grow %q: want %s, %s or %s", a.grow, GrowAuto, GrowAlone, GrowTogether)
+	}
+	// With several NUMA domains each gets its own copy of the data.
+	copyData := env.Pool.Domains() > 1
+	replicas, err := numa.NewReplicas(env.Pool, func(int) (*trainingData, error) {
+		return newTrainingData(ds, maphash.MakeSeed(), copyData), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	t := newGrower(p, replicas, env.Pool)
+	// Trees cost about the same: a cyclic deal balances them without
+	// messages.
+	w := &train.Work{Kind: forestmodel.Kind{}, Params: p, Units: p.Trees, Unit: t.Work, Schedule: runner.ScheduleStatic}
+	ranks, workers := env.Comm.Size(), len(env.Pool.Workers())
+	perRank := (p.Trees + ranks - 1) / ranks
+	copyBytes := treeRowsBytes(ds, p)
+	if together, why := growTogether(a.grow, perRank, workers, copyBytes, env.Pool.MemFree()); together {
+		w.Unit, w.Team = nil, t.WorkTogether
+		env.Log.Info("the workers of a rank grow each tree together", "why", why, "trees_per_rank", perRank, "workers", workers,
+			"projected_copy_mib", copyBytes>>20)
+	}
+	return w, nil
+}
+
+// growTogether decides whether a rank's workers grow each tree together
+// under --grow grow, with perRank trees for workers workers, a tree's
+// projected rows taking copyBytes and memFree bytes free (0: unknown), and
+// says why. Under auto they do when a worker per tree would leave workers
+// idle, or when a projected copy per worker would take more than a quarter
+// of the free memory.
+func growTogether(grow string, perRank, workers int, copyBytes, memFree uint64) (bool, string) {
+	switch {
+	case grow == GrowTogether:
+		return true, "--grow together"
+	case grow != GrowAuto:
+		return false, ""
+	case perRank < workers:
+		return true, "fewer trees than workers"
+	case memFree > 0 && uint64(workers)*copyBytes > memFree/4:
+		return true, "a projected copy per worker would take over a quarter of the free memory"
+	}
+	return false, ""
+}
+
+// treeRowsBytes is the memory of a tree's projected rows of ds (see
+// treeRows), its buckets shared with the data where a projection is the
+// identity.
+func treeRowsBytes(ds *data.Dataset, p Params) uint64 {
+	nnz := func(m *data.CSR, dim int) uint64 {
+		per := uint64(8) // bucket and value
+		if dim >= m.Cols {
+			per = 4 // value: the buckets are the columns
+		}
+		return per * uint64(m.NNZ())
+	}
+	return nnz(&ds.X, p.DimX) + nnz(&ds.Y, p.DimY) + 8*uint64(ds.N())
+}

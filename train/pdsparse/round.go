@@ -1,0 +1,163 @@
+package pdsparse
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+
+	"xmc/numa"
+	"xmc/train"
+)
+
+// Kinds of the entries a rank reports for a row of the batch.
+const (
+	kindScore     = iota // the score of an active class
+	kindViolator         // a class outside the active set, of positive score
+	kindUntouched        // a class outside the active set, of score 0
+)
+
+// Round runs one batch: every rank scores the batch's rows against its
+// classes and reports the scores of their active classes and its best
+// candidates; every rank receives every report, solves each row's
+// subproblem the same way, in row order, and applies the steps of its own
+// classes.
+func (t *roundTrainer) Round(_ context.Context, r int) (bool, error) {
+	if !t.post && t.epochs >= t.p.Epochs {
+		t.startPost(false)
+	}
+	rows := t.order.Rows(r)
+	if err := t.search(rows); err != nil {
+		return false, err
+	}
+	all, err := t.exchange()
+	if err != nil {
+		return false, err
+	}
+	t.rounds++
+	t.reportBytes += int64(len(all))
+	if t.entries, err = train.DecodeEntries(all, t.entries); err != nil {
+		return false, fmt.Errorf("pdsparse: %w", err)
+	}
+	if err := t.steps(rows); err != nil {
+		return false, err
+	}
+	if !t.order.LastOfEpoch(r) {
+		return false, nil
+	}
+	t.epochs++
+	if t.held.Rows == 0 {
+		return false, nil
+	}
+	acc, err := t.heldoutAccuracy()
+	if err != nil {
+		return false, err
+	}
+	if acc > t.bestAcc {
+		t.bestAcc, t.sinceBest = acc, 0
+		t.keepBest()
+	} else {
+		t.sinceBest++
+	}
+	if t.log != nil {
+		t.log.Info("pdsparse epoch", "epoch", t.epochs, "heldout_accuracy", fmt.Sprintf("%.2f", acc),
+			"best", fmt.Sprintf("%.2f", t.bestAcc), "epochs_without_gain", t.sinceBest)
+	}
+	return t.sinceBest >= t.p.Patience, nil
+}
+
+// heldoutAccuracy returns the percentage of held-out rows whose top class
+// is one of their labels: every rank reports its best class and score per
+// row, and every rank takes the best of all, ties to the lower class.
+func (t *roundTrainer) heldoutAccuracy() (float64, error) {
+	n := t.held.Rows
+	t.msg = slices.Grow(t.msg[:0], 12*n)[:12*n]
+	err := t.pool.For(n, 64, func(w numa.Worker, lo, hi int) {
+		s := t.searchers.Get(w)
+		for i := lo; i < hi; i++ {
+			t.heldoutBest(s, i)
+		}
+	})
+	if err != nil {
+		return 0, err
+	}
+	all, err := t.exchange()
+	if err != nil {
+		return 0, err
+	}
+	if len(all) != 12*n*t.comm.Size() {
+		return 0, fmt.Errorf("pdsparse: held-out reports of %d bytes for %d rows and %d ranks", len(all), n, t.comm.Size())
+	}
+	hits := 0
+	for i := range n {
+		best, score := int32(-1), math.Inf(-1)
+		for r := range t.comm.Size() {
+			b := all[12*(r*n+i):]
+			l, sc := int32(binary.LittleEndian.Uint32(b)), math.Float64frombits(binary.LittleEndian.Uint64(b[4:]))
+			if l >= 0 && (sc > score || (sc == score && l < best)) {
+				best, score = l, sc
+			}
+		}
+		labels, _ := t.heldY.Row(i)
+		if _, ok := slices.BinarySearch(labels, best); ok {
+			hits++
+		}
+	}
+	return 100 * float64(hits) / float64(max(n, 1)), nil
+}
+
+// heldoutBest writes into t.msg, at row i's place, this rank's best class
+// for held-out row i and its score (class −1 if the rank owns none).
+func (t *roundTrainer) heldoutBest(s *searcher, i int) {
+	idx, val := t.held.Row(i)
+	t.scoreRow(s, idx, val)
+	best, score := int32(-1), math.Inf(-1)
+	for _, c := range s.touched {
+		if l := t.global[c]; s.score[c] > score || (s.score[c] == score && l < best) {
+			best, score = l, s.score[c]
+		}
+	}
+	// Untouched classes score 0: the best of them is the lowest one
+	// this rank owns.
+	if score <= 0 {
+		for _, l := range t.ownSorted {
+			if s.seen[t.local[l]] == 0 {
+				if score < 0 || l < best {
+					best, score = l, 0
+				}
+				break
+			}
+		}
+	}
+	for _, c := range s.touched {
+		s.score[c], s.seen[c] = 0, 0
+	}
+	binary.LittleEndian.PutUint32(t.msg[12*i:], uint32(best))
+	binary.LittleEndian.PutUint64(t.msg[12*i+4:], math.Float64bits(score))
+}
+
+// bestRecord flags, in the feature of a unit state's record, a weight of
+// the best epoch's model rather than a dual sum.
+const bestRecord = 1 << 31
+
+// keepBest copies the current weights as the best epoch's.
+func (t *roundTrainer) keepBest() {
+	if t.bestWt == nil {
+		t.bestWt = make([][]float64, t.x.Cols)
+	}
+	for j := range t.places {
+		t.bestWt[j] = t.bestWt[j][:0]
+		for e := range t.places[j] {
+			t.bestWt[j] = append(t.bestWt[j], t.weight(&t.places[j][e]))
+		}
+	}
+}
+
+// bestWeight returns the best epoch's weight at place e of feature j.
+func (t *roundTrainer) bestWeight(j, e int) float64 {
+	if t.bestWt == nil || e >= len(t.bestWt[j]) {
+		return 0
+	}
+	return t.bestWt[j][e]
+}

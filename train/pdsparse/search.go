@@ -1,0 +1,201 @@
+package pdsparse
+
+import (
+	"math"
+	"math/bits"
+
+	"xmc/numa"
+	"xmc/train"
+)
+
+// candidate is a class (local id) a search may report, and its score.
+type candidate struct {
+	class int32
+	score float64
+}
+
+// searcher is a worker's scratch for the search of a batch's rows.
+type searcher struct {
+	score   []float64 // per local class
+	seen    []uint8   // per local class: 1 if touched
+	touched []int32
+	marks   []uint64 // per 64 local classes, the touched ones (dense weights)
+	best    []candidate
+	train.RowReports
+}
+
+// newSearcher returns a search's scratch for k local classes.
+func newSearcher(k int) *searcher {
+	// touched holds every class once, and one more slot: the search
+	// writes a class there before it knows whether to keep it.
+	return &searcher{score: make([]float64, k), seen: make([]uint8, k), touched: make([]int32, k+1),
+		marks: make([]uint64, (k+63)/64)}
+}
+
+// report appends to s.msg this rank's entries for row i, the q-th of the
+// batch. It only reads the trainer, so that workers search rows at once.
+func (t *roundTrainer) report(s *searcher, q int32, i int32) {
+	if labels, _ := t.y.Row(int(i)); t.sq[i] == 0 || len(labels) == 0 {
+		return // step skips the row: nothing to report
+	}
+	idx, val := t.x.Row(int(i))
+	put := func(class int32, kind int32, score float64) {
+		s.Msg = train.AppendEntry(s.Msg, train.RoundEntry{Row: q, Class: class, Kind: kind, Score: score})
+	}
+	active := t.act[i]
+	if t.post {
+		// The active sets are frozen: no candidates, and only the scores
+		// of the active classes this rank owns, each summed from its own
+		// places, feature by feature as the lists would add them (the
+		// same sums), not from every weight of the row's features.
+		for _, a := range active {
+			c := t.local[a.class]
+			if c < 0 {
+				continue
+			}
+			sc := 0.0
+			for e, j := range idx {
+				if p := t.placeOf(j, c); p >= 0 {
+					if w := t.weight(&t.places[j][p]); w != 0 {
+						sc += float64(w * float64(val[e]))
+					}
+				}
+			}
+			put(a.class, kindScore, sc)
+		}
+		return
+	}
+	t.scoreRow(s, idx, val)
+	// The scores of the active classes this rank owns; mark them so that
+	// they are not candidates.
+	for _, a := range active {
+		if c := t.local[a.class]; c >= 0 {
+			put(a.class, kindScore, s.score[c])
+			s.score[c] = math.Inf(-1)
+		}
+	}
+	// The first MaxSelect untouched classes of the fill order.
+	found := 0
+	for _, l := range t.ownFill {
+		if found == t.p.MaxSelect {
+			break
+		}
+		if c := t.local[l]; s.seen[c] == 0 && !isActive(active, l) {
+			put(l, kindUntouched, 0)
+			found++
+		}
+	}
+	// The best MaxSelect violators of positive score, ties to the lower
+	// class, kept sorted by insertion (MaxSelect is small), in the pass
+	// that clears the scores.
+	better := func(a, b candidate) bool {
+		return a.score > b.score || (a.score == b.score && t.global[a.class] < t.global[b.class])
+	}
+	best := s.best[:0]
+	// floor is 0 until best is full, then the score of its worst: most
+	// classes fall below it, which one comparison tells.
+	floor := 0.0
+	for _, c := range s.touched {
+		sc := s.score[c]
+		s.score[c], s.seen[c] = 0, 0
+		if sc < floor || (sc == floor && (len(best) < t.p.MaxSelect || !better(candidate{c, sc}, best[len(best)-1]))) {
+			continue
+		}
+		if len(best) < t.p.MaxSelect {
+			best = append(best, candidate{c, sc})
+		} else {
+			best[len(best)-1] = candidate{c, sc}
+		}
+		for k := len(best) - 1; k > 0 && better(best[k], best[k-1]); k-- {
+			best[k], best[k-1] = best[k-1], best[k]
+		}
+		if len(best) == t.p.MaxSelect {
+			floor = best[len(best)-1].score
+		}
+	}
+	s.best = best
+	for _, b := range best {
+		put(t.global[b.class], kindViolator, b.score)
+	}
+	for _, a := range active {
+		if c := t.local[a.class]; c >= 0 {
+			s.score[c] = 0
+		}
+	}
+}
+
+// scoreRow adds to s.score the row's score for every class with a
+// non-zero weight on one of its features (idx, val), marks them in s.seen
+// and lists them in s.touched, in order of first appearance. It reads the
+// weight lists only; the caller clears the scores and marks.
+func (t *roundTrainer) scoreRow(s *searcher, idx []int32, val []float32) {
+	// Without a branch on whether a class was seen before (the search's
+	// costliest misprediction): every class is written at the end of
+	// touched, which only grows if the class is new.
+	touched, seen, score := s.touched[:cap(s.touched)], s.seen, s.score
+	nt := 0
+	if d := t.dense; d != nil {
+		// The same sums: each class's weights added feature by feature
+		// in the row's order. Touched classes are listed in class order,
+		// which nothing reads into (the report and the held-out best
+		// rank classes by score, then class).
+		for e, j := range idx {
+			d.addRow(j, float64(val[e]), score, s.marks)
+		}
+		for k, m := range s.marks {
+			for m != 0 {
+				c := int32(k<<6 | bits.TrailingZeros64(m))
+				touched[nt], seen[c] = c, 1
+				nt++
+				m &= m - 1
+			}
+			s.marks[k] = 0
+		}
+		s.touched = touched[:nt]
+		return
+	}
+	for e, j := range idx {
+		nt = scoreList(t.nz[j], float64(val[e]), score, seen, touched, nt)
+	}
+	s.touched = touched[:nt]
+}
+
+// scoreList is scoreRow's loop over one feature's weights, of value xv in
+// the row, with nt classes touched so far; it returns the new count. It is
+// a function of its own, not inlined: inside scoreRow's loop over features
+// the compiler kept this loop's counter and bounds on the stack.
+//
+//go:noinline
+func scoreList(list []listedWeight, xv float64, score []float64, seen []uint8, touched []int32, nt int) int {
+	for _, n := range list {
+		c := n.class
+		touched[nt] = c
+		nt += int(1 - seen[c])
+		seen[c] = 1
+		score[c] += float64(n.w * xv)
+	}
+	return nt
+}
+
+func isActive(active []dualVar, l int32) bool {
+	for _, a := range active {
+		if a.class == l {
+			return true
+		}
+	}
+	return false
+}
+
+// search fills t.msg with this rank's entries for the rows, in row order:
+// the rank's workers search pieces of the batch at once, each with its own
+// scratch.
+func (t *roundTrainer) search(rows []int32) error {
+	var err error
+	t.msg, err = t.batch.Run(t.pool, len(rows), 8,
+		func(w numa.Worker) *train.RowReports { return &t.searchers.Get(w).RowReports },
+		func(w numa.Worker, q int, _ *train.RowReports) { t.report(t.searchers.Get(w), int32(q), rows[q]) }, t.msg)
+	return err
+}
+
+// exchange gives every rank the reports of all ranks, in rank order.
+func (t *roundTrainer) exchange() ([]byte, error) { return t.gather.Exchange(t.comm, t.msg) }

@@ -1,0 +1,240 @@
+package pdsparse
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"xmc/data"
+	"xmc/numa"
+	"xmc/train"
+	"xmc/train/internal/prox"
+)
+
+// steps solves the subproblems of the round's rows, whose entries are in
+// t.entries, and applies their steps to this rank's weights.
+//
+// The subproblems are small and solved one after another; the steps, each
+// an addition to a weight per feature of the row, are most of a round's
+// work on data with many labels per row (Bibtex), and the rank's workers
+// apply them by feature shard, held in a numa.Team: each worker adds to
+// its features' weights the steps of every row in row order, so the
+// additions to each weight come in the order of one worker taking the rows
+// one by one and the weights do not depend on the number of workers. A
+// round of fewer additions than parallelStepAdds is applied on the calling
+// goroutine: handing it to the workers costs more (wordnet-mc, one label a
+// row, 1 rank × 2 threads: 3.50-3.58 s for 3 epochs handed out every round,
+// 2.82-3.21 s before).
+func (t *roundTrainer) steps(rows []int32) error {
+	workers := t.pool.Workers()
+	t.rowSteps = t.rowSteps[:0]
+	st := t.steppers.Get(workers[0])
+	if st.round != t.rounds {
+		st.moves, st.round = st.moves[:0], t.rounds
+	}
+	adds := 0
+	for lo := 0; lo < len(t.entries); {
+		hi := lo
+		for hi < len(t.entries) && t.entries[hi].Row == t.entries[lo].Row {
+			hi++
+		}
+		q := int(t.entries[lo].Row)
+		rs := rowStep{q: q, lo: lo, hi: hi, st: st, mlo: len(st.moves)}
+		if err := t.solve(st, rows[q], t.entries[lo:hi]); err != nil {
+			return err
+		}
+		rs.mhi = len(st.moves)
+		adds += (rs.mhi - rs.mlo) * int(t.x.Indptr[rows[q]+1]-t.x.Indptr[rows[q]])
+		t.rowSteps = append(t.rowSteps, rs)
+		lo = hi
+	}
+	if len(workers) == 1 || adds < t.parallelAdds {
+		t.apply(workers[0], rows, 0, len(t.shards)-1)
+		return nil
+	}
+	return t.pool.Together(func(team *numa.Team) error {
+		return team.For(len(t.shards)-1, 1, func(w numa.Worker, s, _ int) { t.apply(w, rows, s, s+1) })
+	})
+}
+
+// parallelStepAdds is the fewest additions to weights of a round that the
+// rank's workers apply together (see steps): Bibtex's rounds make about
+// 50,000 (64 rows, a dozen moving classes, 68 features), wordnet-mc's a few
+// thousand.
+const parallelStepAdds = 20000
+
+// apply applies the round's steps to the weights of the features of shards
+// lo to hi, row after row, with the scratch of worker w (the calling
+// goroutine's, or w's own).
+func (t *roundTrainer) apply(w numa.Worker, rows []int32, lo, hi int) {
+	st := t.steppers.Get(w)
+	flo, fhi := t.shards[lo], t.shards[hi]
+	for _, rs := range t.rowSteps {
+		if rs.mlo == rs.mhi {
+			continue
+		}
+		idx, val := t.x.Row(int(rows[rs.q]))
+		a, _ := slices.BinarySearch(idx, flo)
+		b, _ := slices.BinarySearch(idx, fhi)
+		idx, val = idx[a:b], val[a:b]
+		if t.dense != nil && !t.post {
+			t.applyDense(idx, val, rs.st.moves[rs.mlo:rs.mhi])
+			continue
+		}
+		for _, m := range rs.st.moves[rs.mlo:rs.mhi] {
+			// All the lookups first, then the updates: apart from the
+			// updates the lookups' memory reads overlap (wordnet-mc
+			// trained in 12.5 s rather than 13.5).
+			at := st.at[:0]
+			for _, j := range idx {
+				at = append(at, t.placeOf(j, m.c))
+			}
+			for e, j := range idx {
+				t.addAt(j, m.c, at[e], float64(m.d*float64(val[e])))
+			}
+			st.at = at
+		}
+	}
+}
+
+// applyDense is apply's loop over a row's features (idx, val) and the
+// moves of its step, for dense weights outside the post-solve: addAt's
+// work without its lookups and checks, a feature's weights at a time. Each
+// weight receives one addition a row, so the order of the loops does not
+// change the sums.
+func (t *roundTrainer) applyDense(idx []int32, val []float32, moves []dualMove) {
+	d, lambda := t.dense, t.p.Lambda
+	for e, j := range idx {
+		xv := float64(val[e])
+		places, row := t.places[j], d.row(j)
+		for _, m := range moves {
+			p := &places[m.c]
+			p.v += float64(m.d * xv)
+			d.setIn(row, j, m.c, prox.SoftThreshold(p.v, lambda))
+		}
+	}
+}
+
+// featureShards splits the columns of x into n ranges of about equal
+// non-zeros, as n+1 bounds.
+func featureShards(x *data.CSR, n int) []int32 {
+	count := make([]int64, x.Cols)
+	for _, j := range x.Indices {
+		count[j]++
+	}
+	bounds := []int32{0}
+	total, sum := int64(len(x.Indices)), int64(0)
+	for j, c := range count {
+		sum += c
+		if len(bounds) < n && sum*int64(n) >= total*int64(len(bounds)) {
+			bounds = append(bounds, int32(j+1))
+		}
+	}
+	for len(bounds) <= n {
+		bounds = append(bounds, int32(x.Cols))
+	}
+	return bounds
+}
+
+// newActive returns the classes that join a row's active set, from the
+// entries every rank reported for it: the best violators of all ranks,
+// then untouched classes in fill order, MaxSelect in all. The slice is
+// st.add, valid until the next call.
+func (t *roundTrainer) newActive(st *stepper, entries []train.RoundEntry) []train.RoundEntry {
+	add := st.add[:0]
+	for _, e := range entries {
+		if e.Kind == kindViolator {
+			add = append(add, e)
+		}
+	}
+	slices.SortFunc(add, func(a, b train.RoundEntry) int {
+		if c := cmp.Compare(b.Score, a.Score); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Class, b.Class)
+	})
+	add = add[:min(len(add), t.p.MaxSelect)]
+	if len(add) < t.p.MaxSelect {
+		fill := st.fill[:0]
+		for _, e := range entries {
+			if e.Kind == kindUntouched {
+				fill = append(fill, e)
+			}
+		}
+		slices.SortFunc(fill, func(a, b train.RoundEntry) int { return cmp.Compare(t.fillPos[a.Class], t.fillPos[b.Class]) })
+		add = append(add, fill[:min(len(fill), t.p.MaxSelect-len(add))]...)
+		st.fill = fill
+	}
+	st.add = add
+	return add
+}
+
+// solve solves row i's subproblem, with st's scratch, from the entries
+// every rank reported for it: it updates the row's active set and appends
+// to st.moves the moves of this rank's classes.
+func (t *roundTrainer) solve(st *stepper, i int32, entries []train.RoundEntry) error {
+	A := t.sq[i]
+	labels, _ := t.y.Row(int(i))
+	if A == 0 || len(labels) == 0 {
+		return nil // no loss to lower: a row without features or labels
+	}
+	active := t.act[i]
+	score := func(l int32) (float64, bool) {
+		for _, e := range entries {
+			if e.Class == l && e.Kind == kindScore {
+				return e.Score, true
+			}
+		}
+		return 0, false
+	}
+	add := t.newActive(st, entries)
+	scores := st.scores[:0]
+	for _, a := range active {
+		s, ok := score(a.class)
+		if !ok {
+			return fmt.Errorf("pdsparse: no rank reported the score of class %d for row %d", a.class, i)
+		}
+		scores = append(scores, s)
+	}
+	for _, e := range add {
+		active = append(active, dualVar{class: e.Class})
+		scores = append(scores, e.Score)
+	}
+	if len(active) == len(labels) {
+		return nil // no negative to separate from
+	}
+	// b for the negatives, c for the positives (see biSimplex): a step of
+	// size 1/A from the current α along the dual gradient.
+	st.scores = scores
+	b, c := st.b[:0], st.c[:0]
+	for k, a := range active {
+		if k < len(labels) { // the labels come first in every active set
+			c = append(c, (A*a.alpha-scores[k])/A)
+		} else {
+			b = append(b, (1+scores[k]-A*a.alpha)/A)
+		}
+	}
+	st.b, st.c = b, c
+	st.x, st.y = slices.Grow(st.x[:0], len(b))[:len(b)], slices.Grow(st.y[:0], len(c))[:len(c)]
+	x, y := st.x, st.y
+	biSimplex(b, c, t.p.Cost, x, y, &st.simplex)
+	kept := active[:0]
+	for k, a := range active {
+		na := 0.0
+		if k < len(labels) {
+			na = y[k]
+		} else {
+			na = -x[k-len(labels)]
+		}
+		if d := na - a.alpha; d != 0 {
+			if lc := t.local[a.class]; lc >= 0 {
+				st.moves = append(st.moves, dualMove{c: lc, d: d})
+			}
+		}
+		if k < len(labels) || na != 0 {
+			kept = append(kept, dualVar{class: a.class, alpha: na})
+		}
+	}
+	t.act[i] = kept
+	return nil
+}

@@ -1,0 +1,417 @@
+package pdsparse
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"xmc/data"
+	"xmc/mpi"
+	"xmc/numa"
+	"xmc/train"
+	"xmc/train/internal/prox"
+)
+
+// dualVar is a class of a row's active set and its dual variable:
+// α ≥ 0 for the row's labels, α ≤ 0 for the others.
+type dualVar struct {
+	class int32
+	alpha float64
+}
+
+// weightPlace is the weight of a class (local id) on a feature: its dual sum
+// v, whose weight is prox_λ(v) (roundTrainer.weight), and, where the weights
+// are kept in lists rather than dense, its index in the feature's list of
+// non-zero weights (-1: not listed). The lists do not keep the weight in
+// the place: a place of 16 bytes rather than 24 let more of a step's
+// places stay in cache.
+type weightPlace struct {
+	v      float64
+	class  int32
+	listed int32
+}
+
+// listedWeight is a non-zero weight of a feature as the search reads it: the
+// class (local id), its place in the feature's lists and the weight.
+type listedWeight struct {
+	class, place int32
+	w            float64
+}
+
+// roundTrainer is the runner.RoundTrainer of Params.
+type roundTrainer struct {
+	p      Params
+	comm   mpi.Comm
+	x, y   data.CSR  // the preprocessed rows and their labels
+	sq     []float64 // ‖x_i‖²
+	blocks [][]int32
+	order  *train.EpochBatches // the rows of every round
+	// fill is the classes with a positive in a seeded random order: a
+	// row whose search finds fewer violators than MaxSelect tries the
+	// first classes of it that score 0, as the reference program does.
+	fill    []int32
+	fillPos []int32 // per class, its place in fill (-1: none)
+
+	// The owned classes' weights, by feature: places[j] holds feature j's
+	// (class, dual sum, weight) places and at gives the place of class c
+	// in it. nz[j] lists the non-zero weights, in no order, with their
+	// class and place, side by side for the search, which reads nothing
+	// else.
+	owned  []int
+	local  []int32 // per class: its local id on this rank, or -1
+	global []int32 // per local id: its class
+	places [][]weightPlace
+	nz     [][]listedWeight
+	at     placeTable
+	// dense, when the rank's features × classes are at most
+	// denseWeightLimit (denseWeightLimit but in tests), holds the weights
+	// in place of nz and at: every pair has a place, at its class.
+	dense            *denseWeights
+	denseWeightLimit int
+	// denseLimit is the most pairs of a dense place table (see
+	// newPlaceTable).
+	denseLimit int
+	// post is whether the post-solve runs (after Epochs epochs); off marks,
+	// per feature, the places outside the support of W when it began.
+	post bool
+	off  [][]bool
+	// ownFill is the owned classes in the order of fill, ownSorted in
+	// increasing order.
+	ownFill, ownSorted []int32
+
+	// The shared state, the same on every rank.
+	act    [][]dualVar // per row
+	epochs int
+	// bestAcc is the best held-out accuracy so far (−1 before the first),
+	// sinceBest the epochs since it improved.
+	bestAcc   float64
+	sinceBest int
+	// bestWt is, with --heldout, the weights of the epoch of best
+	// held-out accuracy, by feature and place as places (shorter lists:
+	// zeros after); the model is made of them.
+	bestWt [][]float64
+	// rounds and reportBytes count this run's rounds and the bytes of the
+	// reports every rank received, for the log.
+	rounds      int
+	reportBytes int64
+
+	// The held-out rows (none without --heldout), preprocessed, and their
+	// labels.
+	held, heldY data.CSR
+	log         *slog.Logger
+
+	// Scratch.
+	pool      *numa.Pool
+	searchers *numa.PerWorker[*searcher]
+	batch     train.BatchReports
+	msg       []byte
+	gather    train.AllGather
+	entries   []train.RoundEntry
+	steppers  *numa.PerWorker[*stepper]
+	rowSteps  []rowStep
+	// shards splits the features into one range per worker, of about
+	// equal non-zeros: a worker applies the round's steps to the weights
+	// of its range of features (shards[s] to shards[s+1]), in a round of
+	// at least parallelAdds additions (parallelStepAdds but in tests).
+	shards       []int32
+	parallelAdds int
+}
+
+// stepper is a worker's memory for the steps of a round's rows: its
+// scratch for their subproblems, and the moves they found.
+type stepper struct {
+	add, fill          []train.RoundEntry
+	scores, b, c, x, y []float64
+	at                 []int32
+	simplex            simplexScratch
+	moves              []dualMove
+	round              int // the round moves belongs to
+}
+
+// dualMove is a step of a row's dual variable for an owned class: d added to
+// α for local class c.
+type dualMove struct {
+	c int32
+	d float64
+}
+
+// rowStep is a row of the round (the q-th of its batch): its entries,
+// t.entries[lo:hi], and the moves its step found, moves[mlo:mhi] of
+// stepper st, or the error it met.
+type rowStep struct {
+	q, lo, hi int
+	st        *stepper
+	mlo, mhi  int
+	err       error
+}
+
+// classesPerUnit is the default classes of a unit for l classes: enough
+// units (64) that a small class set spreads over the ranks (Bibtex's 159
+// classes made one unit of 256, and one of 2 ranks did all the work: 5.5 s
+// against 3.8 s with units of 32), and at most 256 classes a unit, the
+// earlier default (on wordnet-mc, units of 32 peaked at 408 MiB against
+// 379 with units of 256, in one interleaved pair of runs).
+func classesPerUnit(l int) int { return min(256, max(1, (l+63)/64)) }
+
+func newRoundTrainer(p Params, ds *data.Dataset, comm mpi.Comm, pool *numa.Pool) (*roundTrainer, error) {
+	if ds.N() == 0 {
+		return nil, errors.New("pdsparse: no training rows")
+	}
+	t := &roundTrainer{p: p, comm: comm, pool: pool, x: p.Apply(&ds.X), y: ds.Y.Clone(), denseLimit: placeDenseLimit,
+		denseWeightLimit: denseWeightLimit, parallelAdds: parallelStepAdds}
+	t.sq = make([]float64, t.x.Rows)
+	for i := range t.x.Rows {
+		_, val := t.x.Row(i)
+		for _, v := range val {
+			t.sq[i] += float64(v) * float64(v)
+		}
+	}
+	counts := data.LabelCounts(&t.y)
+	if t.p.MaxSelect == 0 {
+		t.p.MaxSelect = max(1, int(math.Round(float64(t.y.NNZ())/float64(t.y.Rows))))
+	}
+	if t.p.ClassesPerUnit == 0 {
+		t.p.ClassesPerUnit = classesPerUnit(len(counts))
+	}
+	t.blocks = train.LabelBlocks(counts, t.p.ClassesPerUnit)
+	t.order = train.NewEpochBatches(t.x.Rows, p.BatchSize, p.Seed)
+	for l, c := range counts {
+		if c > 0 {
+			t.fill = append(t.fill, int32(l))
+		}
+	}
+	rng := rand.New(rand.NewPCG(data.SplitMix64(p.Seed^0x5bd1e995), 7))
+	rng.Shuffle(len(t.fill), func(i, j int) { t.fill[i], t.fill[j] = t.fill[j], t.fill[i] })
+	t.fillPos = make([]int32, t.y.Cols)
+	for l := range t.fillPos {
+		t.fillPos[l] = -1
+	}
+	for q, l := range t.fill {
+		t.fillPos[l] = int32(q)
+	}
+	return t, nil
+}
+
+// Start sets up the owned classes and the active sets, fresh or from their
+// saved state.
+func (t *roundTrainer) Start(units []int, _ int, state [][]byte, shared []byte) error {
+	t.own(units)
+	t.newWeights()
+	k := len(t.global)
+	t.searchers = numa.NewPerWorker(t.pool, func(numa.Worker) *searcher { return newSearcher(k) })
+	t.steppers = numa.NewPerWorker(t.pool, func(numa.Worker) *stepper { return &stepper{round: -1} })
+	t.shards = featureShards(&t.x, len(t.pool.Workers()))
+	t.act = make([][]dualVar, t.x.Rows)
+	t.epochs, t.bestAcc, t.sinceBest, t.bestWt, t.post, t.off = 0, -1, 0, nil, false, nil
+	for i := range t.act {
+		labels, _ := t.y.Row(i)
+		for _, l := range labels {
+			t.act[i] = append(t.act[i], dualVar{class: l})
+		}
+	}
+	if state != nil {
+		for q, u := range units {
+			if err := t.loadUnit(u, state[q]); err != nil {
+				return err
+			}
+		}
+	}
+	if shared != nil {
+		if err := t.loadShared(shared); err != nil {
+			return err
+		}
+		if t.epochs >= t.p.Epochs {
+			t.startPost(true)
+		}
+	}
+	return nil
+}
+
+// own numbers the classes of units, the rank's, with local ids in order,
+// and lists them in increasing order and in the order of fill.
+func (t *roundTrainer) own(units []int) {
+	t.owned = units
+	t.local = make([]int32, t.y.Cols)
+	for l := range t.local {
+		t.local[l] = -1
+	}
+	var classes []int32
+	for _, u := range units {
+		for _, l := range t.blocks[u] {
+			t.local[l] = int32(len(classes))
+			classes = append(classes, l)
+		}
+	}
+	t.global = classes
+	t.ownSorted = slices.Sorted(slices.Values(classes))
+	t.ownFill = t.ownFill[:0]
+	for _, l := range t.fill {
+		if t.local[l] >= 0 {
+			t.ownFill = append(t.ownFill, l)
+		}
+	}
+}
+
+// newWeights makes the owned classes' weights, all zero: dense when the
+// rank's features × classes are at most denseWeightLimit, every pair with
+// its place at its class, else in lists with a table of places.
+func (t *roundTrainer) newWeights() {
+	k := len(t.global)
+	t.places = make([][]weightPlace, t.x.Cols)
+	t.nz, t.at, t.dense = nil, placeTable{}, nil
+	if t.x.Cols*k > t.denseWeightLimit {
+		t.nz = make([][]listedWeight, t.x.Cols)
+		t.at = newPlaceTable(t.x.Cols, k, t.denseLimit)
+		return
+	}
+	t.dense = newDenseWeights(t.x.Cols, k)
+	all := make([]weightPlace, t.x.Cols*k)
+	for j := range t.places {
+		t.places[j] = all[j*k : (j+1)*k : (j+1)*k]
+		for c := range t.places[j] {
+			t.places[j][c] = weightPlace{class: int32(c), listed: -1}
+		}
+	}
+}
+
+// loadUnit loads the saved state b of unit u: its (feature, class, v)
+// records of dual sums, and of the best epoch's weights.
+func (t *roundTrainer) loadUnit(u int, b []byte) error {
+	if len(b)%16 != 0 {
+		return fmt.Errorf("unit %d: state of %d bytes, not whole (feature, class, v) records", u, len(b))
+	}
+	for ; len(b) > 0; b = b[16:] {
+		fj, l := binary.LittleEndian.Uint32(b), int32(binary.LittleEndian.Uint32(b[4:]))
+		j := int32(fj &^ bestRecord)
+		v := math.Float64frombits(binary.LittleEndian.Uint64(b[8:]))
+		if j < 0 || int(j) >= t.x.Cols || l < 0 || int(l) >= t.y.Cols || t.local[l] < 0 {
+			return fmt.Errorf("unit %d: state names feature %d and class %d", u, j, l)
+		}
+		if fj&bestRecord == 0 {
+			t.add(j, t.local[l], v)
+			continue
+		}
+		// A weight of the best epoch's model: its place exists, as the
+		// record of its dual sum comes first.
+		e := t.placeOf(j, t.local[l])
+		if e < 0 {
+			return fmt.Errorf("unit %d: best weight of feature %d and class %d without its dual sum", u, j, l)
+		}
+		if t.bestWt == nil {
+			t.bestWt = make([][]float64, t.x.Cols)
+		}
+		if len(t.bestWt[j]) <= int(e) {
+			t.bestWt[j] = append(t.bestWt[j], make([]float64, int(e)+1-len(t.bestWt[j]))...)
+		}
+		t.bestWt[j][e] = v
+	}
+	return nil
+}
+
+// add adds v to the dual sum of local class c on feature j.
+func (t *roundTrainer) add(j, c int32, v float64) {
+	t.addAt(j, c, t.placeOf(j, c), v)
+}
+
+// placeOf returns the place of local class c in feature j's places: c
+// itself with dense weights, else the table's entry, or -1 if it has none.
+func (t *roundTrainer) placeOf(j, c int32) int32 {
+	if t.dense != nil {
+		return c
+	}
+	if e, ok := t.at.get(j, c); ok {
+		return e
+	}
+	return -1
+}
+
+// addAt is add with the place e of the pair (-1: none yet) looked up.
+func (t *roundTrainer) addAt(j, c, e int32, v float64) {
+	if t.post && (e < 0 || t.off[j][e]) {
+		return // outside the support the post-solve keeps
+	}
+	if e < 0 {
+		e = int32(len(t.places[j]))
+		t.at.put(j, c, e)
+		t.places[j] = append(t.places[j], weightPlace{class: c, listed: -1})
+	}
+	p := &t.places[j][e]
+	p.v += v
+	w := t.weight(p)
+	if t.dense != nil {
+		t.dense.set(j, c, w)
+		return
+	}
+	switch k := p.listed; {
+	case w != 0 && k >= 0:
+		t.nz[j][k].w = w
+	case w != 0:
+		p.listed = int32(len(t.nz[j]))
+		t.nz[j] = append(t.nz[j], listedWeight{class: c, place: e, w: w})
+	case k >= 0:
+		// Zero: out of the list, whose last entry takes its slot.
+		list := t.nz[j]
+		last := list[len(list)-1]
+		list[k] = last
+		t.places[j][last.place].listed = k
+		t.nz[j] = list[:len(list)-1]
+		p.listed = -1
+	}
+}
+
+// weight returns the weight of place p: prox_λ(v), or v in the post-solve,
+// which drops λ.
+func (t *roundTrainer) weight(p *weightPlace) float64 {
+	if t.post {
+		return p.v
+	}
+	return prox.SoftThreshold(p.v, t.p.Lambda)
+}
+
+// relist remakes feature j's list of non-zero weights.
+func (t *roundTrainer) relist(j int32) {
+	if t.dense != nil {
+		for c := range t.places[j] {
+			t.dense.set(j, int32(c), t.weight(&t.places[j][c]))
+		}
+		return
+	}
+	kept := t.nz[j][:0]
+	for e := range t.places[j] {
+		p := &t.places[j][e]
+		p.listed = -1
+		if w := t.weight(p); w != 0 {
+			p.listed = int32(len(kept))
+			kept = append(kept, listedWeight{class: p.class, place: int32(e), w: w})
+		}
+	}
+	t.nz[j] = kept
+}
+
+// startPost begins the post-solve: places of zero weight leave the support
+// (their dual sums are dropped) and the others' weights become their dual
+// sums, as the reference program's PostSolve sets v = w ± λ. Resuming a
+// post-solve from a checkpoint, whose records are the support's dual sums,
+// the support is the places of non-zero dual sum (one that is exactly zero
+// leaves it: a difference of measure zero).
+func (t *roundTrainer) startPost(resumed bool) {
+	t.off = make([][]bool, len(t.places))
+	for j := range t.places {
+		t.off[j] = make([]bool, len(t.places[j]))
+		for e := range t.places[j] {
+			p := &t.places[j][e]
+			if (resumed && p.v == 0) || (!resumed && t.weight(p) == 0) {
+				t.off[j][e], p.v = true, 0
+			}
+		}
+	}
+	t.post = true
+	for j := range t.places {
+		// The weights changed under the lists: remake them.
+		t.relist(int32(j))
+	}
+}

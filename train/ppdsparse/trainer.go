@@ -1,0 +1,64 @@
+package ppdsparse
+
+import (
+	"flag"
+	"fmt"
+	"log/slog"
+
+	"xmc/data"
+	"xmc/model/linear"
+	"xmc/numa"
+	"xmc/train"
+	"xmc/train/onevsall"
+)
+
+// Trainer is the Trainer of --algo ppdsparse.
+type Trainer struct{ p Params }
+
+func New() train.Trainer { return &Trainer{p: DefaultParams()} }
+
+// Flags registers PPDSparse's hyper-parameters.
+func (a *Trainer) Flags(fs *flag.FlagSet) {
+	p := &a.p
+	p.Params.Flags(fs)
+	// Their defaults depend on the data (see ForData).
+	cost, normalize := fs.Lookup("cost"), fs.Lookup("normalize")
+	cost.DefValue = fmt.Sprintf("%v for binary features, 1 for real-valued ones", p.Cost)
+	normalize.DefValue = fmt.Sprintf("%v for binary features, true for real-valued ones", p.Normalize)
+	fs.StringVar(&p.Loss, "loss", p.Loss, "loss: sqhinge or hinge")
+	fs.Float64Var(&p.Lambda, "lambda", p.Lambda, "weight of the L1 regulariser")
+	fs.Float64Var(&p.Tol, "tol", p.Tol, "largest dual violation (projected gradient) left at the end")
+	fs.IntVar(&p.MaxIters, "max-iters", p.MaxIters, "active-set rounds per label at most")
+	fs.IntVar(&p.InnerPasses, "inner-passes", p.InnerPasses, "coordinate-descent passes per round at most")
+	fs.Float64Var(&p.Sparsify, "sparsify", p.Sparsify, "search violating rows with nnz(w)/r sampled weights (r = 1: exact search)")
+	fs.Float64Var(&p.SearchCutoff, "search-cutoff", p.SearchCutoff, "in sampled searches, skip index entries contributing less than this")
+}
+
+// Prepare checks the parameters and builds the replicas: a block of labels
+// per unit.
+func (a *Trainer) Prepare(env train.Env, ds *data.Dataset) (*train.Work, error) {
+	p := a.p.ForData(&ds.X, env.Set)
+	p.Seed = env.Seed
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	replicas, err := numa.NewReplicas(env.Pool, func(int) (*trainingData, error) { return newTrainingData(ds, p) })
+	if err != nil {
+		return nil, err
+	}
+	t := newBlockTrainer(p, replicas, env.Pool)
+	if err := train.LogUntrained(env.Log, replicas.Get(0).LabelCounts()); err != nil {
+		return nil, err
+	}
+	return &train.Work{Kind: linear.Kind{}, Params: p, Units: t.Units(), Unit: t.Work, Schedule: onevsall.Schedule,
+		Weight: func(u int) int { return len(t.Block(u)) }, Cost: t.Cost,
+		Done: func(log *slog.Logger) {
+			st := t.Stats()
+			mean := 0.0
+			if st.Labels > 0 {
+				mean = float64(st.ActiveRows) / float64(st.Labels)
+			}
+			log.Info("ppdsparse", "labels", st.Labels, "rounds", st.Rounds, "cd_passes", st.Passes, "dual_updates", st.Updates,
+				"index_entries_scanned", st.Scanned, "rows_rescored", st.Rescored, "mean_active_rows", fmt.Sprintf("%.0f", mean), "unconverged", st.Unconverged)
+		}}, nil
+}
