@@ -461,7 +461,7 @@ func TestInterruptAndResume(t *testing.T) {
 		{"units", []string{"--trees", "40"}},
 		{"units grown together", []string{"--trees", "40", "--grow", "together", "--threads", "2"}},
 		{"rounds", []string{"--algo", "lsq", "--epochs", "20", "--tol", "0"}},
-		{"rounds of pdsparse", []string{"--algo", "pdsparse", "--epochs", "1", "--post-epochs", "3", "--heldout", "0.1"}},
+		{"rounds of pdsparse", []string{"--algo", "pdsparse", "--epochs", "4", "--heldout", "0.1"}},
 		{"rounds of memoir", []string{"--algo", "memoir", "--epochs", "4", "--heldout", "0.1", "--regularizer", "l1", "--lambda", "1e-4"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -67,7 +67,7 @@ func TestAccuracyCommand(t *testing.T) {
 		"--out", out, "--", "--trees", "3")
 	first, _ := os.Stat(filepath.Join(out, "bibtex__dismec__s1.json"))
 	table := mustXMC(t, "bench", "accuracy", "--data-dir", data, "--algos", "forest", "--seeds", "1,2", "--ranks", "1",
-		"--label", "forest-d2", "--out", out, "--", "--seeding", "d2", "--trees", "3")
+		"--label", "forest-leaf5", "--out", out, "--", "--leaf-size", "5", "--trees", "3")
 	again, _ := os.Stat(filepath.Join(out, "bibtex__dismec__s1.json"))
 	if first == nil || again == nil || !first.ModTime().Equal(again.ModTime()) {
 		t.Error("the second study ran dismec again instead of reusing its summaries")
@@ -77,7 +77,7 @@ func TestAccuracyCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(a.Rows) != 3 {
-		t.Fatalf("%d rows, want forest, forest-d2 and dismec on bibtex:\n%s", len(a.Rows), table)
+		t.Fatalf("%d rows, want forest, forest-leaf5 and dismec on bibtex:\n%s", len(a.Rows), table)
 	}
 	for _, r := range a.Rows {
 		p1 := r.Metrics["P@1"]

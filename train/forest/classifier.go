@@ -88,14 +88,8 @@ func (b *treeBuilder) centroid(members []int32, c uint8, ents []entry) []entry {
 	acc, mark := s.accX[:dimX], s.markC[:dimX]
 	n := accumulate(&b.rows.px, members, b.rows.xInv, acc, mark, s.touched[:dimX+1])
 	touched := s.touched[:n]
-	scale := float32(1)
-	if b.p.CentroidNorm == CentroidNormBeforeCut {
-		normalize(acc, touched)
-	}
 	thresh, ties := b.threshold(acc, touched)
-	if b.p.CentroidNorm == CentroidNormAfterCut {
-		scale = keptScale(acc, touched, thresh, ties)
-	}
+	scale := keptScale(acc, touched, thresh, ties)
 	return keep(acc, mark, touched, thresh, ties, scale, c, ents)
 }
 

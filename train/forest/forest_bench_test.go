@@ -18,7 +18,6 @@ import (
 func BenchmarkForestTreeBibtex(b *testing.B) {
 	tr, _ := traintest.Bibtex(b)
 	p := DefaultParams()
-	p, _ = p.Resolve(tr.D(), tr.L())
 	pool := numatest.Pool(b, 1, 1)
 	rep, err := numa.NewReplicas(pool, func(int) (*trainingData, error) { return newTrainingData(tr, maphash.MakeSeed(), true), nil })
 	if err != nil {
@@ -42,7 +41,6 @@ func BenchmarkForestPredictBibtex(b *testing.B) {
 	tr, te := traintest.Bibtex(b)
 	p := DefaultParams()
 	p.Trees = 10
-	p, _ = p.Resolve(tr.D(), tr.L())
 	pool := numatest.Pool(b, 1, 1)
 	f := &forestmodel.Model{D: tr.D(), L: tr.L(), TotalTrees: p.Trees}
 	for _, blob := range trainTrees(b, tr, p, pool) {
@@ -78,7 +76,7 @@ func BenchmarkForestTreeTogether(b *testing.B) {
 	}{{"delicious", delicious}, {"wiki10-31k-shape", wiki10}} {
 		for _, workers := range []int{1, 2} {
 			b.Run(fmt.Sprintf("%s/workers=%d", set.name, workers), func(b *testing.B) {
-				p, _ := DefaultParams().Resolve(set.ds.D(), set.ds.L())
+				p := DefaultParams()
 				f := newForestTrainer(b, set.ds, p, numatest.Pool(b, workers, 1))
 				for i := 0; b.Loop(); i++ {
 					if _, err := f.TrainTreeTogether(i % 4); err != nil {

@@ -63,7 +63,7 @@ func TestForestBibtexAccuracy(t *testing.T) {
 	p := DefaultParams()
 	p.Trees = 10
 	p.Seed = 7
-	p, err := p.Resolve(tr.D(), tr.L())
+	err := p.Validate()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,6 @@ func TestForestDeterministic(t *testing.T) {
 	p := DefaultParams()
 	p.Trees = 4
 	p.Seed = 3
-	p, _ = p.Resolve(tr.D(), tr.L())
 	ref := trainTrees(t, tr, p, numatest.Pool(t, 1, 1))
 	for _, c := range []struct {
 		threads, domains int
@@ -136,7 +135,6 @@ func TestForestTogetherInPieces(t *testing.T) {
 	p := DefaultParams()
 	p.Trees = 2
 	p.Seed = 5
-	p, _ = p.Resolve(tr.D(), tr.L())
 	ref := trainTrees(t, tr, p, numatest.Pool(t, 1, 1))
 	for _, threads := range []int{2, 3} {
 		got := newForestTrainer(t, tr, p, numatest.Pool(t, threads, 1)).workTogether(t)
@@ -156,7 +154,7 @@ func TestForestRoutesAsPrediction(t *testing.T) {
 	p := DefaultParams()
 	p.Trees = 1
 	p.Seed = 11
-	p, err := p.Resolve(tr.D(), tr.L())
+	err := p.Validate()
 	if err != nil {
 		t.Fatal(err)
 	}

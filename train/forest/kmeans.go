@@ -71,13 +71,11 @@ func (m *centroids) clear() {
 	}
 }
 
-// seedCentroids chooses up to Branch first centroids by k-means++ with the distance
-// D = 1 - cosine, drawing by D or D², and returns how many it chose.
+// seedCentroids chooses up to Branch first centroids by k-means++ with the
+// distance D = 1 - cosine, drawing by D² as k-means++ and CRAFTML do, and
+// returns how many it chose.
 func (b *treeBuilder) seedCentroids(m *centroids) int {
-	weight := func(d float64) float64 { return d }
-	if b.p.Seeding == SeedingD2 {
-		weight = func(d float64) float64 { return d * d }
-	}
+	weight := func(d float64) float64 { return d * d }
 	n := len(m.sample)
 	dist := b.s.dist[:n]
 	// nearer lowers dist[i] to the distance of sample i to centroid c,
@@ -195,10 +193,11 @@ func normalizeColumns(C []float32, stride int, touched, counts []int32, ss []flo
 }
 
 // labelProjection returns the label projection of attempt attempt at
-// splitting node id: nil (the tree's) unless projections are per node,
-// then one drawn from the tree's seed, the node and the attempt alone.
+// splitting node id, as CRAFTML's default mode (SXDY) draws a new one at
+// every node: one drawn from the tree's seed, the node and the attempt
+// alone; nil (the tree's) where the projection is the identity.
 func (b *treeBuilder) labelProjection(id, attempt int) *forestmodel.Projection {
-	if b.p.LabelProjection != LabelProjectionNode || b.y.Identity {
+	if b.y.Identity {
 		return nil // one projection per node is the same identity
 	}
 	seed := data.SplitMix64(b.seed ^ data.SplitMix64(uint64(id)<<8|uint64(attempt)))
@@ -292,16 +291,3 @@ func (b *treeBuilder) projectLabels(ids []int32, proj *forestmodel.Projection, b
 	}
 }
 
-func normalize(v []float32, touched []int32) {
-	var ss float64
-	for _, q := range touched {
-		ss += float64(v[q]) * float64(v[q])
-	}
-	if ss == 0 {
-		return
-	}
-	inv := float32(1 / math.Sqrt(ss))
-	for _, q := range touched {
-		v[q] *= inv
-	}
-}

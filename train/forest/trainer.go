@@ -34,30 +34,25 @@ func New() train.Trainer { return &Trainer{p: DefaultParams(), grow: GrowAuto} }
 func (a *Trainer) Flags(fs *flag.FlagSet) {
 	p := &a.p
 	fs.IntVar(&p.Trees, "trees", p.Trees, "number of trees")
-	fs.IntVar(&p.DimX, "dim-x", p.DimX, "projected feature dimension (0: 10000, as CRAFTML); at least D keeps every feature apart (no hashing)")
-	fs.IntVar(&p.DimY, "dim-y", p.DimY, "projected label dimension (0: 10000, as CRAFTML); at least L keeps every label apart (no hashing)")
+	fs.IntVar(&p.DimX, "dim-x", p.DimX, "projected feature dimension (buckets of the hashing trick); at least D keeps every feature apart (no hashing)")
+	fs.IntVar(&p.DimY, "dim-y", p.DimY, "projected label dimension (buckets of the hashing trick); at least L keeps every label apart (no hashing)")
 	fs.IntVar(&p.Sample, "sample", p.Sample, "instances sampled per node for k-means")
 	fs.IntVar(&p.Branch, "branch", p.Branch, "children per node (k of the k-means)")
 	fs.IntVar(&p.KMeansIters, "kmeans-iters", p.KMeansIters, "k-means passes per node")
 	fs.IntVar(&p.CentroidKeep, "centroid-keep", p.CentroidKeep, "largest entries kept per child classifier")
 	fs.IntVar(&p.LeafSize, "leaf-size", p.LeafSize, "nodes with at most this many instances become leaves")
 	fs.IntVar(&p.MaxDepth, "max-depth", p.MaxDepth, "maximum tree depth (0: unlimited)")
-	fs.StringVar(&p.CentroidNorm, "centroid-norm", p.CentroidNorm, "normalise a child's classifier before-cut (to its --centroid-keep entries) or after-cut (CRAFTML)")
-	fs.StringVar(&p.LabelProjection, "label-projection", p.LabelProjection, "a label projection per tree, or per node (CRAFTML's default mode)")
-	fs.StringVar(&p.Seeding, "seeding", p.Seeding, "k-means++ draws weighted by d = 1 - cosine, or by d2 (k-means++ and CRAFTML)")
 	fs.IntVar(&p.SplitRetries, "split-retries", p.SplitRetries, "more attempts of a split that sends every instance to one child, before the node becomes a leaf (CRAFTML: 5)")
 	fs.StringVar(&a.grow, "grow", a.grow, "how a rank's workers grow its trees (the same trees): alone, a tree per worker, each with its own "+
 		"projected copy of the data; together, every worker on each tree in turn, one copy per NUMA domain (less memory, some speed); "+
 		"auto, together when the rank has fewer trees than workers or a copy per worker would take over a quarter of the free memory")
 }
 
-// Prepare resolves the parameters against the data and builds the
-// replicas: a tree per unit.
+// Prepare checks the parameters and builds the replicas: a tree per unit.
 func (a *Trainer) Prepare(env train.Env, ds *data.Dataset) (*train.Work, error) {
 	p := a.p
 	p.Seed = env.Seed
-	p, err := p.Resolve(ds.D(), ds.L())
-	if err != nil {
+	if err := p.Validate(); err != nil {
 		return nil, err
 	}
 	if a.grow != GrowAuto && a.grow != GrowAlone && a.grow != GrowTogether {

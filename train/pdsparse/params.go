@@ -29,11 +29,6 @@ type Params struct {
 	Lambda float64 `json:"lambda"`
 	// Epochs is the number of passes over the rows.
 	Epochs int `json:"epochs"`
-	// PostEpochs is the number of passes of the post-solve that follows
-	// them, as the reference program's: the rows' active sets and the
-	// support of W are frozen, λ is dropped (w_k becomes its dual sum on
-	// the support) and the rows' subproblems are solved again.
-	PostEpochs int `json:"post_epochs"`
 	// BatchSize is the rows of a round: the ranks search their classes
 	// for the rows of a batch against W as it was at the round's start,
 	// then apply every row's step in row order.
@@ -55,23 +50,11 @@ type Params struct {
 	linear.Preprocess
 }
 
-// DefaultParams returns the defaults: the reference program's
-// λ = 0.1 with C = 7, 10 epochs, batches of 64 rows (16 and 256 gave
-// about the same accuracy on wordnet-mc, but with 256 Bibtex's P@1 fell
-// from 60.28 to 24.17), rows scaled to unit norm, no bias (the
-// Crammer–Singer model has none). C = 7 gave a higher P@1 than C = 10 on all
-// five shared sets (seed 1: Bibtex 60.28 against 59.60, Delicious 43.52
-// against 41.73, debian-tags 87.25 against 86.85, wordnet-hyper 86.43
-// against 86.22, wordnet-mc 34.41 against 34.26; Bibtex over seeds 1-3
-// 60.13 against 59.35). Smaller C falls off a cliff on Delicious (19
-// labels a row; its cause not studied): P@1 22-24 at C = 3 and 4, and at
-// C = 5 45.3 with seed 1 but 20.5 with seed 2 (C = 7 gave 40.7-43.5 over
-// seeds 1-4); C = 1, the reference's, gave 20.8 there and 82.4 on
-// debian-tags.
-//
-// No post-solve by default: with C = 10, 3 passes of it lowered Bibtex P@1
-// from 59.60 to 58.89 (10 passes: 59.20), Delicious from 41.73 to 40.41
-// and wordnet-mc accuracy from 34.26 to 33.95.
+// DefaultParams returns the defaults: the reference program's λ = 0.1
+// with C = 7 rather than its C = 1, 10 epochs, batches of 64 rows, rows
+// scaled to unit norm and no bias (the Crammer–Singer model has none).
+// docs/algorithms/pdsparse.md gives the measurements behind C and the
+// batch size.
 func DefaultParams() Params {
 	return Params{Cost: 7, Lambda: 0.1, Epochs: 10, BatchSize: 64, ClassesPerUnit: 0, EarlyStop: train.EarlyStop{Patience: 3},
 		Preprocess: linear.Preprocess{Normalize: true}}
@@ -86,8 +69,6 @@ func (p Params) Validate() error {
 		return fmt.Errorf("--lambda must be 0 or more, got %v", p.Lambda)
 	case p.Epochs < 1:
 		return fmt.Errorf("--epochs must be at least 1, got %d", p.Epochs)
-	case p.PostEpochs < 0:
-		return fmt.Errorf("--post-epochs must be 0 or more, got %d", p.PostEpochs)
 	case p.BatchSize < 1:
 		return fmt.Errorf("--batch-size must be at least 1, got %d", p.BatchSize)
 	case p.ClassesPerUnit < 0:
@@ -108,10 +89,9 @@ func New() train.Trainer { return &Trainer{p: DefaultParams()} }
 // Flags registers PD-Sparse's hyper-parameters.
 func (a *Trainer) Flags(fs *flag.FlagSet) {
 	p := &a.p
-	fs.Float64Var(&p.Cost, "cost", p.Cost, "misclassification cost C (7: better than 10 on all five shared sets; 5 and less lost half of Delicious's P@1)")
+	fs.Float64Var(&p.Cost, "cost", p.Cost, "misclassification cost C")
 	fs.Float64Var(&p.Lambda, "lambda", p.Lambda, "weight λ of the L1 regulariser")
 	fs.IntVar(&p.Epochs, "epochs", p.Epochs, "passes over the rows")
-	fs.IntVar(&p.PostEpochs, "post-epochs", p.PostEpochs, "passes of the reference program's post-solve after them: active sets and the support of W frozen, without the L1 term (lowered accuracy on the shared sets tried)")
 	fs.IntVar(&p.BatchSize, "batch-size", p.BatchSize, "rows per round (searched against the weights of the round's start)")
 	fs.IntVar(&p.ClassesPerUnit, "classes-per-unit", p.ClassesPerUnit, "classes per unit (a block of classes one rank owns; 0: classes/64, at most 256, so that small class sets spread over 64 ranks; the weights do not depend on it)")
 	fs.IntVar(&p.MaxSelect, "max-select", p.MaxSelect, "negative classes a row's search adds at most (0: the mean labels per row)")
@@ -146,7 +126,7 @@ func (a *Trainer) Prepare(env train.Env, ds *data.Dataset) (*train.Work, error) 
 		return nil, err
 	}
 	return &train.Work{Kind: linear.Kind{}, Params: t.p, Units: len(t.blocks), Rounds: t,
-		MaxRounds: (p.Epochs + p.PostEpochs) * t.order.Batches, RoundName: "round",
+		MaxRounds: p.Epochs * t.order.Batches, RoundName: "round",
 		Done: func(log *slog.Logger) {
 			if t.held.Rows > 0 {
 				log.Info("pdsparse early stopping", "best_heldout_accuracy", fmt.Sprintf("%.2f", t.bestAcc))

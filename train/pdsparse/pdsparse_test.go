@@ -3,7 +3,6 @@ package pdsparse
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -12,7 +11,6 @@ import (
 
 	"xmc/data"
 	"xmc/mpi"
-	"xmc/numa"
 	"xmc/numa/numatest"
 	"xmc/runner"
 	"xmc/train"
@@ -28,7 +26,6 @@ func TestPDSparseParamsValidate(t *testing.T) {
 		{func(p *Params) { p.Cost = 0 }, "--cost"},
 		{func(p *Params) { p.Lambda = -1 }, "--lambda"},
 		{func(p *Params) { p.Epochs = 0 }, "--epochs"},
-		{func(p *Params) { p.PostEpochs = -1 }, "--post-epochs"},
 		{func(p *Params) { p.BatchSize = 0 }, "--batch-size"},
 		{func(p *Params) { p.ClassesPerUnit = -1 }, "--classes-per-unit"},
 		{func(p *Params) { p.MaxSelect = -1 }, "--max-select"},
@@ -195,78 +192,6 @@ func TestPDSparseResumeAcrossStores(t *testing.T) {
 				t.Errorf("saved with dense weights %v, resumed the other way: unit %d differs from an uninterrupted run", first, u)
 			}
 		}
-	}
-}
-
-// TestPDSparsePostSolveScores checks that in the post-solve a row's report
-// holds exactly the scores the search gives its active classes (a feature
-// at a time, in the row's order), though it sums them from the classes' own
-// places: the post-solve's steps, and so its model, do not depend on which
-// way they are summed. It checks both ways the search reads the weights:
-// dense, and by lists.
-func TestPDSparsePostSolveScores(t *testing.T) {
-	for _, dense := range []bool{true, false} {
-		t.Run(fmt.Sprintf("dense weights %v", dense), func(t *testing.T) { testPostSolveScores(t, dense) })
-	}
-}
-
-func testPostSolveScores(t *testing.T, dense bool) {
-	tr, _ := traintest.Bibtex(t)
-	p := DefaultParams()
-	p.Epochs = 2
-	pools := []*numa.Pool{numatest.Pool(t, 1, 1), numatest.Pool(t, 1, 1)}
-	err := mpi.Launch(2, func(c mpi.Comm) error {
-		tt, err := newRoundTrainer(p, tr, c, pools[c.Rank()])
-		if err != nil {
-			return err
-		}
-		if !dense {
-			tt.denseWeightLimit = 0
-		}
-		if err := tt.Start(runner.OwnedUnits(len(tt.blocks), c.Rank(), c.Size()), 0, nil, nil); err != nil {
-			return err
-		}
-		for r := range p.Epochs * tt.order.Batches {
-			if _, err := tt.Round(context.Background(), r); err != nil {
-				return err
-			}
-		}
-		if (tt.dense != nil) != dense {
-			return fmt.Errorf("dense weights %v, want %v", tt.dense != nil, dense)
-		}
-		tt.startPost(false)
-		s := tt.searchers.Get(numa.Worker{})
-		search := newSearcher(len(tt.global))
-		checked := 0
-		for i := range int32(tr.N()) {
-			s.Msg = s.Msg[:0]
-			tt.report(s, 0, i)
-			entries, err := train.DecodeEntries(s.Msg, nil)
-			if err != nil {
-				return err
-			}
-			idx, val := tt.x.Row(int(i))
-			tt.scoreRow(search, idx, val)
-			for _, e := range entries {
-				if e.Kind != kindScore {
-					return fmt.Errorf("row %d: a post-solve report of kind %d", i, e.Kind)
-				}
-				if want := search.score[tt.local[e.Class]]; math.Float64bits(e.Score) != math.Float64bits(want) {
-					return fmt.Errorf("row %d, class %d: score %v, the search gives %v", i, e.Class, e.Score, want)
-				}
-				checked++
-			}
-			for _, c := range search.touched {
-				search.score[c], search.seen[c] = 0, 0
-			}
-		}
-		if checked == 0 {
-			return errors.New("no active class scored")
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }
 

@@ -24,9 +24,6 @@ const (
 // subproblem the same way, in row order, and applies the steps of its own
 // classes.
 func (t *roundTrainer) Round(_ context.Context, r int) (bool, error) {
-	if !t.post && t.epochs >= t.p.Epochs {
-		t.startPost(false)
-	}
 	rows := t.order.Rows(r)
 	if err := t.search(rows); err != nil {
 		return false, err

@@ -43,28 +43,6 @@ func (t *roundTrainer) report(s *searcher, q int32, i int32) {
 		s.Msg = train.AppendEntry(s.Msg, train.RoundEntry{Row: q, Class: class, Kind: kind, Score: score})
 	}
 	active := t.act[i]
-	if t.post {
-		// The active sets are frozen: no candidates, and only the scores
-		// of the active classes this rank owns, each summed from its own
-		// places, feature by feature as the lists would add them (the
-		// same sums), not from every weight of the row's features.
-		for _, a := range active {
-			c := t.local[a.class]
-			if c < 0 {
-				continue
-			}
-			sc := 0.0
-			for e, j := range idx {
-				if p := t.placeOf(j, c); p >= 0 {
-					if w := t.weight(&t.places[j][p]); w != 0 {
-						sc += float64(w * float64(val[e]))
-					}
-				}
-			}
-			put(a.class, kindScore, sc)
-		}
-		return
-	}
 	t.scoreRow(s, idx, val)
 	// The scores of the active classes this rank owns; mark them so that
 	// they are not candidates.

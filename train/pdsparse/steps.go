@@ -77,7 +77,7 @@ func (t *roundTrainer) apply(w numa.Worker, rows []int32, lo, hi int) {
 		a, _ := slices.BinarySearch(idx, flo)
 		b, _ := slices.BinarySearch(idx, fhi)
 		idx, val = idx[a:b], val[a:b]
-		if t.dense != nil && !t.post {
+		if t.dense != nil {
 			t.applyDense(idx, val, rs.st.moves[rs.mlo:rs.mhi])
 			continue
 		}
@@ -98,7 +98,7 @@ func (t *roundTrainer) apply(w numa.Worker, rows []int32, lo, hi int) {
 }
 
 // applyDense is apply's loop over a row's features (idx, val) and the
-// moves of its step, for dense weights outside the post-solve: addAt's
+// moves of its step, for dense weights: addAt's
 // work without its lookups and checks, a feature's weights at a time. Each
 // weight receives one addition a row, so the order of the loops does not
 // change the sums.

@@ -75,10 +75,6 @@ type roundTrainer struct {
 	// denseLimit is the most pairs of a dense place table (see
 	// newPlaceTable).
 	denseLimit int
-	// post is whether the post-solve runs (after Epochs epochs); off marks,
-	// per feature, the places outside the support of W when it began.
-	post bool
-	off  [][]bool
 	// ownFill is the owned classes in the order of fill, ownSorted in
 	// increasing order.
 	ownFill, ownSorted []int32
@@ -206,7 +202,7 @@ func (t *roundTrainer) Start(units []int, _ int, state [][]byte, shared []byte) 
 	t.steppers = numa.NewPerWorker(t.pool, func(numa.Worker) *stepper { return &stepper{round: -1} })
 	t.shards = featureShards(&t.x, len(t.pool.Workers()))
 	t.act = make([][]dualVar, t.x.Rows)
-	t.epochs, t.bestAcc, t.sinceBest, t.bestWt, t.post, t.off = 0, -1, 0, nil, false, nil
+	t.epochs, t.bestAcc, t.sinceBest, t.bestWt = 0, -1, 0, nil
 	for i := range t.act {
 		labels, _ := t.y.Row(i)
 		for _, l := range labels {
@@ -223,9 +219,6 @@ func (t *roundTrainer) Start(units []int, _ int, state [][]byte, shared []byte) 
 	if shared != nil {
 		if err := t.loadShared(shared); err != nil {
 			return err
-		}
-		if t.epochs >= t.p.Epochs {
-			t.startPost(true)
 		}
 	}
 	return nil
@@ -331,9 +324,6 @@ func (t *roundTrainer) placeOf(j, c int32) int32 {
 
 // addAt is add with the place e of the pair (-1: none yet) looked up.
 func (t *roundTrainer) addAt(j, c, e int32, v float64) {
-	if t.post && (e < 0 || t.off[j][e]) {
-		return // outside the support the post-solve keeps
-	}
 	if e < 0 {
 		e = int32(len(t.places[j]))
 		t.at.put(j, c, e)
@@ -363,55 +353,7 @@ func (t *roundTrainer) addAt(j, c, e int32, v float64) {
 	}
 }
 
-// weight returns the weight of place p: prox_λ(v), or v in the post-solve,
-// which drops λ.
+// weight returns the weight of place p: prox_λ(v).
 func (t *roundTrainer) weight(p *weightPlace) float64 {
-	if t.post {
-		return p.v
-	}
 	return prox.SoftThreshold(p.v, t.p.Lambda)
-}
-
-// relist remakes feature j's list of non-zero weights.
-func (t *roundTrainer) relist(j int32) {
-	if t.dense != nil {
-		for c := range t.places[j] {
-			t.dense.set(j, int32(c), t.weight(&t.places[j][c]))
-		}
-		return
-	}
-	kept := t.nz[j][:0]
-	for e := range t.places[j] {
-		p := &t.places[j][e]
-		p.listed = -1
-		if w := t.weight(p); w != 0 {
-			p.listed = int32(len(kept))
-			kept = append(kept, listedWeight{class: p.class, place: int32(e), w: w})
-		}
-	}
-	t.nz[j] = kept
-}
-
-// startPost begins the post-solve: places of zero weight leave the support
-// (their dual sums are dropped) and the others' weights become their dual
-// sums, as the reference program's PostSolve sets v = w ± λ. Resuming a
-// post-solve from a checkpoint, whose records are the support's dual sums,
-// the support is the places of non-zero dual sum (one that is exactly zero
-// leaves it: a difference of measure zero).
-func (t *roundTrainer) startPost(resumed bool) {
-	t.off = make([][]bool, len(t.places))
-	for j := range t.places {
-		t.off[j] = make([]bool, len(t.places[j]))
-		for e := range t.places[j] {
-			p := &t.places[j][e]
-			if (resumed && p.v == 0) || (!resumed && t.weight(p) == 0) {
-				t.off[j][e], p.v = true, 0
-			}
-		}
-	}
-	t.post = true
-	for j := range t.places {
-		// The weights changed under the lists: remake them.
-		t.relist(int32(j))
-	}
 }
