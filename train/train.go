@@ -50,13 +50,19 @@ type Env struct {
 	// what is drawn, never from the rank or worker.
 	Seed uint64
 	// Set reports whether the user set the flag called name on the
-	// command line, for defaults that depend on the data: an explicit
-	// value is always taken as given.
+	// command line (nil: none was set). It is how every trainer resolves
+	// a default that depends on the data or on another parameter: its
+	// Prepare replaces the value of each such parameter whose flag the
+	// user did not set (see UserSet), and takes an explicit value as
+	// given. No parameter uses a magic value (such as 0) to mean "decide".
 	Set func(name string) bool
 	// Load reads another data file of the run (a held-out set) as the
 	// training data was read, with its feature and label dimensions.
 	Load func(path string) (*data.Dataset, error)
 }
+
+// UserSet reports whether the user set the flag called name (see Set).
+func (e Env) UserSet(name string) bool { return e.Set != nil && e.Set(name) }
 
 // Work is a prepared training: independent units (Unit is set) or
 // synchronous rounds (Rounds is set), and the model they make.

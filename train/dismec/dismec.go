@@ -62,18 +62,6 @@ func DefaultParams() Params {
 		Init: initMSI, Eps: 0.01, MaxNewtonIters: 1000}
 }
 
-// Resolve fills the defaults of zero-valued MaxNewtonIters and
-// LabelsPerUnit and checks every parameter.
-func (p Params) Resolve() (Params, error) {
-	if p.MaxNewtonIters == 0 {
-		p.MaxNewtonIters = DefaultParams().MaxNewtonIters
-	}
-	if p.LabelsPerUnit == 0 {
-		p.LabelsPerUnit = DefaultParams().LabelsPerUnit
-	}
-	return p, p.Validate()
-}
-
 // Validate reports the first parameter out of its range.
 func (p Params) Validate() error {
 	switch {
@@ -306,8 +294,8 @@ func (a *Trainer) Flags(fs *flag.FlagSet) {
 // Prepare checks the parameters and builds the replicas: a block of labels
 // per unit.
 func (a *Trainer) Prepare(env train.Env, ds *data.Dataset) (*train.Work, error) {
-	p, err := a.p.Resolve()
-	if err != nil {
+	p := a.p
+	if err := p.Validate(); err != nil {
 		return nil, err
 	}
 	replicas, err := numa.NewReplicas(env.Pool, func(int) (*onevsall.Data, error) { return onevsall.NewData(ds, p.Preprocess) })

@@ -118,19 +118,18 @@ func TestDismecParamsValidate(t *testing.T) {
 		{func(p *Params) { p.Eps = 1 }, "--eps"},
 		{func(p *Params) { p.MaxNewtonIters = -3 }, "--max-newton-iters"},
 		{func(p *Params) { p.LabelsPerUnit = -1 }, "--labels-per-unit"},
-		{func(p *Params) { p.LabelsPerUnit, p.MaxNewtonIters = 0, 0 }, ""},
+		{func(p *Params) { p.LabelsPerUnit = 0 }, "--labels-per-unit"},
+		{func(p *Params) { p.MaxNewtonIters = 0 }, "--max-newton-iters"},
 	}
 	for i, tc := range tests {
 		p := DefaultParams()
 		tc.edit(&p)
-		got, err := p.Resolve()
+		err := p.Validate()
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("case %d: unexpected error %v", i, err)
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("case %d: error %v, want one naming %s", i, err, tc.want)
-		case err == nil && (got.LabelsPerUnit < 1 || got.MaxNewtonIters < 1):
-			t.Errorf("case %d: Resolve left %+v", i, got)
 		}
 	}
 }

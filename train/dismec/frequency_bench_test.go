@@ -15,10 +15,7 @@ import (
 func BenchmarkByFrequency(b *testing.B) {
 	ds := traintest.AmazonShape(b, 20000)
 	pool := numatest.Pool(b, 1, 1)
-	p, err := DefaultParams().Resolve()
-	if err != nil {
-		b.Fatal(err)
-	}
+	p := DefaultParams()
 	rep, err := numa.NewReplicas(pool, func(int) (*onevsall.Data, error) { return onevsall.NewData(ds, p.Preprocess) })
 	if err != nil {
 		b.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"xmc/mips"
 	"xmc/mpi"
 	"xmc/numa/numatest"
 	"xmc/runner"
@@ -33,6 +34,7 @@ func TestMEMOIRParamsValidate(t *testing.T) {
 		{func(p *Params) { p.EtaStep = -1 }, "--eta-step"},
 		{func(p *Params) { p.Tables = 0 }, "--tables"},
 		{func(p *Params) { p.Bits = 17 }, "--bits"},
+		{func(p *Params) { p.Bits = 0 }, "--bits"},
 		{func(p *Params) { p.Probes = -1 }, "--probes"},
 		{func(p *Params) { p.Epochs = 0 }, "--epochs"},
 		{func(p *Params) { p.BatchSize = 0 }, "--batch-size"},
@@ -42,12 +44,32 @@ func TestMEMOIRParamsValidate(t *testing.T) {
 		{func(p *Params) { p.Patience = 0 }, "--patience"},
 	}
 	for i, tc := range tests {
-		p := DefaultParams()
+		p := DefaultParams().withDefaults(100, func(string) bool { return false })
 		tc.edit(&p)
 		err := p.Validate()
 		if (err == nil) != (tc.want == "") || (err != nil && !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("case %d: %v, want an error about %q", i, err, tc.want)
 		}
+	}
+}
+
+// TestMEMOIRDefaults checks the defaults that depend on the data and on
+// the regulariser, and that a flag the user set keeps its value.
+func TestMEMOIRDefaults(t *testing.T) {
+	none := func(string) bool { return false }
+	all := func(string) bool { return true }
+	p := DefaultParams().withDefaults(100, none)
+	if p.Lambda != DefaultParams().Lambda || p.Bits != mips.BitsFor(100) {
+		t.Errorf("l2, 100 classes a block: lambda %v, bits %d", p.Lambda, p.Bits)
+	}
+	l1 := DefaultParams()
+	l1.Regularizer = "l1"
+	if p := l1.withDefaults(1000, none); p.Lambda != l1Lambda || p.Bits != mips.BitsFor(1000) {
+		t.Errorf("l1, 1000 classes a block: lambda %v, bits %d", p.Lambda, p.Bits)
+	}
+	l1.Lambda, l1.Bits = 0.5, 3
+	if p := l1.withDefaults(1000, all); p.Lambda != 0.5 || p.Bits != 3 {
+		t.Errorf("flags set: lambda %v, bits %d, want the values given", p.Lambda, p.Bits)
 	}
 }
 

@@ -40,9 +40,9 @@ type Params struct {
 	// class of the block scored: the baseline the approximations are
 	// measured against).
 	Index string `json:"index"`
-	// Tables, Bits and Probes shape the LSH: tables, bits a table (0:
-	// mips.BitsFor the block's classes) and buckets probed beyond a
-	// query's own per table.
+	// Tables, Bits and Probes shape the LSH: tables, bits a table (by
+	// default mips.BitsFor the classes of a block: see withDefaults) and
+	// buckets probed beyond a query's own per table.
 	Tables int `json:"tables"`
 	Bits   int `json:"bits"`
 	Probes int `json:"probes"`
@@ -98,6 +98,21 @@ func DefaultParams() Params {
 		Degree: 8, Ef: 4, Epochs: 3, BatchSize: 64, ClassBlocks: 16, EarlyStop: train.EarlyStop{Patience: 5}, Preprocess: linear.Preprocess{Normalize: true}}
 }
 
+// withDefaults returns p with the defaults that depend on the data or on
+// other parameters filled, for the parameters whose flag set reports the
+// user did not set: Lambda, l1Lambda with the l1 regulariser (the default
+// is l2's), and Bits, enough for 2 to 4 of the classes of a block of
+// blockClasses a bucket (mips.BitsFor).
+func (p Params) withDefaults(blockClasses int, set func(flag string) bool) Params {
+	if p.Regularizer == "l1" && !set("lambda") {
+		p.Lambda = l1Lambda
+	}
+	if !set("bits") {
+		p.Bits = mips.BitsFor(blockClasses)
+	}
+	return p
+}
+
 // Validate reports the first parameter out of its range.
 func (p Params) Validate() error {
 	switch {
@@ -117,8 +132,8 @@ func (p Params) Validate() error {
 		return fmt.Errorf("--eta-step must be 0 or more, got %v", p.EtaStep)
 	case p.Tables < 1:
 		return fmt.Errorf("--tables must be at least 1, got %d", p.Tables)
-	case p.Bits < 0 || p.Bits > mips.MaxBits:
-		return fmt.Errorf("--bits must be 0 (automatic) to %d, got %d", mips.MaxBits, p.Bits)
+	case p.Bits < 1 || p.Bits > mips.MaxBits:
+		return fmt.Errorf("--bits must be 1 to %d, got %d", mips.MaxBits, p.Bits)
 	case p.Probes < 0:
 		return fmt.Errorf("--probes must be 0 or more, got %d", p.Probes)
 	case p.Degree < 1 || p.Ef < 1:
@@ -149,7 +164,7 @@ func (a *Trainer) Flags(fs *flag.FlagSet) {
 	fs.Float64Var(&p.EtaStep, "eta-step", p.EtaStep, "decay η_step of the step")
 	fs.StringVar(&p.Index, "index", p.Index, "search for a row's most violating class, per class block: lsh (SimpleLSH with norm ranging), graph (small-world graph of inner products) or exact (every class scored)")
 	fs.IntVar(&p.Tables, "tables", p.Tables, "LSH hash tables per class block")
-	fs.IntVar(&p.Bits, "bits", p.Bits, "LSH bits per table (0: 2 to 4 classes a bucket)")
+	fs.IntVar(&p.Bits, "bits", p.Bits, "LSH bits per table (default: 2 to 4 classes of a class block a bucket)")
 	fs.IntVar(&p.Probes, "probes", p.Probes, "LSH buckets probed per table beyond the query's own (one bit flipped each)")
 	fs.IntVar(&p.Degree, "degree", p.Degree, "graph out-edges per class")
 	fs.IntVar(&p.Ef, "ef", p.Ef, "graph search width (best classes kept while walking)")
@@ -167,10 +182,7 @@ func (a *Trainer) Prepare(env train.Env, ds *data.Dataset) (*train.Work, error) 
 	p := a.p
 	p.Seed = env.Seed
 	p.Bias = false
-	if p.Regularizer == "l1" && (env.Set == nil || !env.Set("lambda")) {
-		p.Lambda = l1Lambda
-	}
-	if err := p.Validate(); err != nil {
+	if err := p.EarlyStop.Validate(); err != nil {
 		return nil, err
 	}
 	kept, held, err := p.EarlyStop.Rows(env, ds, p.Seed)
@@ -184,12 +196,14 @@ func (a *Trainer) Prepare(env train.Env, ds *data.Dataset) (*train.Work, error) 
 	if err := train.LogUntrained(env.Log, counts); err != nil {
 		return nil, err
 	}
-	t := &roundTrainer{p: p, comm: env.Comm, pool: env.Pool, log: env.Log, x: p.Apply(&kept.X), y: kept.Y.Clone()}
-	t.blocks = classBlocks(counts, p.ClassBlocks)
-	t.p.ClassBlocks = len(t.blocks)
-	if t.p.Bits == 0 {
-		t.p.Bits = mips.BitsFor(len(t.blocks[0]))
+	// Validate reports a --class-blocks below 1 once the defaults are in.
+	blocks := classBlocks(counts, max(1, p.ClassBlocks))
+	p = p.withDefaults(len(blocks[0]), env.UserSet)
+	if err := p.Validate(); err != nil {
+		return nil, err
 	}
+	p.ClassBlocks = len(blocks)
+	t := &roundTrainer{p: p, comm: env.Comm, pool: env.Pool, log: env.Log, x: p.Apply(&kept.X), y: kept.Y.Clone(), blocks: blocks}
 	if t.hasher, err = mips.NewHasher(t.p.Tables, t.p.Bits, p.Seed); err != nil {
 		return nil, err
 	}

@@ -34,11 +34,11 @@ type Params struct {
 	// then apply every row's step in row order.
 	BatchSize int `json:"batch_size"`
 	// ClassesPerUnit is the classes of a unit, a block of classes whose
-	// weights one rank owns (0: see classesPerUnit). The weights do
-	// not depend on it: only how they are dealt to ranks.
+	// weights one rank owns (by default, see forData). The weights do not
+	// depend on it: only how they are dealt to ranks.
 	ClassesPerUnit int `json:"classes_per_unit"`
 	// MaxSelect is the number of negative classes a row's search adds to
-	// its active set at most (0: the mean number of labels per row).
+	// its active set at most (by default, see forData).
 	MaxSelect int `json:"max_select"`
 	// Prune drops trained weights of smaller magnitude from the model.
 	Prune float64 `json:"prune"`
@@ -56,8 +56,22 @@ type Params struct {
 // docs/algorithms/pdsparse.md gives the measurements behind C and the
 // batch size.
 func DefaultParams() Params {
-	return Params{Cost: 7, Lambda: 0.1, Epochs: 10, BatchSize: 64, ClassesPerUnit: 0, EarlyStop: train.EarlyStop{Patience: 3},
+	return Params{Cost: 7, Lambda: 0.1, Epochs: 10, BatchSize: 64, EarlyStop: train.EarlyStop{Patience: 3},
 		Preprocess: linear.Preprocess{Normalize: true}}
+}
+
+// forData returns p with the defaults that depend on the training rows ds
+// filled, for the parameters whose flag set reports the user did not set:
+// MaxSelect, the mean number of labels per row (at least 1), and
+// ClassesPerUnit (see classesPerUnit).
+func (p Params) forData(ds *data.Dataset, set func(flag string) bool) Params {
+	if !set("max-select") {
+		p.MaxSelect = max(1, int(math.Round(float64(ds.Y.NNZ())/float64(max(1, ds.Y.Rows)))))
+	}
+	if !set("classes-per-unit") {
+		p.ClassesPerUnit = classesPerUnit(ds.L())
+	}
+	return p
 }
 
 // Validate reports the first parameter out of its range.
@@ -71,10 +85,10 @@ func (p Params) Validate() error {
 		return fmt.Errorf("--epochs must be at least 1, got %d", p.Epochs)
 	case p.BatchSize < 1:
 		return fmt.Errorf("--batch-size must be at least 1, got %d", p.BatchSize)
-	case p.ClassesPerUnit < 0:
-		return fmt.Errorf("--classes-per-unit must be at least 0, got %d", p.ClassesPerUnit)
-	case p.MaxSelect < 0:
-		return fmt.Errorf("--max-select must be 0 (automatic) or more, got %d", p.MaxSelect)
+	case p.ClassesPerUnit < 1:
+		return fmt.Errorf("--classes-per-unit must be at least 1, got %d", p.ClassesPerUnit)
+	case p.MaxSelect < 1:
+		return fmt.Errorf("--max-select must be at least 1, got %d", p.MaxSelect)
 	case !(p.Prune >= 0) || math.IsInf(p.Prune, 0):
 		return fmt.Errorf("--prune must be 0 or more, got %v", p.Prune)
 	}
@@ -93,8 +107,8 @@ func (a *Trainer) Flags(fs *flag.FlagSet) {
 	fs.Float64Var(&p.Lambda, "lambda", p.Lambda, "weight λ of the L1 regulariser")
 	fs.IntVar(&p.Epochs, "epochs", p.Epochs, "passes over the rows")
 	fs.IntVar(&p.BatchSize, "batch-size", p.BatchSize, "rows per round (searched against the weights of the round's start)")
-	fs.IntVar(&p.ClassesPerUnit, "classes-per-unit", p.ClassesPerUnit, "classes per unit (a block of classes one rank owns; 0: classes/64, at most 256, so that small class sets spread over 64 ranks; the weights do not depend on it)")
-	fs.IntVar(&p.MaxSelect, "max-select", p.MaxSelect, "negative classes a row's search adds at most (0: the mean labels per row)")
+	fs.IntVar(&p.ClassesPerUnit, "classes-per-unit", p.ClassesPerUnit, "classes per unit, a block of classes one rank owns (default: the classes / 64, at most 256, so that small class sets spread over 64 ranks); the weights do not depend on it")
+	fs.IntVar(&p.MaxSelect, "max-select", p.MaxSelect, "negative classes a row's search adds at most (default: the mean labels per row)")
 	fs.Float64Var(&p.Prune, "prune", p.Prune, "drop trained weights of smaller magnitude")
 	p.EarlyStop.Flags(fs, "accuracy")
 	fs.BoolVar(&p.Normalize, "normalize", p.Normalize, "scale rows to unit L2 norm, in training and prediction")
@@ -107,11 +121,15 @@ func (a *Trainer) Prepare(env train.Env, ds *data.Dataset) (*train.Work, error) 
 	p := a.p
 	p.Seed = env.Seed
 	p.Bias = false
-	if err := p.Validate(); err != nil {
+	if err := p.EarlyStop.Validate(); err != nil {
 		return nil, err
 	}
 	kept, held, err := p.EarlyStop.Rows(env, ds, p.Seed)
 	if err != nil {
+		return nil, err
+	}
+	p = p.forData(kept, env.UserSet)
+	if err := p.Validate(); err != nil {
 		return nil, err
 	}
 	t, err := newRoundTrainer(p, kept, env.Comm, env.Pool)

@@ -30,7 +30,7 @@ func BenchmarkPDSparseEpoch(b *testing.B) {
 			p.Epochs = 1 << 20 // epochs are counted here
 			pool := numatest.Pool(b, 1, 1)
 			err := mpi.Launch(1, func(c mpi.Comm) error {
-				t, err := newRoundTrainer(p, ds, c, pool)
+				t, err := newRoundTrainer(p.forData(ds, noneSet), ds, c, pool)
 				if err != nil {
 					return err
 				}

@@ -27,13 +27,14 @@ func TestPDSparseParamsValidate(t *testing.T) {
 		{func(p *Params) { p.Lambda = -1 }, "--lambda"},
 		{func(p *Params) { p.Epochs = 0 }, "--epochs"},
 		{func(p *Params) { p.BatchSize = 0 }, "--batch-size"},
-		{func(p *Params) { p.ClassesPerUnit = -1 }, "--classes-per-unit"},
-		{func(p *Params) { p.MaxSelect = -1 }, "--max-select"},
+		{func(p *Params) { p.ClassesPerUnit = 0 }, "--classes-per-unit"},
+		{func(p *Params) { p.MaxSelect = 0 }, "--max-select"},
 		{func(p *Params) { p.Heldout = 1 }, "--heldout"},
 		{func(p *Params) { p.Heldout = 0.2; p.Patience = 0 }, "--patience"},
 	}
+	tr, _ := traintest.Bibtex(t)
 	for i, tc := range tests {
-		p := DefaultParams()
+		p := DefaultParams().forData(tr, noneSet)
 		tc.edit(&p)
 		err := p.Validate()
 		if (err == nil) != (tc.want == "") || (err != nil && !strings.Contains(err.Error(), tc.want)) {
@@ -83,7 +84,7 @@ func TestPDSparseSameWeights(t *testing.T) {
 		var got []runner.Result
 		pool := numatest.Pool(t, tt.workers, 1)
 		err := mpi.Launch(1, func(c mpi.Comm) error {
-			tr, err := newRoundTrainer(p, tr, c, pool)
+			tr, err := newRoundTrainer(p.forData(tr, noneSet), tr, c, pool)
 			if err != nil {
 				return err
 			}
@@ -147,7 +148,7 @@ func TestPDSparseResumeAcrossStores(t *testing.T) {
 	// weights and saved state.
 	run := func(dense bool, from, to int, state [][]byte, shared []byte) (res []runner.Result, st [][]byte, sh []byte, err error) {
 		err = mpi.Launch(1, func(c mpi.Comm) error {
-			tt, err := newRoundTrainer(p, tr, c, pool)
+			tt, err := newRoundTrainer(p.forData(tr, noneSet), tr, c, pool)
 			if err != nil {
 				return err
 			}
@@ -216,3 +217,6 @@ func TestFeatureShards(t *testing.T) {
 		}
 	}
 }
+
+// noneSet is the Env.Set of a command line that sets no flag.
+func noneSet(string) bool { return false }

@@ -146,13 +146,12 @@ type rowStep struct {
 }
 
 // classesPerUnit is the default classes of a unit for l classes: enough
-// units (64) that a small class set spreads over the ranks (Bibtex's 159
-// classes made one unit of 256, and one of 2 ranks did all the work: 5.5 s
-// against 3.8 s with units of 32), and at most 256 classes a unit, the
-// earlier default (on wordnet-mc, units of 32 peaked at 408 MiB against
-// 379 with units of 256, in one interleaved pair of runs).
+// units (64) that a small class set spreads over the ranks, and at most
+// 256 classes a unit (docs/algorithms/pdsparse.md gives the measurements).
 func classesPerUnit(l int) int { return min(256, max(1, (l+63)/64)) }
 
+// newRoundTrainer returns the round trainer of the parameters p, whose
+// data-dependent defaults are filled (forData), on the rows ds.
 func newRoundTrainer(p Params, ds *data.Dataset, comm mpi.Comm, pool *numa.Pool) (*roundTrainer, error) {
 	if ds.N() == 0 {
 		return nil, errors.New("pdsparse: no training rows")
@@ -167,12 +166,6 @@ func newRoundTrainer(p Params, ds *data.Dataset, comm mpi.Comm, pool *numa.Pool)
 		}
 	}
 	counts := data.LabelCounts(&t.y)
-	if t.p.MaxSelect == 0 {
-		t.p.MaxSelect = max(1, int(math.Round(float64(t.y.NNZ())/float64(t.y.Rows))))
-	}
-	if t.p.ClassesPerUnit == 0 {
-		t.p.ClassesPerUnit = classesPerUnit(len(counts))
-	}
 	t.blocks = train.LabelBlocks(counts, t.p.ClassesPerUnit)
 	t.order = train.NewEpochBatches(t.x.Rows, p.BatchSize, p.Seed)
 	for l, c := range counts {

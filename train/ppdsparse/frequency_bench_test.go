@@ -15,7 +15,7 @@ import (
 func BenchmarkByFrequency(b *testing.B) {
 	ds := traintest.AmazonShape(b, 20000)
 	pool := numatest.Pool(b, 1, 1)
-	p := DefaultParams().ForData(&ds.X, func(string) bool { return false })
+	p := DefaultParams().forData(&ds.X, func(string) bool { return false })
 	rep, err := numa.NewReplicas(pool, func(int) (*trainingData, error) { return newTrainingData(ds, p) })
 	if err != nil {
 		b.Fatal(err)

@@ -63,7 +63,7 @@ type Params struct {
 // DefaultParams returns the defaults for binary features:
 // squared hinge with the authors' settings for Bibtex and Delicious
 // (C = 0.01, λ = 0.01), their tolerance 0.1, pruning at 0.01, raw rows with
-// a bias feature. ForData changes them for real-valued features.
+// a bias feature. forData changes them for real-valued features.
 //
 // Unlike DiSMEC, PPDSparse does not normalise binary rows by default: at
 // these C and λ raw rows are what reaches the authors' accuracy, and
@@ -74,13 +74,13 @@ func DefaultParams() Params {
 		Loss: lossSquaredHinge, Lambda: 0.01, Tol: 0.1, MaxIters: 100, InnerPasses: 20, Sparsify: 1, SearchCutoff: 0, Seed: 1}
 }
 
-// ForData returns p with the defaults that depend on the data x filled:
+// forData returns p with the defaults that depend on the data x filled:
 // for real-valued (TF-IDF) features, the authors' setting for their large
 // sets, C = 1 and normalised rows (with C = 0.01 PPDSparse stayed 2 to 13
 // points of P@1 below DiSMEC on real text sets); for binary features
 // (data.CSR.Binary), the defaults stay. A parameter for which set reports
 // that the user set its flag ("cost", "normalize") keeps its value.
-func (p Params) ForData(x *data.CSR, set func(flag string) bool) Params {
+func (p Params) forData(x *data.CSR, set func(flag string) bool) Params {
 	if x.Binary() {
 		return p
 	}

@@ -21,7 +21,7 @@ func New() train.Trainer { return &Trainer{p: DefaultParams()} }
 func (a *Trainer) Flags(fs *flag.FlagSet) {
 	p := &a.p
 	p.Params.Flags(fs)
-	// Their defaults depend on the data (see ForData).
+	// Their defaults depend on the data (see forData).
 	cost, normalize := fs.Lookup("cost"), fs.Lookup("normalize")
 	cost.DefValue = fmt.Sprintf("%v for binary features, 1 for real-valued ones", p.Cost)
 	normalize.DefValue = fmt.Sprintf("%v for binary features, true for real-valued ones", p.Normalize)
@@ -37,7 +37,7 @@ func (a *Trainer) Flags(fs *flag.FlagSet) {
 // Prepare checks the parameters and builds the replicas: a block of labels
 // per unit.
 func (a *Trainer) Prepare(env train.Env, ds *data.Dataset) (*train.Work, error) {
-	p := a.p.ForData(&ds.X, env.Set)
+	p := a.p.forData(&ds.X, env.Set)
 	p.Seed = env.Seed
 	if err := p.Validate(); err != nil {
 		return nil, err
