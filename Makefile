@@ -32,11 +32,13 @@ deps:
 	  fi; \
 	fi
 
-# build makes bin/xmc (pure Go, in-process ranks only) and bin/xmc-mpi
-# (OpenMPI through cgo, for mpirun and srun --mpi=pmix).
+# build makes bin/xmc (pure Go, in-process ranks only), bin/xmc-mpi
+# (OpenMPI through cgo, for mpirun and srun --mpi=pmix) and bin/xmc-bench
+# (benchmarks and plots, which run bin/xmc and bin/xmc-mpi).
 build: deps
 	$(GO) build $(GOFLAGS) -o $(BIN)/xmc .
 	$(GO) build $(GOFLAGS) -tags mpi -o $(BIN)/xmc-mpi .
+	$(GO) build $(GOFLAGS) -o $(BIN)/xmc-bench ./cmd/xmc-bench
 
 # demo trains a 50-tree forest on the bundled Bibtex with 2 MPI ranks and
 # evaluates it on the test split.
@@ -97,13 +99,13 @@ race: deps
 test: vet unit race mpitest slurmtest fuzz
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 10x ./data ./train ./model
+	$(GO) test -run '^$$' -bench . -benchtime 10x ./data ./train/... ./model/...
 
 # scaling regenerates docs/scaling/mpirun: strong scaling of a 50-tree forest
 # on Bibtex over 1-2 MPI ranks x 1-2 threads, 3 interleaved repeats.
 scaling: build
 	rm -rf $(OUT)/scaling
-	bin/xmc bench scale --data testdata/bibtex/train.txt --test testdata/bibtex/test.txt --algo forest \
+	bin/xmc-bench scale --data testdata/bibtex/train.txt --test testdata/bibtex/test.txt --algo forest \
 	  --trees 50 --ranks 1,2 --threads 1,2 --repeats 3 --launcher mpirun --out $(OUT)/scaling
 	mkdir -p docs/scaling/mpirun
 	cp $(OUT)/scaling/scaling.* $(OUT)/scaling/*.png $(OUT)/scaling/*.svg docs/scaling/mpirun/

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"xmc/internal/cli"
 	"xmc/slurm"
 )
 
@@ -109,7 +110,7 @@ func (f *slurmFlags) parse(fs *flag.FlagSet, args []string) (slurm.Job, error) {
 		fs.Usage()
 		return j, errUsage
 	}
-	known := slices.ContainsFunc(commands(), func(c command) bool { return c.name == j.Args[0] })
+	known := slices.ContainsFunc(commands(), func(c cli.Command) bool { return c.Name == j.Args[0] })
 	if !known || j.Args[0] == "slurm" {
 		return j, fmt.Errorf("%q is not an xmc command to run in a job (run \"xmc help\" for the commands)", j.Args[0])
 	}
@@ -168,7 +169,7 @@ func slurmSubmit(args []string, stdout, stderr io.Writer) error {
 		defer os.Remove(path)
 	}
 
-	ctx, stop := signalContext()
+	ctx, stop := cli.SignalContext()
 	defer stop()
 	output := jobOutputPath(j, "%j")
 	id, err := slurm.Submit(ctx, path, slurm.SubmitOptions{
@@ -282,11 +283,11 @@ func slurmScaling(args []string, stdout, stderr io.Writer) error {
 	if *threads == "" {
 		return errors.New("--threads-list is required: the CPUs per task to run, e.g. 16,32")
 	}
-	ns, err := intList("nodes-list", *nodes)
+	ns, err := cli.IntList("nodes-list", *nodes)
 	if err != nil {
 		return err
 	}
-	ts, err := intList("threads-list", *threads)
+	ts, err := cli.IntList("threads-list", *threads)
 	if err != nil {
 		return err
 	}
@@ -302,10 +303,10 @@ func slurmScaling(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("create --out: %w", err)
 	}
 	if old, _ := filepath.Glob(filepath.Join(dir, "*.json")); len(old) > 0 {
-		return fmt.Errorf("--out %s already holds %s; use a new directory so that xmc bench report sees this sweep's runs only", *out, filepath.Base(old[0]))
+		return fmt.Errorf("--out %s already holds %s; use a new directory so that xmc-bench report sees this sweep's runs only", *out, filepath.Base(old[0]))
 	}
 
-	ctx, stop := signalContext()
+	ctx, stop := cli.SignalContext()
 	defer stop()
 	var prev string
 	for _, r := range runs {
@@ -332,9 +333,9 @@ func slurmScaling(args []string, stdout, stderr io.Writer) error {
 		prev = id
 	}
 	if *dryRun {
-		fmt.Fprintf(stdout, "# submit each with sbatch; when they have finished: xmc bench report %s\n", *out)
+		fmt.Fprintf(stdout, "# submit each with sbatch; when they have finished: xmc-bench report %s\n", *out)
 	} else {
-		fmt.Fprintf(stdout, "# when the jobs have finished: xmc bench report %s\n", *out)
+		fmt.Fprintf(stdout, "# when the jobs have finished: xmc-bench report %s\n", *out)
 	}
 	return nil
 }

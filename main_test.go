@@ -581,9 +581,9 @@ func TestInfoAndHelp(t *testing.T) {
 		t.Errorf("info output:\n%s", out)
 	}
 	for _, c := range commands() {
-		out, code := xmc(t, c.name, "-h")
-		if code != 0 || !strings.Contains(out, "Usage: xmc "+c.name) {
-			t.Errorf("%s -h: exit %d\n%s", c.name, code, out)
+		out, code := xmc(t, c.Name, "-h")
+		if code != 0 || !strings.Contains(out, "Usage: xmc "+c.Name) {
+			t.Errorf("%s -h: exit %d\n%s", c.Name, code, out)
 		}
 	}
 	if _, code := xmc(t, "frobnicate"); code != 2 {

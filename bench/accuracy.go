@@ -14,6 +14,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/dustin/go-humanize"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
@@ -275,7 +276,7 @@ func (a *Accuracy) WriteTable(w io.Writer) error {
 				fmt.Fprintf(tw, "| %.2f\t", v.Mean)
 			}
 		}
-		fmt.Fprintf(tw, "| %.1f\t| %s\t|\n", r.TrainS.Mean, HumanBytes(r.PeakRSS.Mean))
+		fmt.Fprintf(tw, "| %.1f\t| %s\t|\n", r.TrainS.Mean, humanize.IBytes(uint64(r.PeakRSS.Mean)))
 	}
 	return tw.Flush()
 }

@@ -51,7 +51,7 @@ func TestMeanSD(t *testing.T) {
 // algorithms, two seeds, then a variant added under its own label; each
 // invocation reuses the runs already made.
 func TestAccuracyCommand(t *testing.T) {
-	needXMC(t)
+	needBinaries(t)
 	data := filepath.Join(t.TempDir(), "sets")
 	os.MkdirAll(filepath.Join(data, "bibtex"), 0o755)
 	for _, f := range []string{"train.txt", "test.txt"} {
@@ -62,11 +62,11 @@ func TestAccuracyCommand(t *testing.T) {
 		os.WriteFile(filepath.Join(data, "bibtex", f), b, 0o644)
 	}
 	out := filepath.Join(t.TempDir(), "acc")
-	mustXMC(t, "bench", "accuracy", "--data-dir", data, "--algos", "dismec", "--seeds", "1,2", "--ranks", "1", "--out", out)
-	mustXMC(t, "bench", "accuracy", "--data-dir", data, "--algos", "forest", "--seeds", "1,2", "--ranks", "1",
+	mustBench(t, "accuracy", "--data-dir", data, "--algos", "dismec", "--seeds", "1,2", "--ranks", "1", "--out", out)
+	mustBench(t, "accuracy", "--data-dir", data, "--algos", "forest", "--seeds", "1,2", "--ranks", "1",
 		"--out", out, "--", "--trees", "3")
 	first, _ := os.Stat(filepath.Join(out, "bibtex__dismec__s1.json"))
-	table := mustXMC(t, "bench", "accuracy", "--data-dir", data, "--algos", "forest", "--seeds", "1,2", "--ranks", "1",
+	table := mustBench(t, "accuracy", "--data-dir", data, "--algos", "forest", "--seeds", "1,2", "--ranks", "1",
 		"--label", "forest-leaf5", "--out", out, "--", "--leaf-size", "5", "--trees", "3")
 	again, _ := os.Stat(filepath.Join(out, "bibtex__dismec__s1.json"))
 	if first == nil || again == nil || !first.ModTime().Equal(again.ModTime()) {
@@ -102,9 +102,9 @@ func TestAccuracyCommand(t *testing.T) {
 // TestShapesCommand runs a tiny scale study with the real binary: one
 // shape, two algorithms, a sweep of two label counts.
 func TestShapesCommand(t *testing.T) {
-	needXMC(t)
+	needBinaries(t)
 	out := filepath.Join(t.TempDir(), "shapes")
-	table := mustXMC(t, "bench", "shapes", "--shapes", "eurlex-4k", "--n", "300", "--algos", "forest,dismec",
+	table := mustBench(t, "shapes", "--shapes", "eurlex-4k", "--n", "300", "--algos", "forest,dismec",
 		"--sweep-l", "500,2000", "--trees", "2", "--ranks", "2", "--out", out)
 	st, err := LoadShapes(out)
 	if err != nil {

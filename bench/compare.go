@@ -16,6 +16,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/dustin/go-humanize"
+
 	"xmc/data"
 	"xmc/job"
 	"xmc/metrics"
@@ -53,7 +55,7 @@ const number = `([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)`
 
 // DXML returns the Reference of the C++ DXML program at bin, which is run
 // as "mpirun -np RANKS bin train.txt test.txt TREES_PER_RANK", each rank
-// under "xmc bench peakrss", and prints lines such as
+// under "xmc-bench peakrss", and prints lines such as
 // "total duration of training :9.09" (seconds) and "p@1 : 60.08".
 func DXML(bin string) Reference {
 	return Reference{
@@ -109,7 +111,7 @@ var placeholder = regexp.MustCompile(`\$?\{([a-z_]+)\}`)
 // quoted for the shell: {train} and {test} (data paths), {trees} (the whole
 // forest), {ranks}, {trees_per_rank} (trees/ranks, which must divide),
 // {mpirun} (mpirun and its flags), {peakrss} (the prefix that runs a
-// command under "xmc bench peakrss", to go right before the program) and
+// command under "xmc-bench peakrss", to go right before the program) and
 // {scores}. Shell parameters such as ${dir} are left alone; any other
 // {name} is an error, so that a typo does not reach the shell.
 func Expand(template string, v Vars) (string, error) {
@@ -219,7 +221,7 @@ type CompareConfig struct {
 	// Launcher runs xmc; its MPIRun also fills {mpirun}.
 	Launcher Launcher
 	// PeakRSS is the command prefix that fills {peakrss}, normally
-	// "xmc bench peakrss --".
+	// "xmc-bench peakrss --".
 	PeakRSS      []string
 	Train, Test  string
 	Trees, Ranks int
@@ -291,7 +293,7 @@ var compareNotes = []string{
 	"xmc runs with --test and without --model-out: it trains, predicts and evaluates, as DXML does, and writes no model",
 	"train time: xmc's train_s from its summary (slowest rank); the reference's printed training time (largest over ranks)",
 	"whole-run time: wall clock measured by bench around the whole command, launcher start-up included, alike for both",
-	"peak RSS: each process's peak resident set size (ru_maxrss); the reference's ranks are measured by xmc bench peakrss, " +
+	"peak RSS: each process's peak resident set size (ru_maxrss); the reference's ranks are measured by xmc-bench peakrss, " +
 		"xmc's report their own; xmc's in-process backend is one process for all ranks; mpirun's own memory is not counted",
 	"P@k: xmc's evaluation of its predictions; the reference's printout, or xmc's evaluation of its score file with --ref-scores",
 	"ratio: xmc median / reference median; below 1 is better for times and memory, above 1 for P@k",
@@ -372,7 +374,7 @@ func RunCompare(ctx context.Context, cfg CompareConfig) (*Comparison, error) {
 			"does its command template put {peakrss} right before the program?", n, c.Ranks))
 	}
 	if slices.ContainsFunc(refRuns, func(r RunResult) bool { return r.AtFloor }) {
-		cmp.Notes = append(cmp.Notes, "some reference processes peaked at or below the resolution of xmc bench peakrss "+
+		cmp.Notes = append(cmp.Notes, "some reference processes peaked at or below the resolution of xmc-bench peakrss "+
 			"(its own resident size, about 10 MiB): their true peak is at most the figure shown")
 	}
 	cmp.Rows = compareRows(xmcRuns, refRuns)
@@ -383,7 +385,7 @@ func rssNote(rss []int64) string {
 	if len(rss) == 0 {
 		return ""
 	}
-	return ", peak RSS " + HumanBytes(float64(slices.Max(rss))) + " (largest process)"
+	return ", peak RSS " + humanize.IBytes(uint64(slices.Max(rss))) + " (largest process)"
 }
 
 // xmcCommand is the command line of one xmc run.

@@ -16,12 +16,12 @@ import (
 
 func TestExpand(t *testing.T) {
 	v := Vars{Train: "data/my train.txt", Test: "test.txt", Trees: 50, Ranks: 2,
-		MPIRun: []string{"mpirun", "--bind-to", "none"}, PeakRSS: []string{"/opt/xmc", "bench", "peakrss", "--"}, Scores: "out/s'1.txt"}
+		MPIRun: []string{"mpirun", "--bind-to", "none"}, PeakRSS: []string{"/opt/xmc-bench", "peakrss", "--"}, Scores: "out/s'1.txt"}
 	tests := []struct {
 		template, want, err string
 	}{
 		{"{mpirun} -np {ranks} {peakrss} ./dxml {train} {test} {trees_per_rank}",
-			"mpirun --bind-to none -np 2 /opt/xmc bench peakrss -- ./dxml 'data/my train.txt' test.txt 25", ""},
+			"mpirun --bind-to none -np 2 /opt/xmc-bench peakrss -- ./dxml 'data/my train.txt' test.txt 25", ""},
 		{"prog --trees {trees} --out {scores}", `prog --trees 50 --out 'out/s'\''1.txt'`, ""},
 		{"cd ${dir} && prog {test}", "cd ${dir} && prog test.txt", ""},
 		{"prog {trian}", "", "unknown placeholder {trian}"},

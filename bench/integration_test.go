@@ -20,7 +20,8 @@ import (
 	"xmc/scores"
 )
 
-// The integration tests run the real xmc binary, built once by TestMain,
+// The integration tests run the real xmc-bench and xmc binaries, built
+// once by TestMain into one directory (xmc-bench runs the xmc beside it),
 // on the bundled Bibtex data with tiny forests.
 
 const (
@@ -32,7 +33,7 @@ const (
 )
 
 var (
-	xmcBin   string
+	benchBin string
 	buildErr error
 )
 
@@ -45,10 +46,12 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	xmcBin = filepath.Join(dir, "xmc")
+	benchBin = filepath.Join(dir, "xmc-bench")
 	// A failed build fails the integration tests only, with its output.
-	if out, err := exec.Command("go", "build", "-o", xmcBin, "xmc").CombinedOutput(); err != nil {
-		buildErr = fmt.Errorf("go build xmc: %v\n%s", err, out)
+	for _, pkg := range []string{"xmc", "xmc/cmd/xmc-bench"} {
+		if out, err := exec.Command("go", "build", "-o", dir, pkg).CombinedOutput(); err != nil && buildErr == nil {
+			buildErr = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
+		}
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
@@ -69,23 +72,19 @@ func allocate(mib string) int {
 	return 0
 }
 
-// needXMC fails the test when the xmc binary is missing or lacks bench.
-func needXMC(t *testing.T) {
+// needBinaries fails the test when the binaries could not be built.
+func needBinaries(t *testing.T) {
 	t.Helper()
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
-	out, _ := exec.Command(xmcBin, "bench").CombinedOutput()
-	if strings.Contains(string(out), `unknown command "bench"`) {
-		t.Fatal(`the xmc binary has no bench command: add {"bench", ..., runBench} to commands() in main.go`)
-	}
 }
 
-// xmc runs the binary and returns its standard output, standard error and
-// exit code.
-func xmc(t *testing.T, args ...string) (stdout, stderr string, code int) {
+// runBench runs xmc-bench and returns its standard output, standard error
+// and exit code.
+func runBench(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	cmd := exec.Command(xmcBin, args...)
+	cmd := exec.Command(benchBin, args...)
 	var o, e strings.Builder
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()
@@ -94,16 +93,18 @@ func xmc(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	case errors.As(err, &exit):
 		code = exit.ExitCode()
 	case err != nil:
-		t.Fatalf("run xmc %v: %v", args, err)
+		t.Fatalf("run xmc-bench %v: %v", args, err)
 	}
 	return o.String(), e.String(), code
 }
 
-func mustXMC(t *testing.T, args ...string) string {
+// mustBench runs xmc-bench, failing t unless it succeeds, and returns its
+// standard output.
+func mustBench(t *testing.T, args ...string) string {
 	t.Helper()
-	out, errOut, code := xmc(t, args...)
+	out, errOut, code := runBench(t, args...)
 	if code != 0 {
-		t.Fatalf("xmc %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errOut)
+		t.Fatalf("xmc-bench %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errOut)
 	}
 	return out
 }
@@ -120,9 +121,9 @@ func readJSON(t *testing.T, path string, v any) {
 }
 
 func TestScaleCommand(t *testing.T) {
-	needXMC(t)
+	needBinaries(t)
 	out := filepath.Join(t.TempDir(), "study")
-	table := mustXMC(t, "bench", "scale", "--data", bibtexTrain, "--test", bibtexTest, "--trees", "2",
+	table := mustBench(t, "scale", "--data", bibtexTrain, "--test", bibtexTest, "--trees", "2",
 		"--ranks", "1,2", "--threads", "1", "--repeats", "1", "--warmup", "0", "--out", out)
 
 	var s Scaling
@@ -184,7 +185,7 @@ func TestScaleCommand(t *testing.T) {
 	}
 
 	// A second study into the same directory would mix with the first.
-	_, errOut, code := xmc(t, "bench", "scale", "--data", bibtexTrain, "--trees", "2", "--ranks", "1", "--threads", "1",
+	_, errOut, code := runBench(t, "scale", "--data", bibtexTrain, "--trees", "2", "--ranks", "1", "--threads", "1",
 		"--repeats", "1", "--warmup", "0", "--out", out)
 	if code == 0 || !strings.Contains(errOut, "already holds 2 run summaries") {
 		t.Errorf("second study into %s: exit %d\n%s", out, code, errOut)
@@ -192,7 +193,7 @@ func TestScaleCommand(t *testing.T) {
 
 	// report rebuilds the same study from the summaries.
 	again := filepath.Join(t.TempDir(), "report")
-	mustXMC(t, "bench", "report", "--out", again, out)
+	mustBench(t, "report", "--out", again, out)
 	var r Scaling
 	readJSON(t, filepath.Join(again, "scaling.json"), &r)
 	if !reflect.DeepEqual(r.Rows, s.Rows) {
@@ -236,7 +237,7 @@ func perfectTop1(t *testing.T, path string) {
 }
 
 func TestCompareCommandScores(t *testing.T) {
-	needXMC(t)
+	needBinaries(t)
 	dir := t.TempDir()
 	prepared := filepath.Join(dir, "prepared.scores")
 	perfectTop1(t, prepared)
@@ -246,7 +247,7 @@ echo "p@1 : 12.5"
 cp "$5" "$4"
 `)
 	out := filepath.Join(dir, "cmp")
-	mustXMC(t, "bench", "compare", "--launcher", "inproc", "--ref-name", "fake",
+	mustBench(t, "compare", "--launcher", "inproc", "--ref-name", "fake",
 		"--ref-cmd", "{peakrss} /bin/sh "+script+" {train} {test} {trees_per_rank} {scores} "+prepared,
 		"--ref-scores", filepath.Join(dir, "ref.scores"),
 		"--data", bibtexTrain, "--test", bibtexTest, "--trees", "2", "--ranks", "2", "--repeats", "1", "--out", out)
@@ -277,7 +278,7 @@ cp "$5" "$4"
 }
 
 func TestCompareCommandDXML(t *testing.T) {
-	needXMC(t)
+	needBinaries(t)
 	if _, err := exec.LookPath("mpirun"); err != nil {
 		t.Skip("mpirun not installed; the DXML template runs the reference under mpirun")
 	}
@@ -292,7 +293,7 @@ echo "total duration of training :$r.5"
 if [ "$r" = 0 ]; then printf 'p@1 : 60.08\np@3 : 35.5\np@5 : 25.25\n'; fi
 `)
 	out := filepath.Join(dir, "cmp")
-	table := mustXMC(t, "bench", "compare", "--launcher", "inproc", "--dxml-bin", script,
+	table := mustBench(t, "compare", "--launcher", "inproc", "--dxml-bin", script,
 		"--data", bibtexTrain, "--test", bibtexTest, "--trees", "2", "--ranks", "2", "--repeats", "1", "--out", out)
 	var c Comparison
 	readJSON(t, filepath.Join(out, "compare.json"), &c)

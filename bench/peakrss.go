@@ -31,7 +31,7 @@ const PeakRSSMarker = "xmc-bench-peakrss:"
 // figure is the larger of the child's true peak and this process's own
 // resident size when it started the child. That floor, about 10 MiB, is
 // reported as floor_kib: a peak at the floor means "at most the floor". Under mpirun every rank runs inside its own
-// ExecPeakRSS ("mpirun -np 4 xmc bench peakrss -- prog ..."), which measures
+// ExecPeakRSS ("mpirun -np 4 xmc-bench peakrss -- prog ..."), which measures
 // each rank, where the rusage of mpirun's children would give one figure
 // for the largest of them. The rank comes from the launcher's environment
 // (OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK or SLURM_PROCID; "-" when

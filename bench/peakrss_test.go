@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/dustin/go-humanize"
 )
 
 func runShell(script string) (string, error) {
@@ -116,7 +118,7 @@ func TestExecPeakRSS(t *testing.T) {
 				t.Errorf("record %+v", r)
 			}
 			if r.PeakRSSBytes < tc.minBytes {
-				t.Errorf("peak %s, want at least %s", HumanBytes(float64(r.PeakRSSBytes)), HumanBytes(float64(tc.minBytes)))
+				t.Errorf("peak %s, want at least %s", humanize.IBytes(uint64(r.PeakRSSBytes)), humanize.IBytes(uint64(tc.minBytes)))
 			}
 		})
 	}

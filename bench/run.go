@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/dustin/go-humanize"
+
 	"xmc/job"
 )
 
@@ -338,7 +340,7 @@ func runMissing(ctx context.Context, ln Launcher, l Layout, dir string, runs []s
 			return fmt.Errorf("run %s: %w", r.Name, err)
 		}
 		fmt.Fprintf(progress, "[%d/%d] %s: %s, train %.1f s (process %.1f s), peak RSS %s%s\n", i+1, len(runs), r.Name, s.Status,
-			s.TrainS, res.wall.Seconds(), HumanBytes(float64(largestRSS(s.PeakRSSBytes))), metricNote(s.Metrics))
+			s.TrainS, res.wall.Seconds(), humanize.IBytes(uint64(largestRSS(s.PeakRSSBytes))), metricNote(s.Metrics))
 	}
 	return nil
 }

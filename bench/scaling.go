@@ -14,6 +14,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/dustin/go-humanize"
+
 	"xmc/job"
 	"xmc/mpi"
 )
@@ -504,14 +506,14 @@ func (s *Scaling) WriteTable(w io.Writer) error {
 		}
 		other := "-"
 		if r.Ranks > 1 {
-			other = HumanBytes(r.CommOtherBytes)
+			other = humanize.IBytes(uint64(r.CommOtherBytes))
 		}
 		cells = append(cells, fmt.Sprintf("%.2f", r.TrainSpeedup), fmt.Sprintf("%.2f", r.TrainEfficiency),
 			fmt.Sprintf("%.2f", r.WallSpeedup), fmt.Sprintf("%.2f", r.WallEfficiency),
-			HumanBytes(float64(r.CommRootBytes)), other, HumanBytes(r.PredictedRootBytes), HumanBytes(float64(r.PeakRSSMax)))
+			humanize.IBytes(uint64(r.CommRootBytes)), other, humanize.IBytes(uint64(r.PredictedRootBytes)), humanize.IBytes(uint64(r.PeakRSSMax)))
 		for _, k := range byteStats {
 			if v, ok := r.TrainerStats[k]; ok {
-				cells = append(cells, HumanBytes(v))
+				cells = append(cells, humanize.IBytes(uint64(v)))
 			} else {
 				cells = append(cells, "-")
 			}
@@ -532,18 +534,4 @@ func (s *Scaling) WriteTable(w io.Writer) error {
 		"rank 0 and mean of the others; model pred.: rank 0's gather volume M(P-1)/P predicted from the model size.\n", s.Baseline)
 	_, err := w.Write(buf.Bytes())
 	return err
-}
-
-// HumanBytes formats a byte count with a binary unit: "512 B", "1.5 KiB",
-// "12.0 MiB".
-func HumanBytes(b float64) string {
-	const unit = 1024
-	if math.Abs(b) < unit {
-		return fmt.Sprintf("%.0f B", b)
-	}
-	exp := 0
-	for v := math.Abs(b) / unit; v >= unit && exp < 5; v /= unit {
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", b/math.Pow(unit, float64(exp+1)), "KMGTPE"[exp])
 }

@@ -337,20 +337,6 @@ func TestScalingTable(t *testing.T) {
 	}
 }
 
-func TestHumanBytes(t *testing.T) {
-	tests := []struct {
-		b    float64
-		want string
-	}{
-		{0, "0 B"}, {1023, "1023 B"}, {1024, "1.0 KiB"}, {1536, "1.5 KiB"}, {5 << 20, "5.0 MiB"}, {3 << 30, "3.0 GiB"},
-	}
-	for _, tc := range tests {
-		if got := HumanBytes(tc.b); got != tc.want {
-			t.Errorf("HumanBytes(%v) = %q, want %q", tc.b, got, tc.want)
-		}
-	}
-}
-
 // TestAggregateTrainerStats checks that a trainer's per-rank figures become
 // the median over runs of their largest rank's value, and that figures in
 // bytes get a column of the table.

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/dustin/go-humanize"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
@@ -297,8 +298,8 @@ func (st *ShapesStudy) WriteTable(w io.Writer) error {
 			p1 += " (partial)"
 		}
 		fmt.Fprintf(tw, "| %s\t| %d\t| %d\t| %d\t| %s\t| %s\t| %.1f\t| %s\t| %s\t| %s\t| %.0f\t| %s\t|\n", r.Dataset, r.N, r.D, r.L, r.Algorithm, status,
-			r.TrainS, HumanBytes(float64(largestRSS(r.PeakRSS))), HumanBytes(float64(r.CommBytes)),
-			HumanBytes(float64(r.ModelBytes)), r.PredictUSPerRow, p1)
+			r.TrainS, humanize.IBytes(uint64(largestRSS(r.PeakRSS))), humanize.IBytes(uint64(r.CommBytes)),
+			humanize.IBytes(uint64(r.ModelBytes)), r.PredictUSPerRow, p1)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

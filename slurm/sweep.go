@@ -8,7 +8,7 @@ import (
 
 // Sweep is a strong-scaling study: the same xmc run on every combination of
 // node and thread counts, repeated, each run writing its summary into Dir
-// for xmc bench report.
+// for xmc-bench report.
 type Sweep struct {
 	// Base is the run: its xmc command and sbatch options. Its Nodes and
 	// CPUsPerTask are replaced by each run's, its Output by one in Dir.

@@ -1,61 +1,61 @@
+// Command xmc-bench runs xmc's benchmarks and scaling studies and plots
+// them: strong scaling over ranks and threads, comparisons with reference
+// programs (the C++ DXML, napkinXC, any command), accuracy studies over
+// data sets and seeds, costs at the shapes of the field's data sets, and
+// tables and plots of run summaries, such as those of a Slurm sweep. It
+// runs xmc (the binary beside it, or --xmc) as a separate program, so that
+// xmc itself, the program clusters run, does not link the plotting
+// libraries.
 package main
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"maps"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"xmc/atomicfile"
 	"xmc/bench"
+	"xmc/internal/cli"
 	"xmc/train/registry"
 )
 
-// benchCommands are the subcommands of xmc bench.
-func benchCommands() []command {
-	return []command{
-		{"scale", "strong scaling on this machine over a grid of ranks × threads, with tables and plots", runBenchScale},
-		{"compare", "run the C++ DXML program (or another reference) and xmc on the same problem and compare", runBenchCompare},
-		{"report", "tabulate and plot the run summaries in a directory (e.g. from a Slurm scaling sweep)", runBenchReport},
-		{"accuracy", "train every algorithm on every data set of a directory with several seeds: P@k, PSP@k, time and memory", runBenchAccuracy},
-		{"shapes", "costs at the shapes of EURLex-4K, Wiki10-31K, Amazon-670K (generated data), and against the number of labels", runBenchShapes},
-		{"peakrss", "run a command and report its peak resident memory (used by compare under mpirun)", runBenchPeakRSS},
+// commands are xmc-bench's subcommands.
+func commands() []cli.Command {
+	return []cli.Command{
+		{Name: "scale", Summary: "strong scaling on this machine over a grid of ranks × threads, with tables and plots", Run: runScale},
+		{Name: "compare", Summary: "run the C++ DXML program (or another reference) and xmc on the same problem and compare", Run: runCompare},
+		{Name: "report", Summary: "tabulate and plot the run summaries in a directory (e.g. from a Slurm scaling sweep)", Run: runReport},
+		{Name: "accuracy", Summary: "train every algorithm on every data set of a directory with several seeds: P@k, PSP@k, time and memory", Run: runAccuracy},
+		{Name: "shapes", Summary: "costs at the shapes of EURLex-4K, Wiki10-31K, Amazon-670K (generated data), and against the number of labels", Run: runShapes},
+		{Name: "peakrss", Summary: "run a command and report its peak resident memory (used by compare under mpirun)", Run: runPeakRSS},
 	}
 }
 
-func runBench(args []string) error {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprintf(os.Stderr, "Usage: xmc bench <subcommand> [flags]\n\nSubcommands:\n")
-		for _, c := range benchCommands() {
-			fmt.Fprintf(os.Stderr, "  %-8s %s\n", c.name, c.summary)
-		}
-		fmt.Fprintf(os.Stderr, "\nRun \"xmc bench <subcommand> -h\" for its flags.\n")
-		if len(args) == 0 {
-			return errUsage
-		}
-		return nil
-	}
-	for _, c := range benchCommands() {
-		if c.name == args[0] {
-			return c.run(args[1:])
-		}
-	}
-	fmt.Fprintf(os.Stderr, "xmc bench: unknown subcommand %q (want scale, compare, report, accuracy, shapes or peakrss)\n", args[0])
-	return errUsage
+func main() {
+	p := cli.Program{Name: "xmc-bench", Commands: commands(),
+		About: "xmc-bench runs xmc's benchmarks and scaling studies and plots them.\n\nUsage:\n  xmc-bench <command> [flags]\n"}
+	os.Exit(p.Run(os.Args[1:], os.Stderr))
 }
 
-// launcherFlags choose how bench starts xmc.
+// newFlagSet returns the flag set of a command whose usage text starts
+// with synopsis.
+func newFlagSet(name, synopsis string) *flag.FlagSet {
+	return cli.NewFlagSet("xmc-bench", name, synopsis)
+}
+
+// errUsage marks an error already reported to the user (see cli.ErrUsage).
+var errUsage = cli.ErrUsage
+
+// launcherFlags choose how xmc-bench starts xmc.
 type launcherFlags struct {
 	kind, xmc, xmcMPI, mpirun string
 }
@@ -90,19 +90,6 @@ func extraArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	return rest, nil
 }
 
-// intList parses a comma-separated list of positive integers.
-func intList(flagName, s string) ([]int, error) {
-	var out []int
-	for f := range strings.SplitSeq(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("--%s %q: want positive integers separated by commas, e.g. 1,2,4", flagName, s)
-		}
-		out = append(out, n)
-	}
-	return out, nil
-}
-
 // checkData makes sure a data set exists before a long study starts.
 func checkData(flagName, path string) error {
 	if path == "" {
@@ -114,14 +101,8 @@ func checkData(flagName, path string) error {
 	return nil
 }
 
-// signalContext is cancelled by SIGINT or SIGTERM (Slurm's scancel), which
-// ends the running job cleanly.
-func signalContext() (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-}
-
-func runBenchScale(args []string) error {
-	fs := newFlagSet("bench scale", "bench scale --data TRAIN [--test TEST] --out DIR [--ranks 1,2,4 --threads 1,2 --repeats 3] [flags] [-- xmc train flags]")
+func runScale(args []string) error {
+	fs := newFlagSet("scale", "scale --data TRAIN [--test TEST] --out DIR [--ranks 1,2,4 --threads 1,2 --repeats 3] [flags] [-- xmc train flags]")
 	var lf launcherFlags
 	lf.register(fs, bench.InProc)
 	var dataPath, testPath, algo, ranks, threads, out string
@@ -137,7 +118,7 @@ func runBenchScale(args []string) error {
 	fs.IntVar(&repeats, "repeats", 3, "runs of every layout (interleaved)")
 	fs.IntVar(&warmup, "warmup", 1, "unrecorded runs first, on the widest layout, to warm the page cache")
 	fs.StringVar(&out, "out", "", "`DIR` for summaries, logs, scaling.json, scaling.csv and plots (must hold no summaries)")
-	if err := parseFlags(fs, args, true); err != nil {
+	if err := cli.Parse(fs, args, true); err != nil {
 		return err
 	}
 	extra, err := extraArgs(fs, args)
@@ -160,11 +141,11 @@ func runBenchScale(args []string) error {
 		}
 		trainArgs = append(trainArgs, "--test", testPath)
 	}
-	rs, err := intList("ranks", ranks)
+	rs, err := cli.IntList("ranks", ranks)
 	if err != nil {
 		return err
 	}
-	ts, err := intList("threads", threads)
+	ts, err := cli.IntList("threads", threads)
 	if err != nil {
 		return err
 	}
@@ -172,7 +153,7 @@ func runBenchScale(args []string) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signalContext()
+	ctx, stop := cli.SignalContext()
 	defer stop()
 	runs, err := bench.RunScale(ctx, bench.ScaleConfig{
 		Launcher: lf.launcher(), Layouts: grid, Repeats: repeats, Warmup: warmup,
@@ -180,7 +161,7 @@ func runBenchScale(args []string) error {
 	})
 	if err != nil {
 		if len(runs) > 0 {
-			return fmt.Errorf("%w\n(xmc bench report %s tabulates the %d runs that finished)", err, out, len(runs))
+			return fmt.Errorf("%w\n(xmc-bench report %s tabulates the %d runs that finished)", err, out, len(runs))
 		}
 		return err
 	}
@@ -191,8 +172,8 @@ func runBenchScale(args []string) error {
 	return writeScaling(s, out)
 }
 
-func runBenchAccuracy(args []string) error {
-	fs := newFlagSet("bench accuracy", "bench accuracy --data-dir DIR --out DIR [--algos forest,dismec --seeds 1,2,3 --ranks 2] [flags] [-- xmc train flags]")
+func runAccuracy(args []string) error {
+	fs := newFlagSet("accuracy", "accuracy --data-dir DIR --out DIR [--algos forest,dismec --seeds 1,2,3 --ranks 2] [flags] [-- xmc train flags]")
 	var lf launcherFlags
 	lf.register(fs, bench.InProc)
 	var dataDir, only, algos, seeds, label, out string
@@ -209,7 +190,7 @@ func runBenchAccuracy(args []string) error {
 	fs.IntVar(&ranks, "ranks", 2, "ranks of every run")
 	fs.IntVar(&threads, "threads", 1, "worker threads per rank")
 	fs.StringVar(&out, "out", "", "`DIR` of the run summaries (runs already there are not run again) and of accuracy.md, .json, .csv and the plot")
-	if err := parseFlags(fs, args, true); err != nil {
+	if err := cli.Parse(fs, args, true); err != nil {
 		return err
 	}
 	extra, err := extraArgs(fs, args)
@@ -249,7 +230,7 @@ func runBenchAccuracy(args []string) error {
 		}
 		seedList = append(seedList, v)
 	}
-	ctx, stop := signalContext()
+	ctx, stop := cli.SignalContext()
 	defer stop()
 	err = bench.RunAccuracy(ctx, bench.AccuracyConfig{
 		Launcher: lf.launcher(), Layout: bench.Layout{Ranks: ranks, Threads: threads}, Datasets: sets, Algorithms: algoList,
@@ -268,8 +249,8 @@ func runBenchAccuracy(args []string) error {
 	return writeStudy(a, "accuracy", out)
 }
 
-func runBenchShapes(args []string) error {
-	fs := newFlagSet("bench shapes", "bench shapes --out DIR [--shapes eurlex-4k,wiki10-31k,amazon-670k --n 25000 --algos forest,dismec,ppdsparse --sweep-l 10000,100000,670091] [flags] [-- xmc train flags]")
+func runShapes(args []string) error {
+	fs := newFlagSet("shapes", "shapes --out DIR [--shapes eurlex-4k,wiki10-31k,amazon-670k --n 25000 --algos forest,dismec,ppdsparse --sweep-l 10000,100000,670091] [flags] [-- xmc train flags]")
 	var lf launcherFlags
 	lf.register(fs, bench.InProc)
 	var shapes, algos, sweep, sweepAlgos, out string
@@ -297,7 +278,7 @@ func runBenchShapes(args []string) error {
 	var trees int
 	fs.IntVar(&trees, "trees", 50, "trees of a forest")
 	fs.StringVar(&out, "out", "", "`DIR` of the generated data, run summaries (reused when present), logs, shapes.md/.json/.csv and the sweep's plots")
-	if err := parseFlags(fs, args, true); err != nil {
+	if err := cli.Parse(fs, args, true); err != nil {
 		return err
 	}
 	extra, err := extraArgs(fs, args)
@@ -327,14 +308,14 @@ func runBenchShapes(args []string) error {
 		}
 	}
 	if sweep != "" {
-		if cfg.SweepL, err = intList("sweep-l", sweep); err != nil {
+		if cfg.SweepL, err = cli.IntList("sweep-l", sweep); err != nil {
 			return err
 		}
 	}
 	cfg.Launcher, cfg.Layout, cfg.N, cfg.Seed = lf.launcher(), bench.Layout{Ranks: ranks, Threads: threads}, n, seed
 	cfg.TrainArgs, cfg.Dir, cfg.Progress = extra, out, os.Stderr
 	cfg.AlgoArgs = func(algo string) []string { return treesArgs(algo, trees) }
-	ctx, stop := signalContext()
+	ctx, stop := cli.SignalContext()
 	defer stop()
 	if err := bench.RunShapes(ctx, cfg); err != nil {
 		return err
@@ -371,15 +352,15 @@ func datasetNames(dir string) []string {
 	return names
 }
 
-func runBenchReport(args []string) error {
-	fs := newFlagSet("bench report", "bench report [--out DIR] SUMMARY_DIR")
+func runReport(args []string) error {
+	fs := newFlagSet("report", "report [--out DIR] SUMMARY_DIR")
 	var out string
 	fs.StringVar(&out, "out", "", "write scaling.json, scaling.csv and the plots to `DIR` (default: SUMMARY_DIR)")
-	if err := parseFlags(fs, args, true); err != nil {
+	if err := cli.Parse(fs, args, true); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
-		fmt.Fprintf(fs.Output(), "xmc bench report: give one directory of run summaries\n")
+		fmt.Fprintf(fs.Output(), "xmc-bench report: give one directory of run summaries\n")
 		fs.Usage()
 		return errUsage
 	}
@@ -408,7 +389,7 @@ func runBenchReport(args []string) error {
 }
 
 // study is the result of a benchmark (a scaling study, a comparison, an
-// accuracy or a scale study), which xmc bench reports alike: a table on
+// accuracy or a scale study), which xmc-bench reports alike: a table on
 // stdout and in markdown, JSON and CSV files, and plots.
 type study interface {
 	WriteTable(io.Writer) error
@@ -461,8 +442,8 @@ func writeFiles(dir string, files map[string]func(io.Writer) error) ([]string, e
 	return paths, nil
 }
 
-func runBenchCompare(args []string) error {
-	fs := newFlagSet("bench compare", "bench compare (--dxml-bin PATH | --ref-cmd TEMPLATE) --data TRAIN --test TEST --out DIR [--trees 50 --ranks 2 --repeats 3] [flags] [-- xmc train flags]")
+func runCompare(args []string) error {
+	fs := newFlagSet("compare", "compare (--dxml-bin PATH | --ref-cmd TEMPLATE) --data TRAIN --test TEST --out DIR [--trees 50 --ranks 2 --repeats 3] [flags] [-- xmc train flags]")
 	var lf launcherFlags
 	lf.register(fs, bench.MPIRun)
 	var dxml, refCmd, refName, trainRE, scores, dataPath, testPath, out string
@@ -484,7 +465,7 @@ func runBenchCompare(args []string) error {
 	fs.IntVar(&threads, "threads", 1, "worker threads per xmc rank; match the threads your reference build uses per rank")
 	fs.IntVar(&repeats, "repeats", 3, "runs of each program, alternating")
 	fs.StringVar(&out, "out", "", "`DIR` for logs, summaries, compare.json, compare.csv and the plot")
-	if err := parseFlags(fs, args, true); err != nil {
+	if err := cli.Parse(fs, args, true); err != nil {
 		return err
 	}
 	extra, err := extraArgs(fs, args)
@@ -528,10 +509,10 @@ func runBenchCompare(args []string) error {
 	if err != nil {
 		return fmt.Errorf("locate the xmc binary for {peakrss}: %w", err)
 	}
-	ctx, stop := signalContext()
+	ctx, stop := cli.SignalContext()
 	defer stop()
 	cmp, err := bench.RunCompare(ctx, bench.CompareConfig{
-		Ref: ref, Launcher: lf.launcher(), PeakRSS: []string{self, "bench", "peakrss", "--"},
+		Ref: ref, Launcher: lf.launcher(), PeakRSS: []string{self, "peakrss", "--"},
 		Train: dataPath, Test: testPath, Trees: trees, Ranks: ranks, Threads: threads, Repeats: repeats,
 		XMCArgs: extra, Dir: out, Progress: os.Stderr,
 	})
@@ -541,16 +522,16 @@ func runBenchCompare(args []string) error {
 	return writeStudy(cmp, "compare", out)
 }
 
-func runBenchPeakRSS(args []string) error {
-	fs := newFlagSet("bench peakrss", "bench peakrss -- COMMAND [ARGS]\n\nRuns COMMAND and then prints to standard error a line\n"+
+func runPeakRSS(args []string) error {
+	fs := newFlagSet("peakrss", "peakrss -- COMMAND [ARGS]\n\nRuns COMMAND and then prints to standard error a line\n"+
 		"  "+bench.PeakRSSMarker+" rank=R host=H pid=P peak_rss_kib=K exit=E\nwith its peak resident set size (ru_maxrss). "+
-		"Under mpirun, put it before the program to measure every rank:\n  mpirun -np 4 xmc bench peakrss -- ./prog ARGS")
-	if err := parseFlags(fs, args, true); err != nil {
+		"Under mpirun, put it before the program to measure every rank:\n  mpirun -np 4 xmc-bench peakrss -- ./prog ARGS")
+	if err := cli.Parse(fs, args, true); err != nil {
 		return err
 	}
 	argv := fs.Args()
 	if len(argv) == 0 {
-		fmt.Fprintf(fs.Output(), "xmc bench peakrss: no command given\n")
+		fmt.Fprintf(fs.Output(), "xmc-bench peakrss: no command given\n")
 		fs.Usage()
 		return errUsage
 	}
