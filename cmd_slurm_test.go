@@ -104,7 +104,7 @@ func TestSlurmScalingDryRun(t *testing.T) {
 	for _, tag := range tags {
 		want.WriteString(tag + " " + filepath.Join(dir, tag+".sbatch") + "\n")
 	}
-	want.WriteString("# submit each with sbatch; when they have finished: xmc bench report " + dir + "\n")
+	want.WriteString("# submit each with sbatch; when they have finished: xmc-bench report " + dir + "\n")
 	if stdout.String() != want.String() {
 		t.Errorf("stdout:\n%s\nwant:\n%s", stdout.String(), want.String())
 	}

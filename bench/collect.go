@@ -12,7 +12,7 @@ import (
 
 // LoadSummaries reads every run summary among the *.json files of dir (not
 // its subdirectories), in file-name order: from a Slurm sweep's
-// "<nodes>x<threads>-r<rep>.json" files, from bench scale, or any others.
+// "<nodes>x<threads>-r<rep>.json" files, from xmc-bench scale, or any others.
 // The scaling.json and compare.json that bench writes beside the runs are
 // passed over; any other JSON file that is not a summary (it lacks
 // "xmc_version" or "command") is skipped and listed in skipped with the

@@ -210,7 +210,7 @@ type ScaleConfig struct {
 // Runs are interleaved: every layout once, then every layout again, each
 // round starting one layout further, so that drift of the machine (thermal
 // throttling, other jobs) hits every layout alike. A failed run ends the
-// study; the summaries written so far stay in Dir for bench report. Dir
+// study; the summaries written so far stay in Dir for xmc-bench report. Dir
 // must not hold summaries already, so that a study never mixes with an
 // older one.
 func RunScale(ctx context.Context, c ScaleConfig) ([]*job.Summary, error) {

@@ -238,7 +238,7 @@ func (c *cluster) testScaling(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSpace(stdout), "\n")
 	if len(lines) != 3 || !strings.HasPrefix(lines[0], "1x1-r1 ") || !strings.HasPrefix(lines[1], "1x2-r1 ") ||
-		lines[2] != "# when the jobs have finished: xmc bench report "+dir {
+		lines[2] != "# when the jobs have finished: xmc-bench report "+dir {
 		t.Fatalf("stdout:\n%s\nwant the two runs' job ids and the report command", stdout)
 	}
 	// The second job waits for the first: check while it is pending.

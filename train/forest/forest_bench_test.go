@@ -61,7 +61,7 @@ func BenchmarkForestPredictBibtex(b *testing.B) {
 // BenchmarkForestTreeTogether measures growing one tree with 1 and 2
 // workers together (TrainTreeTogether; ns/op is per tree) on Delicious and
 // on data of Wiki10-31K's shape (D = 101,938, L = 30,938, 18.6 labels and
-// 673 features per row, 20,000 rows, as `xmc bench shapes` generates it):
+// 673 features per row, 20,000 rows, as `xmc-bench shapes` generates it):
 // the speed-up of a forest with fewer trees than workers.
 func BenchmarkForestTreeTogether(b *testing.B) {
 	delicious, _ := traintest.Delicious(b)

@@ -10,7 +10,7 @@ import (
 
 // AmazonShape generates data of Amazon-670K's shape (D = 135,909,
 // L = 670,091, 5.45 labels and 76 features per row) cut to n rows, as
-// `xmc bench shapes` makes it.
+// `xmc-bench shapes` makes it.
 func AmazonShape(b testing.TB, n int) *data.Dataset {
 	b.Helper()
 	ds, err := data.GenerateDataset(data.GenConfig{N: n, D: 135909, L: 670091, AvgLabels: 5.45,
