@@ -4,22 +4,28 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"xmc/model"
 	"xmc/model/kinds"
+	"xmc/runner"
 
 	"github.com/dustin/go-humanize"
 )
 
 func runInspect(args []string) error {
-	fs := newFlagSet("inspect", "inspect --model FILE")
-	var path string
+	fs := newFlagSet("inspect", "inspect --model FILE | --checkpoint DIR")
+	var path, checkpoint string
 	fs.StringVar(&path, "model", "", "model `FILE` (or the manifest of a sharded model)")
+	fs.StringVar(&checkpoint, "checkpoint", "", "checkpoint `DIR` of a stopped training: what a rerun of the same command resumes from")
 	if err := parseFlags(fs, args, false); err != nil {
 		return err
 	}
+	if checkpoint != "" {
+		return inspectCheckpoint(checkpoint)
+	}
 	if path == "" {
-		return errors.New("--model is required")
+		return errors.New("give --model or --checkpoint")
 	}
 	size, err := modelBytes(path)
 	if err != nil {
@@ -52,4 +58,26 @@ func modelBytes(path string) (int64, error) {
 		}
 	}
 	return n, nil
+}
+
+// inspectCheckpoint prints what the checkpoint directory dir holds: the
+// round a training in rounds resumes from, or the units saved.
+func inspectCheckpoint(dir string) error {
+	if _, err := os.Stat(filepath.Join(dir, "FINGERPRINT")); err != nil {
+		return fmt.Errorf("%s is not a checkpoint of xmc train: %w", dir, err)
+	}
+	round, err := runner.CheckpointRound(dir)
+	if err != nil {
+		return err
+	}
+	if round > 0 {
+		fmt.Printf("checkpoint %s: training in rounds, saved after round %d: a rerun of the same command resumes from it\n", dir, round)
+		return nil
+	}
+	units, err := runner.CheckpointUnits(dir)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("checkpoint %s: %d units saved: a rerun of the same command trains the others only\n", dir, len(units))
+	return nil
 }

@@ -490,6 +490,13 @@ func TestInterruptAndResume(t *testing.T) {
 			if saved == 0 || !strings.HasPrefix(c.name, "rounds") && saved >= 40 {
 				t.Fatalf("checkpoint holds %d units after the time limit, want some (and of trees not all)", saved)
 			}
+			want := fmt.Sprintf("%d units saved", saved)
+			if strings.HasPrefix(c.name, "rounds") {
+				want = "training in rounds, saved after round "
+			}
+			if got := mustXMC(t, "inspect", "--checkpoint", resumed+".ckpt"); !strings.Contains(got, want) {
+				t.Errorf("xmc inspect --checkpoint: %q, want it to say %q", got, want)
+			}
 			out = mustXMC(t, append(common, "--model-out", resumed, "--ranks", "3")...)
 			if !strings.Contains(out, "resuming") {
 				t.Errorf("rerun did not resume:\n%s", out)

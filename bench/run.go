@@ -214,29 +214,9 @@ type ScaleConfig struct {
 // must not hold summaries already, so that a study never mixes with an
 // older one.
 func RunScale(ctx context.Context, c ScaleConfig) ([]*job.Summary, error) {
-	switch {
-	case len(c.Layouts) == 0:
-		return nil, errors.New("scale: no layout to run")
-	case c.Repeats < 1:
-		return nil, fmt.Errorf("scale: --repeats must be at least 1, got %d", c.Repeats)
-	case c.Warmup < 0:
-		return nil, fmt.Errorf("scale: --warmup must not be negative, got %d", c.Warmup)
-	}
-	if err := checkOwnFlags(c.TrainArgs, "ranks", "threads", "summary", "checkpoint"); err != nil {
+	logs, err := c.start()
+	if err != nil {
 		return nil, err
-	}
-	if err := c.Launcher.Check(); err != nil {
-		return nil, err
-	}
-	logs := filepath.Join(c.Dir, "logs")
-	if err := os.MkdirAll(logs, 0o755); err != nil {
-		return nil, fmt.Errorf("scale: %w", err)
-	}
-	if old, _, err := LoadSummaries(c.Dir); err != nil {
-		return nil, err
-	} else if len(old) > 0 {
-		return nil, fmt.Errorf("scale: %s already holds %d run summaries (%s, ...); give a new --out directory or remove them",
-			c.Dir, len(old), filepath.Base(old[0].Source))
 	}
 	progress := c.Progress
 	if progress == nil {
@@ -293,6 +273,36 @@ func RunScale(ctx context.Context, c ScaleConfig) ([]*job.Summary, error) {
 		}
 	}
 	return runs, nil
+}
+
+// start checks the study's settings and makes its directory of logs,
+// which it returns; Dir must hold no run summaries yet.
+func (c ScaleConfig) start() (string, error) {
+	switch {
+	case len(c.Layouts) == 0:
+		return "", errors.New("scale: no layout to run")
+	case c.Repeats < 1:
+		return "", fmt.Errorf("scale: --repeats must be at least 1, got %d", c.Repeats)
+	case c.Warmup < 0:
+		return "", fmt.Errorf("scale: --warmup must not be negative, got %d", c.Warmup)
+	}
+	if err := checkOwnFlags(c.TrainArgs, "ranks", "threads", "summary", "checkpoint"); err != nil {
+		return "", err
+	}
+	if err := c.Launcher.Check(); err != nil {
+		return "", err
+	}
+	logs := filepath.Join(c.Dir, "logs")
+	if err := os.MkdirAll(logs, 0o755); err != nil {
+		return "", fmt.Errorf("scale: %w", err)
+	}
+	if old, _, err := LoadSummaries(c.Dir); err != nil {
+		return "", err
+	} else if len(old) > 0 {
+		return "", fmt.Errorf("scale: %s already holds %d run summaries (%s, ...); give a new --out directory or remove them",
+			c.Dir, len(old), filepath.Base(old[0].Source))
+	}
+	return logs, nil
 }
 
 // studyRun is one xmc train run of a study (accuracy, shapes), recorded

@@ -235,7 +235,7 @@ func Run(command string, opts Options, body func(r *Rank) error) error {
 	}
 	gc := &gcPause{}
 	// The backend refuses what Split would not split, as MPI does.
-	return mpi.LaunchLimit(opts.Ranks, limit, func(raw mpi.Comm) error {
+	return mpi.Launch(opts.Ranks, limit, func(raw mpi.Comm) error {
 		c, err := mpi.Split(raw, limit)
 		if err != nil {
 			return err

@@ -37,18 +37,12 @@ func (e *AbortError) Error() string {
 // Launch returns when every rank's fn has returned. Its error is the first
 // failing rank's, as fmt.Errorf("rank %d: %w", rank, err).
 //
-// Like MPI, the backend refuses a transfer of more than MaxMessage bytes
-// (see LaunchLimit).
-func Launch(n int, fn func(c Comm) error) error {
-	return LaunchLimit(n, MaxMessage, fn)
-}
-
-// LaunchLimit is Launch with the backend refusing, as MPI does beyond
-// MaxMessage, any single transfer of more than limit bytes: a Send, a
-// Bcast, a rank's Gather or Gatherv contribution or the total the root
-// receives, a reduction's data. Tests set a small limit to check that every
-// transfer went through Split.
-func LaunchLimit(n, limit int, fn func(c Comm) error) error {
+// The backend refuses, as MPI does beyond MaxMessage, any single transfer
+// of more than limit bytes (MaxMessage at most): a Send, a Bcast, a rank's
+// Gather or Gatherv contribution or the total the root receives, a
+// reduction's data. Tests set a small limit to check that every transfer
+// went through Split.
+func Launch(n, limit int, fn func(c Comm) error) error {
 	if n < 1 {
 		return fmt.Errorf("mpi: launch %d ranks: need at least 1", n)
 	}

@@ -14,7 +14,7 @@ import (
 func TestConformanceInProcess(t *testing.T) {
 	for n := 1; n <= 4; n++ {
 		t.Run(fmt.Sprintf("ranks=%d", n), func(t *testing.T) {
-			err := mpi.Launch(n, func(c mpi.Comm) error {
+			err := mpi.Launch(n, mpi.MaxMessage, func(c mpi.Comm) error {
 				return mpitest.Conformance(mpi.NewCounted(c, 0))
 			})
 			if err != nil {
@@ -31,7 +31,7 @@ func TestConformanceSplit(t *testing.T) {
 	const limit = 64 << 10
 	for _, n := range []int{1, 2, 3} {
 		t.Run(fmt.Sprintf("ranks=%d", n), func(t *testing.T) {
-			err := mpi.LaunchLimit(n, limit, func(c mpi.Comm) error {
+			err := mpi.Launch(n, limit, func(c mpi.Comm) error {
 				sc, err := mpi.Split(c, limit)
 				if err != nil {
 					return err
@@ -61,7 +61,7 @@ func TestLimitRefusesLargeTransfers(t *testing.T) {
 		{"gatherv total", func(c mpi.Comm) error { _, err := c.Gatherv(big[:limit/2+1], 0, nil); return err }},
 		{"allreduce", func(c mpi.Comm) error { return c.AllreduceFloat64(make([]float64, limit/8+1), mpi.Sum) }},
 	} {
-		err := mpi.LaunchLimit(2, limit, c.call)
+		err := mpi.Launch(2, limit, c.call)
 		if err == nil || !strings.Contains(err.Error(), "exceeds") {
 			t.Errorf("%s: %v, want an error about the limit", c.name, err)
 		}
@@ -76,7 +76,7 @@ func launchTimed(t *testing.T, limit time.Duration, n int, fn func(c mpi.Comm) e
 	t.Helper()
 	done := make(chan error, 1)
 	start := time.Now()
-	go func() { done <- mpi.Launch(n, fn) }()
+	go func() { done <- mpi.Launch(n, mpi.MaxMessage, fn) }()
 	select {
 	case err := <-done:
 		t.Logf("Launch returned after %v", time.Since(start).Round(time.Millisecond))
@@ -173,7 +173,7 @@ func TestAbort(t *testing.T) {
 }
 
 func TestLaunchRejectsNoRanks(t *testing.T) {
-	if err := mpi.Launch(0, func(mpi.Comm) error { return nil }); err == nil {
+	if err := mpi.Launch(0, mpi.MaxMessage, func(mpi.Comm) error { return nil }); err == nil {
 		t.Fatal("Launch(0) succeeded")
 	}
 }
@@ -314,7 +314,7 @@ func BenchmarkInProcess(b *testing.B) {
 	}{{"1KB", 1 << 10}, {"8MB", 8 << 20}} {
 		b.Run("allreduce/"+size.name, func(b *testing.B) {
 			b.SetBytes(int64(size.bytes))
-			err := mpi.Launch(ranks, func(c mpi.Comm) error {
+			err := mpi.Launch(ranks, mpi.MaxMessage, func(c mpi.Comm) error {
 				data := make([]float64, size.bytes/8)
 				for range b.N { // every rank runs b.N operations
 					if err := c.AllreduceFloat64(data, mpi.Sum); err != nil {
@@ -329,7 +329,7 @@ func BenchmarkInProcess(b *testing.B) {
 		})
 		b.Run("gather/"+size.name, func(b *testing.B) {
 			b.SetBytes(int64(size.bytes))
-			err := mpi.Launch(ranks, func(c mpi.Comm) error {
+			err := mpi.Launch(ranks, mpi.MaxMessage, func(c mpi.Comm) error {
 				buf := make([]byte, size.bytes)
 				for range b.N { // every rank runs b.N operations
 					if _, err := c.Gather(buf, 0); err != nil {

@@ -21,7 +21,7 @@ const MinMessage = 4096
 // limit/P bytes (so that the root receives at most limit), reductions into
 // chunks. Results are the same as c's, byte for byte; only the number of
 // underlying calls grows. The MPI backend refuses a single transfer of more
-// than MaxMessage bytes, and the in-process one (LaunchLimit) more than its
+// than MaxMessage bytes, and the in-process one (Launch) more than its
 // limit, so every transfer of xmc goes through Split.
 //
 // Gatherv costs one small Allreduce more than c's (the ranks agree on the

@@ -185,6 +185,11 @@ func (c *checkpoint) load(u int) ([]byte, bool, error) {
 	return data, true, nil
 }
 
+// CheckpointRound returns the round a rerun resumes from, for the
+// checkpoint directory dir of a training in rounds; 0 where dir holds no
+// saved round (or belongs to a training of units: see CheckpointUnits).
+func CheckpointRound(dir string) (int, error) { return readRound(dir) }
+
 // CheckpointUnits returns the units saved in the checkpoint directory dir
 // (or a round directory of it), in increasing order: what a rerun resumes
 // from, their checksums verified only when loaded.

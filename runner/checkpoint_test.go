@@ -176,7 +176,7 @@ func runSaving(t *testing.T, schedule string, every time.Duration, ctxOf func(ra
 	dir := filepath.Join(t.TempDir(), "ckpt")
 	var gathered [][]byte
 	pools := rankPools(t, 2, 1)
-	err := mpi.Launch(2, func(c mpi.Comm) error {
+	err := mpi.Launch(2, mpi.MaxMessage, func(c mpi.Comm) error {
 		p := Plan{Units: 10, Kind: "unit", Comm: c, Schedule: schedule, Pool: pools[c.Rank()], Log: slog.New(slog.DiscardHandler),
 			Checkpoint: dir, CheckpointEvery: every, Fingerprint: "test"}
 		own, _, runErr := p.Run(ctxOf(c.Rank()), work)

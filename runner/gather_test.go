@@ -34,7 +34,7 @@ func TestGatherBatches(t *testing.T) {
 			for root := range ranks {
 				var gathered [][]byte
 				largest := make([]int, ranks)
-				err := mpi.Launch(ranks, func(c mpi.Comm) error {
+				err := mpi.Launch(ranks, mpi.MaxMessage, func(c mpi.Comm) error {
 					// Rank r holds the units u ≡ r (mod ranks+1); the
 					// units u ≡ ranks are held by no rank.
 					var own []Result
@@ -77,7 +77,7 @@ func TestGatherBatches(t *testing.T) {
 // rather than waiting for a root that left.
 func TestGatherBadUnitOnRoot(t *testing.T) {
 	errs := make([]error, 3)
-	mpi.Launch(3, func(c mpi.Comm) error {
+	mpi.Launch(3, mpi.MaxMessage, func(c mpi.Comm) error {
 		own := []Result{{Unit: c.Rank(), Data: []byte("ok")}}
 		if c.Rank() == 0 {
 			own = append(own, Result{Unit: 99, Data: []byte("bad")})
@@ -138,7 +138,7 @@ func TestStream(t *testing.T) {
 		for root := range c.ranks {
 			var got []int
 			var largest, unfit int
-			err := mpi.Launch(c.ranks, func(comm mpi.Comm) error {
+			err := mpi.Launch(c.ranks, mpi.MaxMessage, func(comm mpi.Comm) error {
 				rec := &rootRecorder{Comm: comm}
 				var own []Result
 				for u := range c.units {
@@ -188,7 +188,7 @@ func TestStreamErrors(t *testing.T) {
 		{"write fails", false, 3, "disk full"},
 		{"unit twice", true, -1, "held by ranks"},
 	} {
-		err := mpi.Launch(3, func(comm mpi.Comm) error {
+		err := mpi.Launch(3, mpi.MaxMessage, func(comm mpi.Comm) error {
 			own := []Result{{Unit: comm.Rank(), Data: []byte{1}}, {Unit: comm.Rank() + 3, Data: []byte{2}}}
 			if c.dup && comm.Rank() == 2 {
 				own = append(own, Result{Unit: 0, Data: []byte{3}})

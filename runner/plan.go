@@ -167,24 +167,11 @@ func (p Plan) run(ctx context.Context, compute func(take taker) error) ([]Result
 		return nil, false, err
 	}
 	defer ck.close()
-	var d dealer
-	var results []Result // units loaded from the checkpoint, then computed ones
-	switch p.Schedule {
-	case ScheduleStatic, "":
-		d, results, err = p.staticDealer(ck)
-	case ScheduleDynamic:
-		d, results, err = p.dynamicDealer(ctx, ck)
-	default:
-		err = fmt.Errorf("schedule %q: want %s or %s", p.Schedule, ScheduleStatic, ScheduleDynamic)
-	}
+	// results holds the units loaded from the checkpoint, then computed ones.
+	d, results, err := p.dealer(ctx, ck)
 	if err != nil {
 		return nil, false, err
 	}
-	resumed := len(results)
-	if resumed > 0 {
-		p.Log.Info("resuming from checkpoint", "dir", p.Checkpoint, p.Kind+"s", resumed)
-	}
-
 	resumedWeight := 0
 	for _, r := range results {
 		resumedWeight += p.weight(r.Unit)
@@ -240,6 +227,26 @@ func (p Plan) run(ctx context.Context, compute func(take taker) error) ([]Result
 		logStop(p.Log, ctx, p.Checkpoint, "rank", rank, p.Kind+"s_finished", len(results))
 	}
 	return results, stopped, nil
+}
+
+// dealer returns the dealer of p's schedule and the units this rank
+// resumes from the checkpoint.
+func (p Plan) dealer(ctx context.Context, ck *checkpoint) (dealer, []Result, error) {
+	var d dealer
+	var results []Result
+	var err error
+	switch p.Schedule {
+	case ScheduleStatic, "":
+		d, results, err = p.staticDealer(ck)
+	case ScheduleDynamic:
+		d, results, err = p.dynamicDealer(ctx, ck)
+	default:
+		err = fmt.Errorf("schedule %q: want %s or %s", p.Schedule, ScheduleStatic, ScheduleDynamic)
+	}
+	if err == nil && len(results) > 0 {
+		p.Log.Info("resuming from checkpoint", "dir", p.Checkpoint, p.Kind+"s", len(results))
+	}
+	return d, results, err
 }
 
 // logStop logs that training stopped before its end, why (the cause of

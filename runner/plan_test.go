@@ -35,7 +35,7 @@ func runUnits(t *testing.T, ctx context.Context, schedule string, units, ranks, 
 	prog := &countingProgress{}
 	var gathered [][]byte
 	pools := rankPools(t, ranks, threads)
-	err := mpi.Launch(ranks, func(c mpi.Comm) error {
+	err := mpi.Launch(ranks, mpi.MaxMessage, func(c mpi.Comm) error {
 		pool := pools[c.Rank()]
 		p := Plan{Units: units, Kind: "unit", Comm: c, Schedule: schedule, Pool: pool, Log: slog.New(slog.DiscardHandler),
 			Checkpoint: checkpoint, Fingerprint: "test"}
@@ -130,7 +130,7 @@ func TestRunnerDynamicBalances(t *testing.T) {
 	var mu sync.Mutex
 	perRank := map[int]int{}
 	pools := rankPools(t, 2, 1)
-	err := mpi.Launch(2, func(c mpi.Comm) error {
+	err := mpi.Launch(2, mpi.MaxMessage, func(c mpi.Comm) error {
 		pool := pools[c.Rank()]
 		p := Plan{Units: 20, Kind: "unit", Comm: c, Schedule: ScheduleDynamic, Pool: pool, Log: slog.New(slog.DiscardHandler)}
 		own, _, err := p.Run(context.Background(), func(w numa.Worker, u int) ([]byte, error) {
@@ -165,7 +165,7 @@ func TestRunnerSlowRankIsNotAStall(t *testing.T) {
 
 func slowRank(t *testing.T, schedule string) error {
 	pools := rankPools(t, 2, 1)
-	return mpi.Launch(2, func(raw mpi.Comm) error {
+	return mpi.Launch(2, mpi.MaxMessage, func(raw mpi.Comm) error {
 		c := mpi.NewCounted(raw, 300*time.Millisecond)
 		pool := pools[c.Rank()]
 		p := Plan{Units: 2, Kind: "unit", Comm: c, Schedule: schedule, Pool: pool, Log: slog.New(slog.DiscardHandler)}
@@ -191,7 +191,7 @@ func TestRunTeam(t *testing.T) {
 		var mu sync.Mutex
 		calls := map[int]int{}
 		var gathered [][]byte
-		err := mpi.Launch(ranks, func(c mpi.Comm) error {
+		err := mpi.Launch(ranks, mpi.MaxMessage, func(c mpi.Comm) error {
 			pool := pools[c.Rank()]
 			p := Plan{Units: units, Kind: "unit", Comm: c, Schedule: schedule, Pool: pool, Log: slog.New(slog.DiscardHandler)}
 			var busy sync.Mutex // held while a unit runs: units of a rank must not overlap
@@ -231,7 +231,7 @@ func TestRunTeam(t *testing.T) {
 				t.Errorf("%s: unit %d computed %d times, gathered %q", schedule, u, calls[u], gathered[u])
 			}
 		}
-		err = mpi.Launch(ranks, func(c mpi.Comm) error {
+		err = mpi.Launch(ranks, mpi.MaxMessage, func(c mpi.Comm) error {
 			p := Plan{Units: units, Kind: "unit", Comm: c, Schedule: schedule, Pool: pools[c.Rank()], Log: slog.New(slog.DiscardHandler)}
 			_, _, err := p.RunTeam(context.Background(), func(u int) ([]byte, error) {
 				if u == 4 {

@@ -22,7 +22,7 @@ func TestRunnerProgressWeights(t *testing.T) {
 		}
 		prog := &countingProgress{}
 		pools := rankPools(t, 3, 2)
-		err := mpi.Launch(3, func(c mpi.Comm) error {
+		err := mpi.Launch(3, mpi.MaxMessage, func(c mpi.Comm) error {
 			pool := pools[c.Rank()]
 			p := Plan{Units: 10, Kind: "unit", Comm: c, Schedule: schedule, Pool: pool, Log: slog.New(slog.DiscardHandler),
 				Checkpoint: dir, Fingerprint: "test", Weight: func(u int) int { return u + 1 }}

@@ -166,7 +166,7 @@ func runRounds(t *testing.T, run roundsRun) ([][]byte, int, error) {
 	t.Helper()
 	var gathered [][]byte
 	prog := &countingProgress{}
-	err := mpi.Launch(run.ranks, func(c mpi.Comm) error {
+	err := mpi.Launch(run.ranks, mpi.MaxMessage, func(c mpi.Comm) error {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		tr := newLSQ(c, 40, 6, 2)
@@ -341,7 +341,7 @@ func TestRoundsRoundLimit(t *testing.T) {
 // the failing one with the round named.
 func TestRoundsErrorEndsJob(t *testing.T) {
 	var mu sync.Mutex
-	err := mpi.Launch(3, func(c mpi.Comm) error {
+	err := mpi.Launch(3, mpi.MaxMessage, func(c mpi.Comm) error {
 		tr := &failingRounds{lsqTrainer: newLSQ(c, 10, 3, 1), failAt: 2}
 		p := Rounds{Units: 3, Rounds: 10, Kind: "round", Comm: c, Log: slog.New(slog.DiscardHandler)}
 		_, _, err := p.Run(context.Background(), tr)

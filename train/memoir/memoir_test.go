@@ -102,7 +102,7 @@ func trainMEMOIR(t *testing.T, edit func(*Params), after func(*roundTrainer) err
 	a := &Trainer{p: DefaultParams()}
 	edit(&a.p)
 	var got *roundTrainer
-	err := mpi.Launch(1, func(c mpi.Comm) error {
+	err := mpi.Launch(1, mpi.MaxMessage, func(c mpi.Comm) error {
 		env := train.Env{Pool: numatest.Pool(t, 2, 1), Comm: c, Log: slog.New(slog.DiscardHandler), Seed: 5}
 		w, err := a.Prepare(env, tr)
 		if err != nil {

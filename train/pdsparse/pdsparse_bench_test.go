@@ -29,7 +29,7 @@ func BenchmarkPDSparseEpoch(b *testing.B) {
 			p := DefaultParams()
 			p.Epochs = 1 << 20 // epochs are counted here
 			pool := numatest.Pool(b, 1, 1)
-			err := mpi.Launch(1, func(c mpi.Comm) error {
+			err := mpi.Launch(1, mpi.MaxMessage, func(c mpi.Comm) error {
 				t, err := newRoundTrainer(p.forData(ds, noneSet), ds, c, pool)
 				if err != nil {
 					return err

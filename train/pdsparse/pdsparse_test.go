@@ -83,7 +83,7 @@ func TestPDSparseSameWeights(t *testing.T) {
 	for _, tt := range tests {
 		var got []runner.Result
 		pool := numatest.Pool(t, tt.workers, 1)
-		err := mpi.Launch(1, func(c mpi.Comm) error {
+		err := mpi.Launch(1, mpi.MaxMessage, func(c mpi.Comm) error {
 			tr, err := newRoundTrainer(p.forData(tr, noneSet), tr, c, pool)
 			if err != nil {
 				return err
@@ -147,7 +147,7 @@ func TestPDSparseResumeAcrossStores(t *testing.T) {
 	// lists, started from state and shared (nil: fresh), and returns its
 	// weights and saved state.
 	run := func(dense bool, from, to int, state [][]byte, shared []byte) (res []runner.Result, st [][]byte, sh []byte, err error) {
-		err = mpi.Launch(1, func(c mpi.Comm) error {
+		err = mpi.Launch(1, mpi.MaxMessage, func(c mpi.Comm) error {
 			tt, err := newRoundTrainer(p.forData(tr, noneSet), tr, c, pool)
 			if err != nil {
 				return err
