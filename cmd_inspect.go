@@ -6,11 +6,11 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/dustin/go-humanize"
+
 	"xmc/model"
 	"xmc/model/kinds"
 	"xmc/runner"
-
-	"github.com/dustin/go-humanize"
 )
 
 func runInspect(args []string) error {

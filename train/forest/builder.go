@@ -3,9 +3,8 @@ package forest
 import (
 	"math/rand/v2"
 
-	forestmodel "xmc/model/forest"
-
 	"xmc/data"
+	forestmodel "xmc/model/forest"
 	"xmc/numa"
 )
 

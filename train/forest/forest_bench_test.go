@@ -5,12 +5,11 @@ import (
 	"hash/maphash"
 	"testing"
 
-	forestmodel "xmc/model/forest"
-	"xmc/train/traintest"
-
 	"xmc/data"
+	forestmodel "xmc/model/forest"
 	"xmc/numa"
 	"xmc/numa/numatest"
+	"xmc/train/traintest"
 )
 
 // BenchmarkForestTreeBibtex measures training one tree on the bundled Bibtex

@@ -7,13 +7,12 @@ import (
 	"slices"
 	"testing"
 
+	"xmc/data"
 	"xmc/metrics"
 	forestmodel "xmc/model/forest"
-	"xmc/train/traintest"
-
-	"xmc/data"
 	"xmc/numa"
 	"xmc/numa/numatest"
+	"xmc/train/traintest"
 )
 
 // trainTrees trains trees 0..n-1 directly with the trainer on the pool's

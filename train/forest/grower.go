@@ -4,9 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 
-	forestmodel "xmc/model/forest"
-
 	"xmc/data"
+	forestmodel "xmc/model/forest"
 	"xmc/numa"
 )
 

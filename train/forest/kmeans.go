@@ -4,9 +4,8 @@ import (
 	"math"
 	"slices"
 
-	forestmodel "xmc/model/forest"
-
 	"xmc/data"
+	forestmodel "xmc/model/forest"
 )
 
 // kmeans runs spherical k-means with k-means++ seeding on the projected,
@@ -290,4 +289,3 @@ func (b *treeBuilder) projectLabels(ids []int32, proj *forestmodel.Projection, b
 		}
 	}
 }
-

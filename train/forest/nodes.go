@@ -5,9 +5,8 @@ import (
 	"math"
 	"slices"
 
-	forestmodel "xmc/model/forest"
-
 	"xmc/data"
+	forestmodel "xmc/model/forest"
 )
 
 // span is a node waiting in the breadth-first queue: its instances are

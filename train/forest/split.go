@@ -3,9 +3,8 @@ package forest
 import (
 	"slices"
 
-	forestmodel "xmc/model/forest"
-
 	"xmc/data"
+	forestmodel "xmc/model/forest"
 )
 
 // split tries to split the node's instances, node id's. It returns nil for

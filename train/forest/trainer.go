@@ -5,12 +5,11 @@ import (
 	"fmt"
 	"hash/maphash"
 
-	forestmodel "xmc/model/forest"
-	"xmc/train"
-
 	"xmc/data"
+	forestmodel "xmc/model/forest"
 	"xmc/numa"
 	"xmc/runner"
+	"xmc/train"
 )
 
 // Trainer is the Trainer of --algo forest.
