@@ -18,6 +18,8 @@ type EpochBatches struct {
 	permFor int
 }
 
+// NewEpochBatches returns the batches of size rows of n rows, in an order
+// drawn afresh every epoch from seed.
 func NewEpochBatches(n, size int, seed uint64) *EpochBatches {
 	return &EpochBatches{n: n, size: size, seed: seed, Batches: (n + size - 1) / size, permFor: -1}
 }

@@ -70,6 +70,8 @@ type AllGather struct {
 	into, all []byte
 }
 
+// Exchange gives every rank of c the messages msg of all ranks, one after
+// another in rank order; the result is valid until the next call.
 func (g *AllGather) Exchange(c mpi.Comm, msg []byte) ([]byte, error) {
 	parts, err := c.Gatherv(msg, 0, g.into)
 	if err != nil {

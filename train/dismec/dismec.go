@@ -1,3 +1,9 @@
+// Package dismec trains DiSMEC (Babbar and Schölkopf, WSDM 2017):
+// one-vs-all linear classifiers, each minimising the squared hinge loss
+// with L2 regularisation by a truncated Newton method (conjugate gradients)
+// from the mean-separating initialisation of Schultheis and Babbar
+// (Machine Learning, 2022), as DiSMEC++ does, and pruned
+// of small weights; blocks of labels are the units of work.
 package dismec
 
 import (
@@ -281,6 +287,7 @@ func msiWeights(d *onevsall.Data, P int, posSum, w []float64) bool {
 // Trainer is the Trainer of --algo dismec.
 type Trainer struct{ p Params }
 
+// New returns the Trainer of --algo dismec, with the default hyper-parameters.
 func New() train.Trainer { return &Trainer{p: DefaultParams()} }
 
 // Flags registers DiSMEC's hyper-parameters.

@@ -27,6 +27,7 @@ const (
 	GrowTogether = "together"
 )
 
+// New returns the Trainer of --algo forest, with the default hyper-parameters.
 func New() train.Trainer { return &Trainer{p: DefaultParams(), grow: GrowAuto} }
 
 // Flags registers the forest's hyper-parameters.

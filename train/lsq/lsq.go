@@ -1,3 +1,6 @@
+// Package lsq trains one-vs-all least squares by mini-batch gradient
+// descent in synchronous rounds: the reference trainer of the runner's
+// round mode, and a baseline.
 package lsq
 
 import (
@@ -89,6 +92,7 @@ const maxBytes = 4 << 30
 // Trainer is the Trainer of --algo lsq.
 type Trainer struct{ p Params }
 
+// New returns the Trainer of --algo lsq, with the default hyper-parameters.
 func New() train.Trainer { return &Trainer{p: DefaultParams()} }
 
 // Flags registers the least-squares hyper-parameters.

@@ -153,6 +153,7 @@ func (p Params) Validate() error {
 // Trainer is the Trainer of --algo memoir.
 type Trainer struct{ p Params }
 
+// New returns the Trainer of --algo memoir, with the default hyper-parameters.
 func New() train.Trainer { return &Trainer{p: DefaultParams()} }
 
 // Flags registers MEMOIR's hyper-parameters.

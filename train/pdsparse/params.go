@@ -98,6 +98,7 @@ func (p Params) Validate() error {
 // Trainer is the Trainer of --algo pdsparse.
 type Trainer struct{ p Params }
 
+// New returns the Trainer of --algo pdsparse, with the default hyper-parameters.
 func New() train.Trainer { return &Trainer{p: DefaultParams()} }
 
 // Flags registers PD-Sparse's hyper-parameters.

@@ -15,6 +15,7 @@ import (
 // Trainer is the Trainer of --algo ppdsparse.
 type Trainer struct{ p Params }
 
+// New returns the Trainer of --algo ppdsparse, with the default hyper-parameters.
 func New() train.Trainer { return &Trainer{p: DefaultParams()} }
 
 // Flags registers PPDSparse's hyper-parameters.
