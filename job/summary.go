@@ -60,6 +60,8 @@ type Summary struct {
 	Comm         []mpi.Stats        `json:"comm"`
 	// Balance is how the training work spread over the ranks.
 	Balance *Balance `json:"balance,omitempty"`
+	// Profile is, per rank, where its training time went (see Profile).
+	Profile []Profile `json:"profile,omitempty"`
 	// TrainerStats holds, per rank, the figures the trainer reports of its
 	// training (the MEMOIR index's recall per epoch, the memory of a rank's
 	// class blocks).

@@ -112,6 +112,19 @@ func (c *Counted) Stats() Stats {
 	return s
 }
 
+// CollectiveSeconds returns the time spent in the collectives and
+// barriers (every operation but Send and Recv): a rank waiting there for
+// the others, or moving the data of a collective.
+func (s Stats) CollectiveSeconds() float64 {
+	t := 0.0
+	for _, o := range s.Ops {
+		if o.Op != opSend.String() && o.Op != opRecv.String() {
+			t += o.BlockedSeconds
+		}
+	}
+	return t
+}
+
 // inFlight is one operation being timed and watched.
 type inFlight struct {
 	op    opKind

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Worker describes one worker of a Pool.
@@ -61,6 +62,55 @@ type Pool struct {
 	// cpus is the number of CPUs of the pool's topology.
 	cpus int
 	opts Options
+	prof profile
+}
+
+// Profile is how a pool's workers spent their time in parallel loops since
+// the pool started: Run, For, and the Run and For of a Team. The time the
+// caller spends between loops (the lead of a Team between its loops, too)
+// is not in it: a trainer's serial part is its wall time less LoopS and its
+// time in collectives.
+type Profile struct {
+	// Loops counts the parallel loops, and LoopS is the wall time from the
+	// start of each to the return of its last worker, summed.
+	Loops int64
+	LoopS float64
+	// BusyS is the time the workers spent computing in the loops, summed
+	// over workers: Workers × LoopS were they all busy from start to end.
+	BusyS float64
+}
+
+// Sub returns the profile of what was done between an earlier profile o
+// and p.
+func (p Profile) Sub(o Profile) Profile {
+	return Profile{Loops: p.Loops - o.Loops, LoopS: p.LoopS - o.LoopS, BusyS: p.BusyS - o.BusyS}
+}
+
+// profile accumulates a Profile; its fields are nanoseconds and counts,
+// added atomically by the workers.
+type profile struct {
+	loops, loopNs, busyNs atomic.Int64
+}
+
+// loop records a loop of wall time d.
+func (p *profile) loop(d time.Duration) {
+	p.loops.Add(1)
+	p.loopNs.Add(int64(d))
+}
+
+// timed returns fn with its running time added to the busy time.
+func (p *profile) timed(fn func(Worker) error) func(Worker) error {
+	return func(w Worker) error {
+		start := time.Now()
+		defer func() { p.busyNs.Add(int64(time.Since(start))) }()
+		return fn(w)
+	}
+}
+
+// Profile returns how the workers spent their time so far (see Profile).
+func (p *Pool) Profile() Profile {
+	return Profile{Loops: p.prof.loops.Load(), LoopS: time.Duration(p.prof.loopNs.Load()).Seconds(),
+		BusyS: time.Duration(p.prof.busyNs.Load()).Seconds()}
 }
 
 // Options are the settings of a Pool that its user knows of the job and
@@ -260,7 +310,11 @@ func (p *Pool) Domains() int {
 // first error to occur, prefixed with the worker that returned it. A panic
 // in fn is recovered and returned as an error with its stack; the worker
 // remains usable.
-func (p *Pool) Run(fn func(w Worker) error) error { return p.runAll(fn) }
+func (p *Pool) Run(fn func(w Worker) error) error {
+	start := time.Now()
+	defer func() { p.prof.loop(time.Since(start)) }()
+	return p.runAll(p.prof.timed(fn))
+}
 
 // submit hands fn to queue q, unless the pool is closed, and returns the
 // channel on which its error will come.
@@ -275,7 +329,8 @@ func (p *Pool) submit(q chan task, fn func(Worker) error) (<-chan error, error) 
 	return done, nil
 }
 
-// runAll is Run.
+// runAll calls fn on every worker and returns the first error: Run, and
+// Together, whose function is not a loop of its own.
 func (p *Pool) runAll(fn func(w Worker) error) error {
 	done := make(chan error, len(p.workers))
 	p.mu.Lock()
@@ -321,8 +376,10 @@ func (p *Pool) For(n, chunk int, fn func(w Worker, lo, hi int)) error {
 	if closed {
 		return ErrClosed
 	}
+	start := time.Now()
+	defer func() { p.prof.loop(time.Since(start)) }()
 	w := p.workers[0]
-	return prefixed(w, call(w, chunks(n, chunk, fn)))
+	return prefixed(w, call(w, p.prof.timed(chunks(n, chunk, fn))))
 }
 
 // chunks returns the function each worker of For runs: it calls fn with

@@ -560,3 +560,56 @@ func TestPoolCloseEndsPinnedThreads(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestProfile checks what a pool's profile counts: each Run, For (inline
+// or not) and Team loop once, its wall time, and the workers' busy time in
+// it; not the time a Team's lead spends between loops.
+func TestProfile(t *testing.T) {
+	one := Topology{Domains: []Domain{{CPUs: []int{0, 1, 2}}}}
+	const nap = 20 * time.Millisecond
+	sleep := func(Worker) error { time.Sleep(nap); return nil }
+	for _, c := range []struct {
+		name           string
+		threads        int
+		inline         bool
+		run            func(p *Pool) error
+		loops, busyMin int // busy in naps
+	}{
+		{"Run", 3, false, func(p *Pool) error { return p.Run(sleep) }, 1, 3},
+		{"For", 3, false, func(p *Pool) error {
+			return p.For(3, 1, func(w Worker, lo, hi int) { time.Sleep(nap) })
+		}, 1, 3},
+		{"For inline", 1, true, func(p *Pool) error {
+			return p.For(2, 1, func(w Worker, lo, hi int) { time.Sleep(nap) })
+		}, 1, 2},
+		{"Team", 3, false, func(p *Pool) error {
+			return p.Together(func(team *Team) error {
+				time.Sleep(2 * nap) // the lead between loops: not in the profile
+				if err := team.Run(sleep); err != nil {
+					return err
+				}
+				return team.For(3, 1, func(w Worker, lo, hi int) { time.Sleep(nap) })
+			})
+		}, 2, 6},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := unpinnedPool(t, one, c.threads, Options{InlineSingle: c.inline})
+			before := p.Profile()
+			start := time.Now()
+			if err := c.run(p); err != nil {
+				t.Fatal(err)
+			}
+			wall := time.Since(start).Seconds()
+			got := p.Profile().Sub(before)
+			if got.Loops != int64(c.loops) {
+				t.Errorf("%d loops, want %d", got.Loops, c.loops)
+			}
+			if got.BusyS < float64(c.busyMin)*nap.Seconds() || got.BusyS > float64(c.threads)*wall {
+				t.Errorf("busy %.3f s, want at least %d naps and at most %d × the wall time %.3f s", got.BusyS, c.busyMin, c.threads, wall)
+			}
+			if c.name == "Team" && got.LoopS > wall-1.9*nap.Seconds() {
+				t.Errorf("loops %.3f s of a %.3f s run whose lead waited %v between loops", got.LoopS, wall, 2*nap)
+			}
+		})
+	}
+}

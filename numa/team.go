@@ -42,6 +42,8 @@ type Team struct {
 
 	mu  sync.Mutex
 	err error // the first error of a member in the current loop
+
+	prof *profile // the pool's
 }
 
 // TeamSpin is how long a worker of a Team spins for the next loop, or the
@@ -58,7 +60,7 @@ const TeamSpin = time.Millisecond
 // or Together on it.
 func (p *Pool) Together(body func(t *Team) error) error {
 	const lead = 0
-	t := &Team{lead: p.workers[lead], leadWake: make(chan struct{}, 1)}
+	t := &Team{lead: p.workers[lead], leadWake: make(chan struct{}, 1), prof: &p.prof}
 	if p.fitsCPUs() {
 		t.spinFor = TeamSpin
 	}
@@ -92,6 +94,9 @@ func (t *Team) Workers() int { return len(t.members) + 1 }
 // first error, prefixed with the worker that returned it (the lead's
 // unprefixed, as the call that runs the lead prefixes it).
 func (t *Team) Run(fn func(w Worker) error) error {
+	start := time.Now()
+	defer func() { t.prof.loop(time.Since(start)) }()
+	fn = t.prof.timed(fn)
 	t.mu.Lock()
 	t.err = nil
 	t.mu.Unlock()

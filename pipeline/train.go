@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -105,6 +106,9 @@ type training struct {
 	kind        model.Kind
 	header      model.Header
 	fingerprint string
+	// rounds counts the rounds run, for a trainer of rounds (nil
+	// otherwise).
+	rounds *int
 }
 
 // trainRank is one rank's part of xmc train.
@@ -316,7 +320,9 @@ func (t *training) runRounds() ([]runner.Result, bool, error) {
 		Checkpoint: c.Checkpoint, CheckpointEvery: c.CheckpointEvery, Fingerprint: t.fingerprint,
 		Progress: t.progress(w.RoundName+"s", w.MaxRounds),
 	}
-	own, stopped, err := t.trainPhase(func() ([]runner.Result, bool, error) { return rounds.Run(j.Ctx, w.Rounds) })
+	counted := &countedRounds{RoundTrainer: w.Rounds}
+	t.rounds = &counted.rounds
+	own, stopped, err := t.trainPhase(func() ([]runner.Result, bool, error) { return rounds.Run(j.Ctx, counted) })
 	return own, !stopped, err
 }
 
@@ -325,12 +331,22 @@ func (t *training) runRounds() ([]runner.Result, bool, error) {
 func (t *training) trainPhase(run func() ([]runner.Result, bool, error)) ([]runner.Result, bool, error) {
 	var own []runner.Result
 	var stopped bool
+	pool0, comm0, start := t.j.Pool.Profile(), t.j.Comm.Stats().CollectiveSeconds(), time.Now()
 	err := t.j.Phase("train", func() error {
 		var err error
 		own, stopped, err = run()
 		return err
 	})
 	if err != nil {
+		return nil, false, err
+	}
+	loops, rounds := t.j.Pool.Profile().Sub(pool0), 0
+	if t.rounds != nil {
+		rounds = *t.rounds
+	}
+	prof := job.NewProfile(t.j.Threads, time.Since(start).Seconds(), loops.LoopS, loops.Loops, loops.BusyS,
+		t.j.Comm.Stats().CollectiveSeconds()-comm0, rounds)
+	if err := recordProfile(t.j, prof); err != nil {
 		return nil, false, err
 	}
 	if t.work.Done != nil {
@@ -342,6 +358,47 @@ func (t *training) trainPhase(run func() ([]runner.Result, bool, error)) ([]runn
 		}
 	}
 	return own, stopped, nil
+}
+
+// countedRounds is a round trainer that counts its rounds, for the
+// training's profile.
+type countedRounds struct {
+	runner.RoundTrainer
+	rounds int
+}
+
+// Round runs round r and counts it.
+func (c *countedRounds) Round(ctx context.Context, r int) (bool, error) {
+	c.rounds++
+	return c.RoundTrainer.Round(ctx, r)
+}
+
+// recordProfile gathers every rank's profile into the summary, and logs
+// rank 0's with the speed-ups its serial fraction allows.
+func recordProfile(j *job.Rank, p job.Profile) error {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	all, err := j.Comm.Gatherv(b, 0, nil)
+	if err != nil || j.ID != 0 {
+		return err
+	}
+	j.Summary.Profile = make([]job.Profile, len(all))
+	for r, b := range all {
+		if err := json.Unmarshal(b, &j.Summary.Profile[r]); err != nil {
+			return fmt.Errorf("profile of rank %d: %w", r, err)
+		}
+	}
+	f := p.SerialFraction()
+	args := []any{"serial_s", fmt.Sprintf("%.3f", p.SerialS), "collective_s", fmt.Sprintf("%.3f", p.CollectiveS),
+		"loop_s", fmt.Sprintf("%.3f", p.LoopS), "loop_efficiency", fmt.Sprintf("%.2f", p.LoopEfficiency()),
+		"serial_fraction", fmt.Sprintf("%.4f", f)}
+	for _, n := range []int{16, 64, 128} {
+		args = append(args, fmt.Sprintf("amdahl_%d", n), fmt.Sprintf("%.1f", job.AmdahlSpeedup(f, n)))
+	}
+	j.Log.Info("profile of rank 0", args...)
+	return nil
 }
 
 // recordTrainerStats gathers every rank's trainer figures into the summary.
