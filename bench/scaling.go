@@ -151,6 +151,14 @@ type ScalingRow struct {
 	// Metrics holds the median of every metric over runs (P@k and friends,
 	// in percent), when the runs evaluated a test set.
 	Metrics map[string]float64 `json:"metrics,omitempty"`
+	// SerialFraction is the median over runs of the largest serial
+	// fraction of a rank (job.Profile.SerialFraction), LoopEfficiency the
+	// median of the lowest efficiency of a rank's parallel loops, and
+	// Amdahl the speed-ups over one core the serial fraction allows on 16,
+	// 64 and 128 cores. They are 0 for summaries without a profile.
+	SerialFraction float64            `json:"serial_fraction"`
+	LoopEfficiency float64            `json:"loop_efficiency"`
+	Amdahl         map[string]float64 `json:"amdahl_speedup,omitempty"`
 	// TrainerStats holds, for every figure the trainer reported per rank
 	// (job.Summary.TrainerStats, e.g. MEMOIR's block_state_bytes), the
 	// median over runs of its largest value over the ranks.
@@ -308,6 +316,7 @@ func aggregateLayout(l Layout, runs []*job.Summary) ScalingRow {
 		row.PredictedOtherBytes = m / p
 	}
 
+	row.aggregateProfiles(runs)
 	values := map[string][]float64{}
 	for _, r := range runs {
 		for k, v := range r.Metrics {
@@ -341,6 +350,34 @@ func aggregateLayout(l Layout, runs []*job.Summary) ScalingRow {
 		row.TrainerStats[k] = Median(xs)
 	}
 	return row
+}
+
+// AmdahlCores are the core counts at which a study gives the speed-up its
+// serial fraction allows.
+var AmdahlCores = []int{16, 64, 128}
+
+// aggregateProfiles sets the row's serial fraction, loop efficiency and
+// Amdahl bounds from the runs' profiles, if they have them.
+func (row *ScalingRow) aggregateProfiles(runs []*job.Summary) {
+	var fs, es []float64
+	for _, r := range runs {
+		if len(r.Profile) == 0 {
+			continue
+		}
+		f, e := 0.0, 1.0
+		for _, p := range r.Profile {
+			f, e = max(f, p.SerialFraction()), min(e, p.LoopEfficiency())
+		}
+		fs, es = append(fs, f), append(es, e)
+	}
+	if len(fs) == 0 {
+		return
+	}
+	row.SerialFraction, row.LoopEfficiency = Median(fs), Median(es)
+	row.Amdahl = map[string]float64{}
+	for _, n := range AmdahlCores {
+		row.Amdahl[strconv.Itoa(n)] = job.AmdahlSpeedup(row.SerialFraction, n)
+	}
 }
 
 // byteStatKeys returns the trainer figures in bytes (named *_bytes) that
@@ -441,7 +478,10 @@ func (s *Scaling) WriteCSV(w io.Writer) error {
 	}
 	head = append(head, "train_speedup", "train_efficiency", "wall_speedup", "wall_efficiency",
 		"comm_root_bytes", "comm_nonroot_mean_bytes", "model_bytes", "predicted_root_bytes", "predicted_nonroot_bytes",
-		"peak_rss_max_bytes", "shared_process")
+		"peak_rss_max_bytes", "shared_process", "serial_fraction", "loop_efficiency")
+	for _, n := range AmdahlCores {
+		head = append(head, fmt.Sprintf("amdahl_%d", n))
+	}
 	head = append(head, metrics...)
 	cw := csv.NewWriter(w)
 	if err := cw.Write(head); err != nil {
@@ -457,7 +497,10 @@ func (s *Scaling) WriteCSV(w io.Writer) error {
 		rec = append(rec, f(r.TrainSpeedup), f(r.TrainEfficiency), f(r.WallSpeedup), f(r.WallEfficiency),
 			strconv.FormatInt(r.CommRootBytes, 10), f(r.CommOtherBytes), strconv.FormatInt(r.ModelBytes, 10),
 			f(r.PredictedRootBytes), f(r.PredictedOtherBytes), strconv.FormatInt(r.PeakRSSMax, 10),
-			strconv.FormatBool(r.SharedProcess))
+			strconv.FormatBool(r.SharedProcess), f(r.SerialFraction), f(r.LoopEfficiency))
+		for _, n := range AmdahlCores {
+			rec = append(rec, f(r.Amdahl[strconv.Itoa(n)]))
+		}
 		for _, m := range metrics {
 			if v, ok := r.Metrics[m]; ok {
 				rec = append(rec, f(v))
@@ -489,7 +532,7 @@ func (s *Scaling) WriteTable(w io.Writer) error {
 	}
 	head := []string{"layout", "cores", "runs", "train s", "(min-max)", "wall s", "(min-max)",
 		"load", "gather", "write", "predict", "eval", "S train", "E train", "S wall", "E wall",
-		"comm rank0", "comm other", "model pred.", rssHead}
+		"comm rank0", "comm other", "model pred.", rssHead, "serial f", "loop E", "Amdahl 16/64/128"}
 	byteStats := s.byteStatKeys()
 	for _, k := range byteStats {
 		head = append(head, strings.TrimSuffix(k, "_bytes")+"/rank")
@@ -511,6 +554,12 @@ func (s *Scaling) WriteTable(w io.Writer) error {
 		cells = append(cells, fmt.Sprintf("%.2f", r.TrainSpeedup), fmt.Sprintf("%.2f", r.TrainEfficiency),
 			fmt.Sprintf("%.2f", r.WallSpeedup), fmt.Sprintf("%.2f", r.WallEfficiency),
 			humanize.IBytes(uint64(r.CommRootBytes)), other, humanize.IBytes(uint64(r.PredictedRootBytes)), humanize.IBytes(uint64(r.PeakRSSMax)))
+		if r.Amdahl == nil {
+			cells = append(cells, "-", "-", "-")
+		} else {
+			cells = append(cells, fmt.Sprintf("%.4f", r.SerialFraction), fmt.Sprintf("%.2f", r.LoopEfficiency),
+				fmt.Sprintf("%.1f/%.1f/%.1f", r.Amdahl["16"], r.Amdahl["64"], r.Amdahl["128"]))
+		}
 		for _, k := range byteStats {
 			if v, ok := r.TrainerStats[k]; ok {
 				cells = append(cells, humanize.IBytes(uint64(v)))
@@ -531,7 +580,10 @@ func (s *Scaling) WriteTable(w io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(&buf, "S, E: speedup and parallel efficiency against %s (median times). comm: bytes sent+received, "+
-		"rank 0 and mean of the others; model pred.: rank 0's gather volume M(P-1)/P predicted from the model size.\n", s.Baseline)
+		"rank 0 and mean of the others; model pred.: rank 0's gather volume M(P-1)/P predicted from the model size; "+
+		"serial f: the largest rank's serial fraction of the training (serial and collective time over them and the work "+
+		"in parallel loops), loop E: the workers' busy share of the parallel loops, Amdahl: the speed-up over one core "+
+		"that f allows on 16, 64 and 128 cores.\n", s.Baseline)
 	_, err := w.Write(buf.Bytes())
 	return err
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"math"
 	"reflect"
 	"slices"
@@ -361,5 +362,43 @@ func TestAggregateTrainerStats(t *testing.T) {
 	}
 	if !strings.Contains(buf.String(), "block_state/rank") || strings.Contains(buf.String(), "recall/rank") {
 		t.Errorf("table without the bytes column, or with one for a figure not in bytes:\n%s", buf.String())
+	}
+}
+
+// TestAggregateProfiles checks a layout's serial fraction (the median over
+// runs of the largest rank's), loop efficiency and Amdahl bounds, and that
+// summaries without a profile leave them out.
+func TestAggregateProfiles(t *testing.T) {
+	var runs []*job.Summary
+	for i, serial := range []float64{1, 3, 2} { // seconds of serial time on rank 1
+		s := testRun{layout: Layout{2, 2}, train: 10, wall: 11, comm: []int64{1, 1}, rss: []int64{9, 9}}.summary(fmt.Sprintf("r%d.json", i))
+		s.Profile = []job.Profile{
+			job.NewProfile(2, 10, 9, 100, 18, 0.5, 0),         // f = 0.5/18.5
+			job.NewProfile(2, 10, 10-serial-1, 100, 16, 1, 0), // f = (serial+1)/(serial+17)
+		}
+		runs = append(runs, s)
+	}
+	sc, err := Aggregate(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := sc.Rows[0]
+	want := 3.0 / 15 // the median run: 2 s serial and 1 s in collectives on rank 1
+	if math.Abs(r.SerialFraction-want) > 1e-12 {
+		t.Errorf("serial fraction %v, want %v", r.SerialFraction, want)
+	}
+	if a := r.Amdahl["16"]; math.Abs(a-1/(want+(1-want)/16)) > 1e-9 || r.Amdahl["128"] <= a {
+		t.Errorf("Amdahl bounds %v", r.Amdahl)
+	}
+	if e := 12 / (2 * 7.0); math.Abs(r.LoopEfficiency-e) > 1e-12 {
+		t.Errorf("loop efficiency %v, want %v", r.LoopEfficiency, e)
+	}
+	var table strings.Builder
+	if err := sc.WriteTable(&table); err != nil || !strings.Contains(table.String(), fmt.Sprintf("%.4f", want)) {
+		t.Errorf("table without the serial fraction (%v):\n%s", err, table.String())
+	}
+	plain, err := Aggregate(summaries(testRun{layout: Layout{1, 1}, train: 1, wall: 1, comm: []int64{1}, rss: []int64{1}}))
+	if err != nil || plain.Rows[0].Amdahl != nil {
+		t.Errorf("a run without a profile: %v, %+v", err, plain.Rows[0].Amdahl)
 	}
 }
