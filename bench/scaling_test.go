@@ -373,8 +373,8 @@ func TestAggregateProfiles(t *testing.T) {
 	for i, serial := range []float64{1, 3, 2} { // seconds of serial time on rank 1
 		s := testRun{layout: Layout{2, 2}, train: 10, wall: 11, comm: []int64{1, 1}, rss: []int64{9, 9}}.summary(fmt.Sprintf("r%d.json", i))
 		s.Profile = []job.Profile{
-			job.NewProfile(2, 10, 9, 100, 18, 0.5, 0),         // f = 0.5/18.5
-			job.NewProfile(2, 10, 10-serial-1, 100, 16, 1, 0), // f = (serial+1)/(serial+17)
+			job.NewProfile(2, 10, 9, 100, 18, 0.5, 0),         // f = 0.5/18.5, E = 1
+			job.NewProfile(2, 10, 10-serial-1, 100, 12, 1, 0), // f = (serial+1)/(serial+13), E = 12/(2(9-serial))
 		}
 		runs = append(runs, s)
 	}
