@@ -367,8 +367,15 @@ func prefixed(w Worker, err error) error {
 // does. A pool of one worker started with Options.InlineSingle runs the
 // chunks on the calling goroutine, as that worker.
 func (p *Pool) For(n, chunk int, fn func(w Worker, lo, hi int)) error {
+	return p.loop(chunks(n, chunk, fn))
+}
+
+// loop calls fn on every worker, a parallel loop, as Run does; a pool of
+// one worker started with Options.InlineSingle calls it on the calling
+// goroutine, as that worker.
+func (p *Pool) loop(fn func(w Worker) error) error {
 	if len(p.workers) != 1 || !p.opts.InlineSingle {
-		return p.Run(chunks(n, chunk, fn))
+		return p.Run(fn)
 	}
 	p.mu.Lock()
 	closed := p.closed
@@ -379,7 +386,7 @@ func (p *Pool) For(n, chunk int, fn func(w Worker, lo, hi int)) error {
 	start := time.Now()
 	defer func() { p.prof.loop(time.Since(start)) }()
 	w := p.workers[0]
-	return prefixed(w, call(w, p.prof.timed(chunks(n, chunk, fn))))
+	return prefixed(w, call(w, p.prof.timed(fn)))
 }
 
 // chunks returns the function each worker of For runs: it calls fn with

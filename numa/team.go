@@ -21,7 +21,8 @@ import (
 // in-process ranks of 2 workers each growing a tree together trained 25-35%
 // slower with spinning than without.
 //
-// A Team is used only by its lead, from the function given to Together.
+// A Team is used only by its lead, from the function given to Together;
+// once that function returns, the team's Run and For return ErrClosed.
 type Team struct {
 	// spinFor is how long to spin before parking: TeamSpin or 0.
 	spinFor time.Duration
@@ -44,6 +45,9 @@ type Team struct {
 	err error // the first error of a member in the current loop
 
 	prof *profile // the pool's
+	// pool is set, for a team that Together's caller leads (see
+	// Together), to the pool that runs the team's loops.
+	pool *Pool
 }
 
 // TeamSpin is how long a worker of a Team spins for the next loop, or the
@@ -54,16 +58,32 @@ type Team struct {
 const TeamSpin = time.Millisecond
 
 // Together runs body on worker 0 with a Team of every worker of the pool,
-// worker 0 leading, and returns body's error or the first error of its
-// loops. The other workers serve the team until body returns: the pool
-// must not be given other work meanwhile, and body must not call Run, For
-// or Together on it.
+// worker 0 leading, and returns body's error (a loop's error is prefixed
+// with the worker that returned it, as Run's are, but the lead's). The
+// other workers serve the team until body returns: the pool must not be
+// given other work meanwhile, and body must not call Run, For or Together
+// on it. Where holding the workers would gain nothing (one worker, or more
+// workers than CPUs: see Options.SharedBy), body runs on the caller with a
+// team that hands its loops to the pool as For does.
 func (p *Pool) Together(body func(t *Team) error) error {
 	const lead = 0
 	t := &Team{lead: p.workers[lead], leadWake: make(chan struct{}, 1), prof: &p.prof}
-	if p.fitsCPUs() {
-		t.spinFor = TeamSpin
+	if len(p.workers) == 1 || !p.fitsCPUs() {
+		// No team worth holding: with one worker there is no one to lead,
+		// and workers that would park between loops cost a wake-up each
+		// loop however they are handed it. body runs on the caller and
+		// its loops go to the pool as For's do.
+		t.pool = p
+		p.mu.Lock()
+		closed := p.closed
+		p.mu.Unlock()
+		if closed {
+			return ErrClosed
+		}
+		defer t.close()
+		return body(t)
 	}
+	t.spinFor = TeamSpin
 	for _, w := range p.workers {
 		if w.ID != lead {
 			t.members = append(t.members, w)
@@ -73,27 +93,50 @@ func (p *Pool) Together(body func(t *Team) error) error {
 	t.parked = make([]atomic.Bool, len(t.members))
 	// Every worker is handed its part at once (a lead that handed the
 	// members theirs would add its own wake-up to theirs).
-	return p.runAll(func(w Worker) error {
+	var bodyErr error
+	err := p.runAll(func(w Worker) error {
 		if w.ID != lead {
 			t.serve(w)
 			return nil
 		}
 		defer t.close()
-		return body(t)
+		bodyErr = body(t)
+		return nil
 	})
+	if bodyErr != nil {
+		return bodyErr
+	}
+	return err // a panic of body or a closed pool
 }
+
+// Spins reports whether the members wait spinning between loops, so that
+// handing them a loop costs no thread wake-up: a caller with a loop too
+// short to be worth a wake-up can run it on the lead alone where they do
+// not.
+func (t *Team) Spins() bool { return t.pool == nil }
 
 // Lead returns the worker that leads the team.
 func (t *Team) Lead() Worker { return t.lead }
 
 // Workers returns the number of workers of the team, its lead included.
-func (t *Team) Workers() int { return len(t.members) + 1 }
+func (t *Team) Workers() int {
+	if t.pool != nil {
+		return len(t.pool.workers)
+	}
+	return len(t.members) + 1
+}
 
 // Run calls fn once on every worker of the team, concurrently, the lead's
 // call on the calling thread, and waits for all to return. It returns the
 // first error, prefixed with the worker that returned it (the lead's
 // unprefixed, as the call that runs the lead prefixes it).
 func (t *Team) Run(fn func(w Worker) error) error {
+	if t.closed.Load() {
+		return ErrClosed
+	}
+	if t.pool != nil {
+		return t.pool.loop(fn)
+	}
 	start := time.Now()
 	defer func() { t.prof.loop(time.Since(start)) }()
 	fn = t.prof.timed(fn)

@@ -13,6 +13,7 @@ import (
 	"xmc/job"
 	"xmc/model"
 	"xmc/mpi"
+	"xmc/numa"
 	"xmc/runner"
 	"xmc/train"
 )
@@ -310,15 +311,20 @@ func (t *training) runUnits() ([]runner.Result, bool, error) {
 	return own, flag[0] == 0, nil
 }
 
+// agreeEvery is how far apart the ranks of a training in rounds agree on
+// stopping and saving (see runner.Rounds.AgreeEvery): a signal or the time
+// limit is acted on this much late at most, about.
+const agreeEvery = 50 * time.Millisecond
+
 // runRounds runs work of synchronous rounds and returns the units this
 // rank owns and whether training ran to its end; the ranks agree on
 // stopping at round boundaries.
 func (t *training) runRounds() ([]runner.Result, bool, error) {
 	j, c, w := t.j, t.c, t.work
 	rounds := runner.Rounds{
-		Units: w.Units, Rounds: w.MaxRounds, Kind: w.RoundName, Comm: j.Comm, Log: j.Log,
+		Units: w.Units, Rounds: w.MaxRounds, Kind: w.RoundName, Comm: j.Comm, Pool: j.Pool, Log: j.Log,
 		Checkpoint: c.Checkpoint, CheckpointEvery: c.CheckpointEvery, Fingerprint: t.fingerprint,
-		Progress: t.progress(w.RoundName+"s", w.MaxRounds),
+		Progress: t.progress(w.RoundName+"s", w.MaxRounds), AgreeEvery: agreeEvery,
 	}
 	counted := &countedRounds{RoundTrainer: w.Rounds}
 	t.rounds = &counted.rounds
@@ -368,9 +374,9 @@ type countedRounds struct {
 }
 
 // Round runs round r and counts it.
-func (c *countedRounds) Round(ctx context.Context, r int) (bool, error) {
+func (c *countedRounds) Round(ctx context.Context, r int, team *numa.Team) (bool, error) {
 	c.rounds++
-	return c.RoundTrainer.Round(ctx, r)
+	return c.RoundTrainer.Round(ctx, r, team)
 }
 
 // recordProfile gathers every rank's profile into the summary, and logs

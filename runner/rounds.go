@@ -13,6 +13,7 @@ import (
 
 	"xmc/atomicfile"
 	"xmc/mpi"
+	"xmc/numa"
 )
 
 // RoundTrainer is a trainer whose work runs in synchronous rounds in which
@@ -31,10 +32,13 @@ type RoundTrainer interface {
 	// the shared state, as Save returned them; on a fresh start both are
 	// nil.
 	Start(units []int, round int, state [][]byte, shared []byte) error
-	// Round runs round r on every rank. It may use the communicator's
-	// collectives, in the same sequence on every rank, and must return the
-	// same done on every rank: whether training is complete after round r.
-	Round(ctx context.Context, r int) (done bool, err error)
+	// Round runs round r on every rank. Its parallel loops go to team,
+	// the rank's workers held together for all the rounds (so that the
+	// many short loops of a round cost no thread wake-ups), whose lead
+	// calls Round. It may use the communicator's collectives, in the same
+	// sequence on every rank, and must return the same done on every
+	// rank: whether training is complete after round r.
+	Round(ctx context.Context, r int, team *numa.Team) (done bool, err error)
 	// Save returns the state of each owned unit, in the order Start gave
 	// them, and the shared state (the same on every rank), after the last
 	// round run.
@@ -56,6 +60,9 @@ type Rounds struct {
 	Kind string
 	// Comm connects the ranks.
 	Comm mpi.Comm
+	// Pool runs the rank's workers: held together in a numa.Team from the
+	// first round to the last, its worker 0 leading the rounds.
+	Pool *numa.Pool
 	// Log receives the resume line, and a warning when some ranks own no
 	// unit; only rank 0 logs them.
 	Log *slog.Logger
@@ -72,7 +79,17 @@ type Rounds struct {
 	// Fingerprint identifies the run's data and hyper-parameters; a
 	// checkpoint written under another fingerprint is refused.
 	Fingerprint string
+	// AgreeEvery is about how far apart in time the ranks agree on
+	// stopping and saving, a collective of its own: every round when 0,
+	// else every so many rounds, their number doubled or halved at each
+	// agreement to keep agreements about AgreeEvery apart. Short rounds
+	// (a mini-batch) then do not pay a collective each; a signal or the
+	// time limit is acted on at most about AgreeEvery late.
+	AgreeEvery time.Duration
 }
+
+// maxAgreeRounds bounds the rounds between two agreements.
+const maxAgreeRounds = 1 << 10
 
 // Run trains t in rounds on every rank and returns the model's units this
 // rank owns, in unit order. Between rounds the ranks agree on whether to
@@ -106,40 +123,14 @@ func (p Rounds) Run(ctx context.Context, t RoundTrainer) (results []Result, stop
 		}
 	}
 	report(start)
-	lastSave := time.Now()
 	r := start
-	for ; r < p.Rounds; r++ {
-		// Agree on stopping and saving: ranks see the signal or the time
-		// limit at different moments, and their save clocks differ.
-		flags := []int64{0, 0}
-		if ctx.Err() != nil {
-			flags[0] = 1
-		}
-		if ck != nil && r > start && time.Since(lastSave) >= p.CheckpointEvery {
-			flags[1] = 1
-		}
-		if err := c.AllreduceInt64(flags, mpi.Max); err != nil {
-			return nil, false, err
-		}
-		if ck != nil && r > start && (flags[0] == 1 || flags[1] == 1) {
-			if err := p.save(ck, t, owned, r); err != nil {
-				return nil, false, err
-			}
-			lastSave = time.Now()
-		}
-		if flags[0] == 1 {
-			stopped = true
-			break
-		}
-		done, err := t.Round(ctx, r)
-		if err != nil {
-			return nil, false, fmt.Errorf("%s %d: %w", p.Kind, r, err)
-		}
-		report(r + 1)
-		if done {
-			r++
-			break
-		}
+	err = p.Pool.Together(func(team *numa.Team) error {
+		var err error
+		r, stopped, err = p.rounds(ctx, t, team, ck, owned, start, report)
+		return err
+	})
+	if err != nil {
+		return nil, false, err
 	}
 	if p.Progress != nil && c.Rank() == 0 {
 		p.Progress.Finish()
@@ -152,6 +143,73 @@ func (p Rounds) Run(ctx context.Context, t RoundTrainer) (results []Result, stop
 		logStop(p.Log, ctx, p.Checkpoint, p.Kind+"s_done", r, "of_at_most", p.Rounds)
 	}
 	return results, stopped, nil
+}
+
+// rounds runs the rounds from start on, on the lead of team, and returns
+// the round it stopped before and whether it was stopped (ctx done on any
+// rank) rather than complete.
+func (p Rounds) rounds(ctx context.Context, t RoundTrainer, team *numa.Team, ck *checkpoint, owned []int, start int,
+	report func(done int)) (int, bool, error) {
+	c := p.Comm
+	stopped := false
+	lastSave, lastAgree := time.Now(), time.Now()
+	every, next := 1, start // rounds between agreements, and the next one's
+	r := start
+	for ; r < p.Rounds; r++ {
+		if r == next {
+			// Agree on stopping and saving: ranks see the signal or the
+			// time limit at different moments, and their save clocks
+			// differ. Each rank proposes the rounds until the next
+			// agreement; they take the fewest.
+			flags := []int64{0, 0, -int64(p.nextEvery(every, r-start, time.Since(lastAgree)))}
+			if ctx.Err() != nil {
+				flags[0] = 1
+			}
+			if ck != nil && r > start && time.Since(lastSave) >= p.CheckpointEvery {
+				flags[1] = 1
+			}
+			if err := c.AllreduceInt64(flags, mpi.Max); err != nil {
+				return r, false, err
+			}
+			every, next, lastAgree = int(-flags[2]), r+int(-flags[2]), time.Now()
+			if ck != nil && r > start && (flags[0] == 1 || flags[1] == 1) {
+				if err := p.save(ck, t, owned, r); err != nil {
+					return r, false, err
+				}
+				lastSave = time.Now()
+			}
+			if flags[0] == 1 {
+				stopped = true
+				break
+			}
+		}
+		done, err := t.Round(ctx, r, team)
+		if err != nil {
+			return r, false, fmt.Errorf("%s %d: %w", p.Kind, r, err)
+		}
+		report(r + 1)
+		if done {
+			r++
+			break
+		}
+	}
+	return r, stopped, nil
+}
+
+// nextEvery returns the rounds this rank proposes until the next agreement,
+// after every rounds that took elapsed (done rounds run so far): double
+// while they took under half of AgreeEvery, half while they took over
+// twice it.
+func (p Rounds) nextEvery(every, done int, elapsed time.Duration) int {
+	switch {
+	case p.AgreeEvery <= 0 || done == 0:
+		return 1
+	case elapsed < p.AgreeEvery/2:
+		return min(2*every, maxAgreeRounds)
+	case elapsed > 2*p.AgreeEvery:
+		return max(every/2, 1)
+	}
+	return every
 }
 
 // A round checkpoint holds, beside FINGERPRINT, a directory round-R per

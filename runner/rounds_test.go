@@ -16,6 +16,8 @@ import (
 	"testing"
 
 	"xmc/mpi"
+	"xmc/numa"
+	"xmc/numa/numatest"
 )
 
 // lsqTrainer is the round mode's test trainer: gradient descent on the
@@ -81,7 +83,7 @@ func (t *lsqTrainer) Start(units []int, round int, state [][]byte, shared []byte
 	return nil
 }
 
-func (t *lsqTrainer) Round(ctx context.Context, r int) (bool, error) {
+func (t *lsqTrainer) Round(ctx context.Context, r int, _ *numa.Team) (bool, error) {
 	if r+1 == t.stopAt && t.comm.Rank() == t.stopRank {
 		t.cancel() // seen by the runner before the next round
 	}
@@ -171,7 +173,7 @@ func runRounds(t *testing.T, run roundsRun) ([][]byte, int, error) {
 		defer cancel()
 		tr := newLSQ(c, 40, 6, 2)
 		tr.stopAt, tr.stopRank, tr.cancel = run.stopAt, run.stopRank, cancel
-		p := Rounds{Units: tr.units, Rounds: run.rounds, Kind: "round", Comm: c, Log: run.log,
+		p := Rounds{Units: tr.units, Rounds: run.rounds, Kind: "round", Comm: c, Pool: numatest.Pool(t, 1, 1), Log: run.log,
 			Checkpoint: run.checkpoint, Fingerprint: "lsq"}
 		if p.Log == nil {
 			p.Log = slog.New(slog.DiscardHandler)
@@ -343,7 +345,7 @@ func TestRoundsErrorEndsJob(t *testing.T) {
 	var mu sync.Mutex
 	err := mpi.Launch(3, mpi.MaxMessage, func(c mpi.Comm) error {
 		tr := &failingRounds{lsqTrainer: newLSQ(c, 10, 3, 1), failAt: 2}
-		p := Rounds{Units: 3, Rounds: 10, Kind: "round", Comm: c, Log: slog.New(slog.DiscardHandler)}
+		p := Rounds{Units: 3, Rounds: 10, Kind: "round", Comm: c, Pool: numatest.Pool(t, 1, 1), Log: slog.New(slog.DiscardHandler)}
 		_, _, err := p.Run(context.Background(), tr)
 		mu.Lock()
 		defer mu.Unlock()
@@ -359,9 +361,9 @@ type failingRounds struct {
 	failAt int
 }
 
-func (f *failingRounds) Round(ctx context.Context, r int) (bool, error) {
+func (f *failingRounds) Round(ctx context.Context, r int, team *numa.Team) (bool, error) {
 	if r == f.failAt && f.comm.Rank() == 1 {
 		return false, errors.New("boom")
 	}
-	return f.lsqTrainer.Round(ctx, r)
+	return f.lsqTrainer.Round(ctx, r, team)
 }

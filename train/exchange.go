@@ -112,17 +112,16 @@ type reportPiece struct {
 	first int
 }
 
-// Run has the pool's workers (or the caller, for a pool of one: see
-// numa.Options.InlineSingle) take pieces of piece rows of [0, n) in turn
+// Run has the team's workers take pieces of piece rows of [0, n) in turn
 // and call report for each row of a piece, which appends the row's entries
 // to the worker's reports (reports(w)); it returns every row's entries, in
 // row order, in dst[:0].
-func (b *BatchReports) Run(pool *numa.Pool, n, piece int, reports func(numa.Worker) *RowReports,
+func (b *BatchReports) Run(team *numa.Team, n, piece int, reports func(numa.Worker) *RowReports,
 	report func(w numa.Worker, q int, r *RowReports), dst []byte) ([]byte, error) {
 	count := (n + piece - 1) / piece
 	b.pieces = slices.Grow(b.pieces[:0], count)[:count]
 	b.round++
-	err := pool.For(count, 1, func(w numa.Worker, k, _ int) {
+	err := team.For(count, 1, func(w numa.Worker, k, _ int) {
 		r := reports(w)
 		if r.round != b.round { // the worker's first piece of this run
 			r.Msg, r.ends, r.round = r.Msg[:0], r.ends[:0], b.round

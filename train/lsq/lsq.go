@@ -258,9 +258,9 @@ func float64s(b []byte, n int) ([]float64, error) {
 // Round takes one gradient step of every owned block on round r's batch,
 // the blocks spread over the rank's workers. After the epoch's last batch
 // the ranks sum the blocks' losses and all take the same decision.
-func (t *roundTrainer) Round(ctx context.Context, r int) (bool, error) {
+func (t *roundTrainer) Round(ctx context.Context, r int, team *numa.Team) (bool, error) {
 	rows := t.order.Rows(r)
-	err := t.pool.For(len(t.units), 1, func(w numa.Worker, i, _ int) {
+	err := team.For(len(t.units), 1, func(w numa.Worker, i, _ int) {
 		d, s := t.data.Get(w.Domain), t.scratch.Get(w)
 		t.step1(d, s, t.units[i], rows)
 	})

@@ -17,7 +17,7 @@ import (
 // workers, so that the weights are those of the objective at an epoch's
 // end.
 func (t *roundTrainer) settle() error {
-	return t.pool.For(len(t.mine), 1, func(w numa.Worker, bi, _ int) {
+	return t.team.For(len(t.mine), 1, func(w numa.Worker, bi, _ int) {
 		s := t.searchers.Get(w)
 		b := t.mine[bi]
 		for k := range b.classes {
@@ -142,7 +142,7 @@ func (t *roundTrainer) recall(exact *mips.Inverted) (float64, error) {
 	np := t.hasher.Projections()
 	t.proj = slices.Grow(t.proj[:0], n*np)[:n*np]
 	t.msg = slices.Grow(t.msg[:0], 2*n*train.RoundEntryBytes)[:2*n*train.RoundEntryBytes]
-	err := t.pool.For(n, 1, func(w numa.Worker, q, _ int) {
+	err := t.team.For(n, 1, func(w numa.Worker, q, _ int) {
 		s := t.searchers.Get(w)
 		xi, xv := t.x.Row(q * step)
 		proj := t.proj[q*np : (q+1)*np]
@@ -194,7 +194,7 @@ func (t *roundTrainer) recall(exact *mips.Inverted) (float64, error) {
 func (t *roundTrainer) heldoutScore(exact *mips.Inverted) (float64, string, error) {
 	n := t.held.Rows
 	t.msg = slices.Grow(t.msg[:0], n*train.RoundEntryBytes)[:n*train.RoundEntryBytes]
-	err := t.pool.For(n, 1, func(w numa.Worker, i, _ int) {
+	err := t.team.For(n, 1, func(w numa.Worker, i, _ int) {
 		s := t.searchers.Get(w)
 		xi, xv := t.held.Row(i)
 		c, sc := exact.Best(xi, xv, &s.exact)

@@ -10,6 +10,7 @@ import (
 
 	"xmc/mips"
 	"xmc/mpi"
+	"xmc/numa"
 	"xmc/numa/numatest"
 	"xmc/runner"
 	"xmc/train"
@@ -108,7 +109,7 @@ func trainMEMOIR(t *testing.T, edit func(*Params), after func(*roundTrainer) err
 		if err != nil {
 			return err
 		}
-		rounds := runner.Rounds{Units: w.Units, Rounds: w.MaxRounds, Kind: w.RoundName, Comm: c, Log: env.Log}
+		rounds := runner.Rounds{Units: w.Units, Rounds: w.MaxRounds, Kind: w.RoundName, Comm: c, Pool: env.Pool, Log: env.Log}
 		if _, _, err := rounds.Run(context.Background(), w.Rounds); err != nil {
 			return err
 		}
@@ -148,8 +149,11 @@ func TestMEMOIRL2Projection(t *testing.T) {
 func TestMEMOIRExactIndexRecall(t *testing.T) {
 	var r float64
 	trainMEMOIR(t, func(p *Params) { p.Index, p.Epochs = "exact", 1 }, func(tr *roundTrainer) (err error) {
-		r, err = tr.recall(tr.snapshot())
-		return err
+		return tr.pool.Together(func(team *numa.Team) error {
+			tr.team = team
+			r, err = tr.recall(tr.snapshot())
+			return err
+		})
 	})
 	if r != 1 {
 		t.Errorf("exact index: recall %v, want 1", r)

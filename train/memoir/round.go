@@ -13,7 +13,8 @@ import (
 // Round runs one batch: every rank searches its blocks for each row's
 // rival and scores the row's labels it owns; every rank receives every
 // report, decides the same steps, and applies those of its own classes.
-func (t *roundTrainer) Round(_ context.Context, r int) (bool, error) {
+func (t *roundTrainer) Round(_ context.Context, r int, team *numa.Team) (bool, error) {
+	t.team = team
 	rows := t.order.Rows(r)
 	np := t.hasher.Projections()
 	t.proj = slices.Grow(t.proj[:0], len(rows)*np)[:len(rows)*np]
@@ -86,7 +87,7 @@ func (t *roundTrainer) Round(_ context.Context, r int) (bool, error) {
 // the batch.
 func (t *roundTrainer) search(rows []int32) error {
 	var err error
-	t.msg, err = t.batch.Run(t.pool, len(rows), 4,
+	t.msg, err = t.batch.Run(t.team, len(rows), 4,
 		func(w numa.Worker) *train.RowReports { return &t.searchers.Get(w).RowReports },
 		func(w numa.Worker, q int, _ *train.RowReports) { t.report(t.searchers.Get(w), int32(q), rows[q]) }, t.msg)
 	return err
@@ -191,7 +192,7 @@ func (b *classBlock) moved(k int, old float64, dproj []float64) {
 // rank's workers, each block's in row order.
 func (t *roundTrainer) apply(rows []int32) error {
 	np := t.hasher.Projections()
-	return t.pool.For(len(t.mine), 1, func(w numa.Worker, bi, _ int) {
+	return t.team.For(len(t.mine), 1, func(w numa.Worker, bi, _ int) {
 		s := t.searchers.Get(w)
 		b := t.mine[bi]
 		for _, st := range t.steps {

@@ -89,6 +89,9 @@ type roundTrainer struct {
 	rounds, violations int
 	reportBytes        int64
 
+	// team runs the loops of the round in progress (see Round).
+	team *numa.Team
+
 	// Scratch.
 	searchers *numa.PerWorker[*searcher]
 	proj      []float64 // the batch's rows' projections, row after row

@@ -1,7 +1,6 @@
 package pdsparse
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
@@ -41,14 +40,7 @@ func BenchmarkPDSparseEpoch(b *testing.B) {
 				if err := t.Start(units, 0, nil, nil); err != nil {
 					return err
 				}
-				epoch := func(e int) error {
-					for r := e * t.order.Batches; r < (e+1)*t.order.Batches; r++ {
-						if _, err := t.Round(context.Background(), r); err != nil {
-							return err
-						}
-					}
-					return nil
-				}
+				epoch := func(e int) error { return runRounds(t, e*t.order.Batches, (e+1)*t.order.Batches) }
 				b.StopTimer()
 				if err := epoch(0); err != nil { // the first epoch, untimed
 					return err

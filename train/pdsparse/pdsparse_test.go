@@ -11,6 +11,7 @@ import (
 
 	"xmc/data"
 	"xmc/mpi"
+	"xmc/numa"
 	"xmc/numa/numatest"
 	"xmc/runner"
 	"xmc/train"
@@ -105,13 +106,11 @@ func TestPDSparseSameWeights(t *testing.T) {
 			if !tt.denseWeights && (tr.at.dense != nil) != (tt.denseLimit > 0) {
 				return fmt.Errorf("dense limit %d: dense table %v", tt.denseLimit, tr.at.dense != nil)
 			}
-			if len(tr.shards) != tt.workers+1 {
+			if len(tr.shards) != shardsPerWorker*tt.workers+1 {
 				return fmt.Errorf("%d feature shards for %d workers", len(tr.shards)-1, tt.workers)
 			}
-			for r := range p.Epochs * tr.order.Batches {
-				if _, err := tr.Round(context.Background(), r); err != nil {
-					return err
-				}
+			if err := runRounds(tr, 0, p.Epochs*tr.order.Batches); err != nil {
+				return err
 			}
 			got, err = tr.Finish()
 			return err
@@ -161,10 +160,8 @@ func TestPDSparseResumeAcrossStores(t *testing.T) {
 			if (tt.dense != nil) != dense {
 				return fmt.Errorf("dense weights %v, want %v", tt.dense != nil, dense)
 			}
-			for r := from; r < to; r++ {
-				if _, err := tt.Round(context.Background(), r); err != nil {
-					return err
-				}
+			if err := runRounds(tt, from, to); err != nil {
+				return err
 			}
 			if st, sh, err = tt.Save(); err != nil {
 				return err
@@ -220,3 +217,16 @@ func TestFeatureShards(t *testing.T) {
 
 // noneSet is the Env.Set of a command line that sets no flag.
 func noneSet(string) bool { return false }
+
+// runRounds runs rounds [from, to) of t on its pool's workers held
+// together, as the runner does.
+func runRounds(t *roundTrainer, from, to int) error {
+	return t.pool.Together(func(team *numa.Team) error {
+		for r := from; r < to; r++ {
+			if _, err := t.Round(context.Background(), r, team); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

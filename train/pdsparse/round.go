@@ -23,7 +23,8 @@ const (
 // candidates; every rank receives every report, solves each row's
 // subproblem the same way, in row order, and applies the steps of its own
 // classes.
-func (t *roundTrainer) Round(_ context.Context, r int) (bool, error) {
+func (t *roundTrainer) Round(_ context.Context, r int, team *numa.Team) (bool, error) {
+	t.team = team
 	rows := t.order.Rows(r)
 	if err := t.search(rows); err != nil {
 		return false, err
@@ -70,7 +71,7 @@ func (t *roundTrainer) Round(_ context.Context, r int) (bool, error) {
 func (t *roundTrainer) heldoutAccuracy() (float64, error) {
 	n := t.held.Rows
 	t.msg = slices.Grow(t.msg[:0], 12*n)[:12*n]
-	err := t.pool.For(n, 64, func(w numa.Worker, lo, hi int) {
+	err := t.team.For(n, 64, func(w numa.Worker, lo, hi int) {
 		s := t.searchers.Get(w)
 		for i := lo; i < hi; i++ {
 			t.heldoutBest(s, i)

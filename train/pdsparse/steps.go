@@ -12,56 +12,75 @@ import (
 )
 
 // steps solves the subproblems of the round's rows, whose entries are in
-// t.entries, and applies their steps to this rank's weights.
+// t.entries, and applies their steps to this rank's weights, on the team.
 //
-// The subproblems are small and solved one after another; the steps, each
-// an addition to a weight per feature of the row, are most of a round's
-// work on data with many labels per row (Bibtex), and the rank's workers
-// apply them by feature shard, held in a numa.Team: each worker adds to
-// its features' weights the steps of every row in row order, so the
+// Each row's subproblem depends on the row's entries and active set alone,
+// so the rows are solved at once, in pieces, each worker recording its
+// rows' moves in its stepper (by the lead alone where the team's members
+// park between loops: waking them would cost more). The steps, each an addition to a weight per
+// feature of the row, are applied by feature shard: each worker adds to
+// its shards' weights the steps of every row in row order, so the
 // additions to each weight come in the order of one worker taking the rows
-// one by one and the weights do not depend on the number of workers. A
-// round of fewer additions than parallelStepAdds is applied on the calling
-// goroutine: handing it to the workers costs more (wordnet-mc, one label a
-// row, 1 rank × 2 threads: 3.50-3.58 s for 3 epochs handed out every round,
-// 2.82-3.21 s before).
+// one by one and the weights do not depend on the number of workers.
+// Where the members park between loops, a round of fewer additions than
+// parallelAdds is applied by the lead alone.
 func (t *roundTrainer) steps(rows []int32) error {
-	workers := t.pool.Workers()
 	t.rowSteps = t.rowSteps[:0]
-	st := t.steppers.Get(workers[0])
-	if st.round != t.rounds {
-		st.moves, st.round = st.moves[:0], t.rounds
-	}
-	adds := 0
 	for lo := 0; lo < len(t.entries); {
 		hi := lo
 		for hi < len(t.entries) && t.entries[hi].Row == t.entries[lo].Row {
 			hi++
 		}
-		q := int(t.entries[lo].Row)
-		rs := rowStep{q: q, lo: lo, hi: hi, st: st, mlo: len(st.moves)}
-		if err := t.solve(st, rows[q], t.entries[lo:hi]); err != nil {
-			return err
-		}
-		rs.mhi = len(st.moves)
-		adds += (rs.mhi - rs.mlo) * int(t.x.Indptr[rows[q]+1]-t.x.Indptr[rows[q]])
-		t.rowSteps = append(t.rowSteps, rs)
+		t.rowSteps = append(t.rowSteps, rowStep{q: int(t.entries[lo].Row), lo: lo, hi: hi})
 		lo = hi
 	}
-	if len(workers) == 1 || adds < t.parallelAdds {
-		t.apply(workers[0], rows, 0, len(t.shards)-1)
+	solve := func(w numa.Worker, a, b int) {
+		st := t.steppers.Get(w)
+		if st.round != t.rounds {
+			st.moves, st.round = st.moves[:0], t.rounds
+		}
+		for k := a; k < b; k++ {
+			rs := &t.rowSteps[k]
+			rs.st, rs.mlo = st, len(st.moves)
+			rs.err = t.solve(st, rows[rs.q], t.entries[rs.lo:rs.hi])
+			rs.mhi = len(st.moves)
+		}
+	}
+	if !t.team.Spins() {
+		// Waking the members for a round's rows costs more than solving
+		// them on the lead.
+		solve(t.team.Lead(), 0, len(t.rowSteps))
+	} else if err := t.team.For(len(t.rowSteps), solvePiece, solve); err != nil {
+		return err
+	}
+	adds := 0
+	for _, rs := range t.rowSteps {
+		if rs.err != nil {
+			return rs.err
+		}
+		adds += (rs.mhi - rs.mlo) * int(t.x.Indptr[rows[rs.q]+1]-t.x.Indptr[rows[rs.q]])
+	}
+	if t.team.Workers() == 1 || (!t.team.Spins() && adds < t.parallelAdds) {
+		t.apply(t.team.Lead(), rows, 0, len(t.shards)-1)
 		return nil
 	}
-	return t.pool.Together(func(team *numa.Team) error {
-		return team.For(len(t.shards)-1, 1, func(w numa.Worker, s, _ int) { t.apply(w, rows, s, s+1) })
-	})
+	return t.team.For(len(t.shards)-1, 1, func(w numa.Worker, s, _ int) { t.apply(w, rows, s, s+1) })
 }
 
-// parallelStepAdds is the fewest additions to weights of a round that the
-// rank's workers apply together (see steps): Bibtex's rounds make about
-// 50,000 (64 rows, a dozen moving classes, 68 features), wordnet-mc's a few
-// thousand.
+// solvePiece is the rows of a round a worker takes at a time to solve.
+const solvePiece = 2
+
+// parallelStepAdds is the fewest additions to weights of a round that a
+// team whose members park between loops applies together rather than its
+// lead alone (see steps): below it, waking them costs more than the
+// additions (Bibtex's rounds make about 50,000, wordnet-mc's a few
+// thousand).
 const parallelStepAdds = 20000
+
+// shardsPerWorker is the feature shards per worker: a round's additions
+// fall unevenly on the features, and shards dealt a few at a time to the
+// workers balance them.
+const shardsPerWorker = 4
 
 // apply applies the round's steps to the weights of the features of shards
 // lo to hi, row after row, with the scratch of worker w (the calling

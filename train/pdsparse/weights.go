@@ -100,8 +100,10 @@ type roundTrainer struct {
 	held, heldY data.CSR
 	log         *slog.Logger
 
-	// Scratch.
+	// Scratch. The pool's workers run the rounds' loops as team, held
+	// together for the rounds (see Round).
 	pool      *numa.Pool
+	team      *numa.Team
 	searchers *numa.PerWorker[*searcher]
 	batch     train.BatchReports
 	msg       []byte
@@ -109,9 +111,9 @@ type roundTrainer struct {
 	entries   []train.RoundEntry
 	steppers  *numa.PerWorker[*stepper]
 	rowSteps  []rowStep
-	// shards splits the features into one range per worker, of about
-	// equal non-zeros: a worker applies the round's steps to the weights
-	// of its range of features (shards[s] to shards[s+1]), in a round of
+	// shards splits the features into shardsPerWorker ranges per worker, of
+	// about equal non-zeros: a worker applies the round's steps to the
+	// weights of a range of features (shards[s] to shards[s+1]), in a round of
 	// at least parallelAdds additions (parallelStepAdds but in tests).
 	shards       []int32
 	parallelAdds int
@@ -193,7 +195,7 @@ func (t *roundTrainer) Start(units []int, _ int, state [][]byte, shared []byte) 
 	k := len(t.global)
 	t.searchers = numa.NewPerWorker(t.pool, func(numa.Worker) *searcher { return newSearcher(k) })
 	t.steppers = numa.NewPerWorker(t.pool, func(numa.Worker) *stepper { return &stepper{round: -1} })
-	t.shards = featureShards(&t.x, len(t.pool.Workers()))
+	t.shards = featureShards(&t.x, shardsPerWorker*len(t.pool.Workers()))
 	t.act = make([][]dualVar, t.x.Rows)
 	t.epochs, t.bestAcc, t.sinceBest, t.bestWt = 0, -1, 0, nil
 	for i := range t.act {
