@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"sync"
@@ -48,12 +49,12 @@ type task struct {
 // pool, which would deadlock, nor runtime.Goexit (t.FailNow in tests),
 // which would end the worker and leave its caller waiting.
 type Pool struct {
-	workers []Worker
-	own     []chan task // own[i] feeds worker i, for Run
-	domain  []chan task // domain[d] feeds any idle worker of domain d
-	quit    chan struct{}
-	exited  sync.WaitGroup
-	memFree uint64 // free memory of the domains when the pool started
+	workers      []Worker
+	own          []chan task // own[i] feeds worker i, for Run
+	domain       []chan task // domain[d] feeds any idle worker of domain d
+	quit         chan struct{}
+	exited       sync.WaitGroup
+	memAvailable uint64 // this pool's share of the available memory at its start
 
 	// mu serializes the hand-over of tasks, so that all workers receive
 	// concurrent Runs in one order, and guards closed.
@@ -180,18 +181,14 @@ func newPool(t Topology, threads int, opts Options, pin func(cpus []int) error) 
 	opts.SharedBy = max(1, opts.SharedBy)
 
 	counts := spread(t, threads)
-	var memFree uint64
-	for _, d := range t.Domains {
-		memFree += d.MemFree
-	}
 	p := &Pool{
-		cpus:    len(t.CPUs()),
-		opts:    opts,
-		memFree: memFree,
-		workers: make([]Worker, 0, threads),
-		own:     make([]chan task, threads),
-		domain:  make([]chan task, len(t.Domains)),
-		quit:    make(chan struct{}),
+		cpus:         len(t.CPUs()),
+		opts:         opts,
+		memAvailable: AvailableMemory(os.ReadFile) / uint64(opts.SharedBy),
+		workers:      make([]Worker, 0, threads),
+		own:          make([]chan task, threads),
+		domain:       make([]chan task, len(t.Domains)),
+		quit:         make(chan struct{}),
 	}
 	for d, n := range counts {
 		p.domain[d] = make(chan task)
@@ -294,10 +291,12 @@ func (p *Pool) Workers() []Worker {
 	return append([]Worker(nil), p.workers...)
 }
 
-// MemFree returns the free memory of the pool's domains, in bytes, when the
-// pool started (0 when unknown): what a trainer choosing between a copy of
-// its data per worker and one per domain can afford.
-func (p *Pool) MemFree() uint64 { return p.memFree }
+// MemAvailable returns the pool's share of the memory available to the
+// process when the pool started (see AvailableMemory; the pools that share
+// the CPUs, Options.SharedBy, share it too), in bytes, 0 when unknown:
+// what a trainer choosing between a copy of its data per worker and one
+// per domain can afford.
+func (p *Pool) MemAvailable() uint64 { return p.memAvailable }
 
 // Domains returns the number of domains of the pool's topology; domains are
 // numbered 0 to Domains()-1 in Worker.Domain and Replicas.

@@ -213,7 +213,7 @@ func TestGrowTogether(t *testing.T) {
 	tests := []struct {
 		grow             string
 		perRank, workers int
-		copyBytes, free  uint64
+		copyBytes, avail uint64
 		want             bool
 	}{
 		{GrowAuto, 25, 1, gib, 16 * gib, false},
@@ -221,13 +221,16 @@ func TestGrowTogether(t *testing.T) {
 		{GrowAuto, 1, 2, gib, 16 * gib, true},      // a worker would idle
 		{GrowAuto, 25, 8, gib, 16 * gib, true},     // 8 copies > 4 GiB
 		{GrowAuto, 25, 4, gib, 16 * gib, false},    // 4 copies = a quarter
-		{GrowAuto, 25, 8, gib, 0, false},           // free memory unknown
+		{GrowAuto, 25, 8, gib, 0, false},           // available memory unknown
 		{GrowAlone, 1, 8, gib, 16 * gib, false},    // as asked
 		{GrowTogether, 50, 2, 1, 16 * gib, true},   // as asked
 		{GrowTogether, 50, 1, gib, 16 * gib, true}, // one worker: the same work
+		// 16 trees on 16 workers, a 105 MiB copy each, on a 128 GiB node
+		// whose memory is mostly available: alone.
+		{GrowAuto, 16, 16, 105 << 20, 120 * gib, false},
 	}
 	for _, tc := range tests {
-		if got, why := growTogether(tc.grow, tc.perRank, tc.workers, tc.copyBytes, tc.free); got != tc.want || got != (why != "") {
+		if got, why := growTogether(tc.grow, tc.perRank, tc.workers, tc.copyBytes, tc.avail); got != tc.want || got != (why != "") {
 			t.Errorf("growTogether(%+v) = %v (%q), want %v", tc, got, why, tc.want)
 		}
 	}

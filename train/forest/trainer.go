@@ -73,7 +73,7 @@ func (a *Trainer) Prepare(env train.Env, ds *data.Dataset) (*train.Work, error) 
 	ranks, workers := env.Comm.Size(), len(env.Pool.Workers())
 	perRank := (p.Trees + ranks - 1) / ranks
 	copyBytes := treeRowsBytes(ds, p)
-	if together, why := growTogether(a.grow, perRank, workers, copyBytes, env.Pool.MemFree()); together {
+	if together, why := growTogether(a.grow, perRank, workers, copyBytes, env.Pool.MemAvailable()); together {
 		w.Unit, w.Team = nil, t.WorkTogether
 		env.Log.Info("the workers of a rank grow each tree together", "why", why, "trees_per_rank", perRank, "workers", workers,
 			"projected_copy_mib", copyBytes>>20)
@@ -83,11 +83,11 @@ func (a *Trainer) Prepare(env train.Env, ds *data.Dataset) (*train.Work, error) 
 
 // growTogether decides whether a rank's workers grow each tree together
 // under --grow grow, with perRank trees for workers workers, a tree's
-// projected rows taking copyBytes and memFree bytes free (0: unknown), and
-// says why. Under auto they do when a worker per tree would leave workers
-// idle, or when a projected copy per worker would take more than a quarter
-// of the free memory.
-func growTogether(grow string, perRank, workers int, copyBytes, memFree uint64) (bool, string) {
+// projected rows taking copyBytes and available bytes of memory available
+// (0: unknown), and says why. Under auto they do when a worker per tree
+// would leave workers idle, or when a projected copy per worker would take
+// more than a quarter of the available memory.
+func growTogether(grow string, perRank, workers int, copyBytes, available uint64) (bool, string) {
 	switch {
 	case grow == GrowTogether:
 		return true, "--grow together"
@@ -95,8 +95,8 @@ func growTogether(grow string, perRank, workers int, copyBytes, memFree uint64) 
 		return false, ""
 	case perRank < workers:
 		return true, "fewer trees than workers"
-	case memFree > 0 && uint64(workers)*copyBytes > memFree/4:
-		return true, "a projected copy per worker would take over a quarter of the free memory"
+	case available > 0 && uint64(workers)*copyBytes > available/4:
+		return true, "a projected copy per worker would take over a quarter of the available memory"
 	}
 	return false, ""
 }
