@@ -1,8 +1,9 @@
-package train
+package train_test
 
 import (
 	"slices"
 	"testing"
+	"xmc/train"
 )
 
 func TestLabelBlocks(t *testing.T) {
@@ -20,9 +21,9 @@ func TestLabelBlocks(t *testing.T) {
 		{nil, 4, nil},
 	}
 	for _, tc := range tests {
-		got := LabelBlocks(tc.counts, tc.perUnit)
+		got := train.LabelBlocks(tc.counts, tc.perUnit)
 		if !slices.EqualFunc(got, tc.want, slices.Equal) {
-			t.Errorf("LabelBlocks(%v, %d) = %v, want %v", tc.counts, tc.perUnit, got, tc.want)
+			t.Errorf("train.LabelBlocks(%v, %d) = %v, want %v", tc.counts, tc.perUnit, got, tc.want)
 		}
 	}
 }

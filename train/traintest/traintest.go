@@ -5,13 +5,20 @@
 package traintest
 
 import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"xmc/data"
+	"xmc/mpi"
 	"xmc/numa"
+	"xmc/numa/numatest"
 	"xmc/runner"
+	"xmc/train"
 )
 
 // WorkAll runs work on every unit of units on the pool's workers, which
@@ -120,4 +127,70 @@ func Head(ds *data.Dataset, n int) *data.Dataset {
 		rows[i] = i
 	}
 	return ds.Subset(rows)
+}
+
+// Layout is a number of in-process ranks and of workers per rank.
+type Layout struct{ Ranks, Threads int }
+
+// TrainRounds prepares trainer on ds and runs its rounds to the end on
+// the ranks and threads of layout, in process, and returns the model's
+// units gathered on rank 0: what a trainer of rounds must make the same,
+// byte for byte, on every layout.
+func TrainRounds(t testing.TB, trainer train.Trainer, ds *data.Dataset, seed uint64, l Layout) [][]byte {
+	t.Helper()
+	pools := make([]*numa.Pool, l.Ranks)
+	for r := range pools {
+		pools[r] = numatest.Pool(t, l.Threads, 1)
+	}
+	var units [][]byte
+	err := mpi.Launch(l.Ranks, mpi.MaxMessage, func(c mpi.Comm) error {
+		env := train.Env{Pool: pools[c.Rank()], Comm: c, Log: slog.New(slog.DiscardHandler), Seed: seed}
+		w, err := trainer.Prepare(env, ds)
+		if err != nil {
+			return err
+		}
+		if w.Rounds == nil {
+			return errors.New("not a trainer of rounds")
+		}
+		rounds := runner.Rounds{Units: w.Units, Rounds: w.MaxRounds, Kind: w.RoundName, Comm: c, Pool: env.Pool, Log: env.Log}
+		own, _, err := rounds.Run(context.Background(), w.Rounds)
+		if err != nil {
+			return err
+		}
+		all, err := runner.Gather(c, w.Units, own, 0)
+		if c.Rank() == 0 {
+			units = all
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatalf("%d ranks × %d threads: %v", l.Ranks, l.Threads, err)
+	}
+	return units
+}
+
+// SameRounds checks that trainer makes the same units, byte for byte, on
+// 1, 2 and 5 ranks × 1 and 3 threads.
+func SameRounds(t *testing.T, trainer train.Trainer, ds *data.Dataset, seed uint64) {
+	t.Helper()
+	want := TrainRounds(t, trainer, ds, seed, Layout{1, 1})
+	size := 0
+	for _, u := range want {
+		size += len(u)
+	}
+	if size == 0 {
+		t.Fatal("1 rank × 1 thread trained an empty model")
+	}
+	t.Logf("%d units, %d bytes", len(want), size)
+	for _, l := range []Layout{{1, 3}, {2, 1}, {2, 3}, {5, 1}, {5, 3}} {
+		got := TrainRounds(t, trainer, ds, seed, l)
+		if len(got) != len(want) {
+			t.Fatalf("%d ranks × %d threads: %d units, want %d", l.Ranks, l.Threads, len(got), len(want))
+		}
+		for u := range want {
+			if !bytes.Equal(got[u], want[u]) {
+				t.Errorf("%d ranks × %d threads: unit %d differs from 1 rank × 1 thread's", l.Ranks, l.Threads, u)
+			}
+		}
+	}
 }
