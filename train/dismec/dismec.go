@@ -109,7 +109,7 @@ type blockTrainer struct {
 // newBlockTrainer prepares a trainer for params (resolved) over the data
 // replicas, built with params.Preprocess, for the workers of pool.
 func newBlockTrainer(p Params, data *numa.Replicas[*onevsall.Data], pool *numa.Pool) *blockTrainer {
-	t := &blockTrainer{Params: p, Data: data, blocks: train.LabelBlocks(data.Get(0).LabelCounts(), p.LabelsPerUnit),
+	t := &blockTrainer{Params: p, Data: data, blocks: onevsall.Blocks(data.Get(0).LabelCounts(), p.LabelsPerUnit, onevsall.EqualCost),
 		rows: make([]*sortedRows, data.Len()), rowsOnce: make([]sync.Once, data.Len())}
 	t.scratch = numa.NewPerWorker(pool, func(w numa.Worker) *labelScratch {
 		d := data.Get(w.Domain)

@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"xmc/numa"
-	"xmc/train"
+	"xmc/train/onevsall"
 )
 
 // labelStats sum up the optimisation of the labels trained so far.
@@ -41,21 +41,17 @@ type blockTrainer struct {
 // newBlockTrainer prepares a trainer for params (validated) over the
 // data replicas, built with params.Preprocess, for the workers of pool.
 func newBlockTrainer(p Params, data *numa.Replicas[*trainingData], pool *numa.Pool) *blockTrainer {
-	return &blockTrainer{Params: p, Data: data, blocks: train.LabelBlocks(data.Get(0).LabelCounts(), p.LabelsPerUnit),
+	return &blockTrainer{Params: p, Data: data, blocks: onevsall.Blocks(data.Get(0).LabelCounts(), p.LabelsPerUnit, onevsall.LabelCost),
 		scratch: numa.NewPerWorker(pool, func(w numa.Worker) *labelScratch { return newLabelScratch(data.Get(w.Domain), p) })}
 }
 
 // Cost estimates what label block u costs to train, relative to the other
-// blocks: the sum over its labels of 1 + positives^0.6. A label's time
-// grows with its positives, though far slower than they do: trained one by
-// one on debian-tags and wordnet-hyper (1 to 27,704 positives), labels
-// took 0.9 to 98 ms on average by range of positives, but 0.21-0.56 ms per
-// unit of this estimate (debian-tags alone 0.35-0.46).
+// blocks: the sum of its labels' onevsall.LabelCost.
 func (t *blockTrainer) Cost(u int) float64 {
 	d := t.Data.Get(0)
 	c := 0.0
 	for _, l := range t.blocks[u] {
-		c += 1 + math.Pow(float64(d.PosStart[l+1]-d.PosStart[l]), 0.6)
+		c += onevsall.LabelCost(d.PosStart[l+1] - d.PosStart[l])
 	}
 	return c
 }
