@@ -72,6 +72,25 @@ func (t *Tree) MaxEncodedSize() int {
 // AppendBinary appends the tree's MarshalBinary encoding to b, so that a
 // trainer can encode trees into memory of its choosing.
 func (t *Tree) AppendBinary(b []byte) ([]byte, error) {
+	return t.AppendBinaryWith(b, func(n int, fn func(i int)) error {
+		for i := range n {
+			fn(i)
+		}
+		return nil
+	})
+}
+
+// encodePiece is the split dimensions a piece of a tree's encoding holds
+// at least (see AppendBinaryWith): pieces much smaller cost more to hand
+// out and join than they take to encode.
+const encodePiece = 1 << 14
+
+// AppendBinaryWith is AppendBinary with the node table's splits and the
+// leaves encoded in pieces of consecutive nodes, each into memory of its
+// own, which loop calls fn(i) to encode for every i in [0, n) (at once, on
+// a trainer's workers, or one after another); the pieces are then joined
+// in order. The bytes are those of AppendBinary.
+func (t *Tree) AppendBinaryWith(b []byte, loop func(n int, fn func(i int)) error) ([]byte, error) {
 	n := t.Nodes()
 	if len(t.SplitStart) != n+1 || len(t.EntryStart) != n+1 || len(t.LeafStart) != n+1 ||
 		len(t.SplitDim) != len(t.SplitCount) || len(t.SplitChild) != len(t.SplitWeight) || len(t.LeafLabel) != len(t.LeafValue) {
@@ -111,12 +130,50 @@ func (t *Tree) AppendBinary(b []byte) ([]byte, error) {
 		b = binary.AppendUvarint(b, uint64(t.SplitStart[i+1]-t.SplitStart[i]))
 		b = binary.AppendUvarint(b, uint64(t.LeafStart[i+1]-t.LeafStart[i]))
 	}
-	b, err := t.appendSplits(b, m)
+	if t.EntryStart[n] != int64(len(t.SplitChild)) {
+		return nil, errors.New("encode tree: split counts do not cover the entries")
+	}
+	// The pieces: nodes [cut[p], cut[p+1]), of about encodePiece split
+	// dimensions each.
+	cut := []int{0}
+	for i := range n {
+		if t.SplitStart[i+1]-t.SplitStart[cut[len(cut)-1]] >= encodePiece {
+			cut = append(cut, i+1)
+		}
+	}
+	if cut[len(cut)-1] != n {
+		cut = append(cut, n)
+	}
+	pieces := len(cut) - 1
+	splits, leaves, errs := make([][]byte, pieces), make([][]byte, pieces), make([]error, pieces)
+	err := loop(pieces, func(p int) {
+		splits[p], errs[p] = t.appendSplits(nil, m, cut[p], cut[p+1])
+		if errs[p] == nil {
+			leaves[p], errs[p] = t.appendLeaves(nil, cut[p], cut[p+1])
+		}
+	})
 	if err != nil {
 		return nil, err
 	}
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	for _, piece := range splits {
+		b = append(b, piece...)
+	}
 	b = appendLittleEndian(b, t.SplitWeight)
-	for i := range n {
+	for _, piece := range leaves {
+		b = append(b, piece...)
+	}
+	return appendLittleEndian(b, t.LeafValue), nil
+}
+
+// appendLeaves appends the labels of the leaves among nodes [lo, hi),
+// each as its gap to the leaf's previous label.
+func (t *Tree) appendLeaves(b []byte, lo, hi int) ([]byte, error) {
+	for i := lo; i < hi; i++ {
 		prev := int32(-1)
 		for _, l := range t.LeafLabel[t.LeafStart[i]:t.LeafStart[i+1]] {
 			if l <= prev {
@@ -126,16 +183,16 @@ func (t *Tree) AppendBinary(b []byte) ([]byte, error) {
 			prev = l
 		}
 	}
-	return appendLittleEndian(b, t.LeafValue), nil
+	return b, nil
 }
 
-// appendSplits appends every split dimension of the tree, node after node:
-// its gap to the node's previous dimension and the mask, m bytes wide, of
-// the children with a weight on it.
-func (t *Tree) appendSplits(b []byte, m int) ([]byte, error) {
+// appendSplits appends the split dimensions of nodes [lo, hi), node after
+// node: each one's gap to the node's previous dimension and the mask, m
+// bytes wide, of the children with a weight on it.
+func (t *Tree) appendSplits(b []byte, m, lo, hi int) ([]byte, error) {
 	var mask [maxMaskBytes]byte
-	e := int64(0)
-	for i := range t.Nodes() {
+	e := t.EntryStart[lo]
+	for i := lo; i < hi; i++ {
 		if t.EntryStart[i] != e {
 			return nil, fmt.Errorf("encode tree: node %d entries do not follow its dimensions' counts", i)
 		}
@@ -149,6 +206,9 @@ func (t *Tree) appendSplits(b []byte, m int) ([]byte, error) {
 			prev = d
 			last, k := -1, int(t.NumChildren[i])
 			end := e + int64(t.SplitCount[q])
+			if end > int64(len(t.SplitChild)) {
+				return nil, errors.New("encode tree: split counts exceed the entries")
+			}
 			if m <= 8 {
 				// Up to 64 children (the usual case) the mask is one
 				// word: this loop was most of encoding a tree.
@@ -178,8 +238,8 @@ func (t *Tree) appendSplits(b []byte, m int) ([]byte, error) {
 			b = append(b, mask[:m]...)
 		}
 	}
-	if e != int64(len(t.SplitChild)) {
-		return nil, errors.New("encode tree: split counts do not cover the entries")
+	if e != t.EntryStart[hi] {
+		return nil, fmt.Errorf("encode tree: node %d entries do not follow its dimensions' counts", hi)
 	}
 	return b, nil
 }

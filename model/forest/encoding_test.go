@@ -168,3 +168,63 @@ func TestTreeEncodingRejects(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendBinaryWithPieces encodes a tree of many nodes whose splits and
+// leaves fall into several pieces, the pieces encoded in reverse order:
+// the bytes are AppendBinary's.
+func TestAppendBinaryWithPieces(t *testing.T) {
+	tree := manyNodes(20000)
+	want, err := tree.AppendBinary(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pieces := 0
+	got, err := tree.AppendBinaryWith([]byte("prefix"), func(n int, fn func(i int)) error {
+		pieces = n
+		for i := n - 1; i >= 0; i-- {
+			fn(i)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pieces < 2 || !bytes.Equal(got[len("prefix"):], want) {
+		t.Errorf("%d pieces; the bytes differ from AppendBinary's: %v", pieces, !bytes.Equal(got[len("prefix"):], want))
+	}
+}
+
+// manyNodes returns a valid tree of about n nodes: the first quarter are
+// internal nodes of 4 children, splitting on 8 dimensions each, the rest
+// leaves of two labels.
+func manyNodes(n int) *Tree {
+	tr := &Tree{X: Projection{Dim: 1 << 20, BucketSeed: 1, SignSeed: 2}, Y: Projection{Dim: 1000, BucketSeed: 3, SignSeed: 4}}
+	tr.SplitStart, tr.EntryStart, tr.LeafStart = []int64{0}, []int64{0}, []int64{0}
+	// Internal nodes 0..k-1, each with 4 children: node i's children are
+	// 4i+1..4i+4; nodes k.. are leaves.
+	k := n / 4
+	total := 4*k + 1
+	for i := range total {
+		if i < k {
+			tr.FirstChild = append(tr.FirstChild, int32(4*i+1))
+			tr.NumChildren = append(tr.NumChildren, 4)
+			tr.Size = append(tr.Size, 8)
+			for d := range 8 {
+				tr.SplitDim = append(tr.SplitDim, int32(10*d+i%7))
+				tr.SplitCount = append(tr.SplitCount, 2)
+				tr.SplitChild = append(tr.SplitChild, 0, uint8(1+d%3))
+				tr.SplitWeight = append(tr.SplitWeight, ToBFloat16(0.5), ToBFloat16(-0.25))
+			}
+		} else {
+			tr.FirstChild = append(tr.FirstChild, 0)
+			tr.NumChildren = append(tr.NumChildren, 0)
+			tr.Size = append(tr.Size, 2)
+			tr.LeafLabel = append(tr.LeafLabel, int32(i%500), int32(i%500+500))
+			tr.LeafValue = append(tr.LeafValue, 0.5, 1)
+		}
+		tr.SplitStart = append(tr.SplitStart, int64(len(tr.SplitDim)))
+		tr.EntryStart = append(tr.EntryStart, int64(len(tr.SplitChild)))
+		tr.LeafStart = append(tr.LeafStart, int64(len(tr.LeafLabel)))
+	}
+	return tr
+}
