@@ -38,19 +38,12 @@ func grow(t *forestmodel.Tree, n int32, c crew) error {
 	for lo := 0; lo < len(queue); {
 		hi := len(queue)
 		outs = slices.Grow(outs[:0], hi-lo)[:hi-lo]
-		if b := c.lead(); hi-lo < c.workers() && b != nil {
-			// A level of fewer nodes than workers (the root, and its
-			// children on a large crew): the nodes are split one after
-			// another by the lead's builder, outside the crew, which
-			// helps with each node's largest loops; split side by side,
-			// the largest node would hold the level up while workers
-			// idle.
+		if b := c.lead(); hi-lo == 1 && b != nil {
+			// A level of one node (the root, at least): its builder
+			// runs outside the crew, which helps with the node's
+			// largest loops.
 			b.helpers = c
-			for i := range outs {
-				if outs[i] = b.node(lo+i, queue[lo+i]); b.err != nil {
-					break
-				}
-			}
+			outs[0] = b.node(lo, queue[lo])
 			b.helpers = nil
 			if b.err != nil {
 				return b.err

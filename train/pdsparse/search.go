@@ -169,7 +169,7 @@ func isActive(active []dualVar, l int32) bool {
 // scratch.
 func (t *roundTrainer) search(rows []int32) error {
 	var err error
-	t.msg, err = t.batch.Run(t.team, len(rows), 8,
+	t.msg, err = t.batch.Run(t.team, len(rows), 1,
 		func(w numa.Worker) *train.RowReports { return &t.searchers.Get(w).RowReports },
 		func(w numa.Worker, q int, _ *train.RowReports) { t.report(t.searchers.Get(w), int32(q), rows[q]) }, t.msg)
 	return err
