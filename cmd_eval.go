@@ -19,6 +19,7 @@ type evalFlags struct {
 	in                                  pipeline.Input
 	eval                                pipeline.EvalOptions
 	dataPath, split, trainPath, jsonOut string
+	labelsPath, trainLabels             string // NumPy format: the labels files
 	show                                int
 	namesPath                           string
 }
@@ -31,6 +32,8 @@ func runEval(args []string) error {
 	fs.StringVar(&f.dataPath, "data", "", "test data `FILE` holding the true labels")
 	fs.StringVar(&f.split, "test-split", "", "DXML tstSplit `FILE`: rows of --data that were predicted")
 	fs.StringVar(&f.trainPath, "train", "", "training data `FILE`, for the label propensities of PSP@k (without it, no propensity-scored metrics)")
+	fs.StringVar(&f.labelsPath, "labels-data", "", "with --format npz: the labels `FILE` of --data (default: named after it, X.tst.npz -> Y.tst.npz)")
+	fs.StringVar(&f.trainLabels, "train-labels", "", "with --format npz: the labels `FILE` of --train (default: named after it)")
 	fs.StringVar(&f.jsonOut, "json", "", "also write the metrics as JSON to `FILE`")
 	fs.IntVar(&f.show, "show", 0, "print the first `N` rows of every score file, predicted and true labels side by side")
 	fs.StringVar(&f.namesPath, "label-names", "", "with --show, name labels as `FILE` does (tab-separated id, name[, count, description], as labels.txt)")
@@ -40,7 +43,7 @@ func runEval(args []string) error {
 	if f.dataPath == "" || fs.NArg() == 0 {
 		return errors.New("give --data and at least one score file")
 	}
-	test, err := f.in.Load(f.dataPath, f.split, 0, 0)
+	test, err := f.in.Load(f.dataPath, f.labelsPath, f.split, 0, 0)
 	if err != nil {
 		return err
 	}
@@ -87,7 +90,7 @@ func (f *evalFlags) inversePropensity(test *data.Dataset) ([]float64, error) {
 	if f.trainPath == "" {
 		return nil, nil
 	}
-	tr, err := f.in.Load(f.trainPath, "", test.D(), test.L())
+	tr, err := f.in.Load(f.trainPath, f.trainLabels, "", test.D(), test.L())
 	if err != nil {
 		return nil, err
 	}

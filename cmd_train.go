@@ -26,6 +26,8 @@ func trainFlags(fs *flag.FlagSet, c *pipeline.TrainConfig, jo *job.Options, algo
 	fs.StringVar(&c.DataPath, "data", "", "training data `FILE` (or the DXML X_data.txt with --train-split)")
 	fs.StringVar(&c.TrainSplit, "train-split", "", "DXML trSplit `FILE`: rows of --data to train on")
 	fs.StringVar(&c.TestPath, "test", "", "test data `FILE`: evaluate after training")
+	fs.StringVar(&c.DataLabels, "labels-data", "", "with --format npz: the labels `FILE` of --data (default: named after it, X.trn.npz -> Y.trn.npz)")
+	fs.StringVar(&c.TestLabels, "test-labels", "", "with --format npz: the labels `FILE` of --test (default: named after it)")
 	fs.StringVar(&c.TestSplit, "test-split", "", "DXML tstSplit `FILE`: rows of --data to test on")
 	fs.StringVar(&c.ModelOut, "model-out", "", "write the model to `FILE`")
 	fs.BoolVar(&c.Shard, "shard", false, "write one model file per rank plus a manifest at --model-out, instead of gathering")
@@ -34,7 +36,7 @@ func trainFlags(fs *flag.FlagSet, c *pipeline.TrainConfig, jo *job.Options, algo
 	fs.DurationVar(&c.CheckpointEvery, "checkpoint-every", time.Minute, "save finished work to the checkpoint at most this long after it finishes, together (0: at once); a signal or --time-limit saves it all before exit")
 	fs.StringVar(&c.PredictOn, "predict-on", pipeline.PredictOnRanks, "with --test: ranks (each rank scores with its part of the model, merged on rank 0) or root (rank 0 scores with the gathered model)")
 	fs.StringVar(&c.Schedule, "schedule", "", "how units are dealt to ranks: static (unit u on rank u mod P) or dynamic (rank 0 hands them out on request); default: the algorithm's")
-	fs.StringVar(&c.ScoresOut, "scores-out", "", "with --test: also write the test scores to `FILE`")
+	fs.StringVar(&c.ScoresOut, "scores-out", "", "with --test: also write the test scores to `FILE` (as --out of predict: .npz for a SciPy CSR matrix)")
 	fs.Uint64Var(&c.Seed, "seed", 1, "random seed: the same seed gives the same model for any number of ranks, threads and NUMA domains")
 }
 

@@ -11,7 +11,7 @@ import (
 // registerInput adds the flags that say how dataset files are read.
 func registerInput(fs *flag.FlagSet, in *pipeline.Input) {
 	in.SplitCol = 1
-	fs.Var(&in.Format, "format", "dataset format: xmc (Extreme Classification Repository) or libsvm")
+	fs.Var(&in.Format, "format", "dataset format: xmc (Extreme Classification Repository), libsvm, or npz (features and labels as two SciPy CSR .npz or dense .npy files)")
 	fs.IntVar(&in.SplitCol, "split-col", in.SplitCol, "column of the split files to use (1-based), for the DXML split format")
 }
 

@@ -25,9 +25,10 @@ func commands() []cli.Command {
 	return []cli.Command{
 		{Name: "info", Summary: "show the job layout: MPI backend, ranks and hosts, NUMA domains, CPU, threads", Run: runInfo},
 		{Name: "train", Summary: "train a model (--algo forest), optionally evaluate it on a test set", Run: runTrain},
-		{Name: "predict", Summary: "write the top-k labels of every test row in the XMC score format", Run: runPredict},
+		{Name: "predict", Summary: "write the top-k labels of every test row (XMC score format, or a SciPy .npz matrix)", Run: runPredict},
 		{Name: "eval", Summary: "compute P@k, nDCG@k, PSP@k, PSnDCG@k and recall@k of score files (and accuracy and macro-F1 on multi-class data)", Run: runEval},
 		{Name: "inspect", Summary: "show a model's header, tree shapes and size", Run: runInspect},
+		{Name: "convert", Summary: "convert a dataset between the XMC, LIBSVM and NumPy (.npz) formats", Run: runConvert},
 		{Name: "gen", Summary: "generate a synthetic multi-label dataset with power-law labels", Run: runGen},
 		{Name: "slurm", Summary: "render and submit sbatch scripts of xmc runs (one rank per node), and scaling sweeps", Run: runSlurm},
 		{Name: "version", Summary: "print xmc's version", Run: runVersion},

@@ -1,7 +1,8 @@
 // Package data reads and writes multi-label datasets (the Extreme
-// Classification Repository text format, the C++ DXML split format and
-// LIBSVM multi-label) into compressed sparse row matrices, and generates
-// synthetic ones for scaling studies.
+// Classification Repository text format, the C++ DXML split format,
+// LIBSVM multi-label, and the NumPy files of Python's XMC tools: SciPy CSR
+// matrices in .npz files, dense arrays in .npy files) into compressed
+// sparse row matrices, and generates synthetic ones for scaling studies.
 package data
 
 import (

@@ -120,3 +120,26 @@ func FuzzReadSplit(f *testing.F) {
 		}
 	})
 }
+
+func FuzzReadMatrix(f *testing.F) {
+	for _, path := range []string{"testdata/X.small.npz", "testdata/Y.small.npz", "testdata/dense.npy"} {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := readMatrix(bytes.NewReader(data), int64(len(data)), "fuzz")
+		if err != nil {
+			var pe *ParseError
+			if !errors.As(err, &pe) {
+				t.Fatalf("error %q (%T) is not a *ParseError", err, err)
+			}
+			return
+		}
+		if err := m.Validate(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -26,6 +26,11 @@ const (
 	// instance "l1,l2,... f:v ...", with 0-based label ids and 1-based
 	// feature ids.
 	FormatLIBSVM
+	// FormatNPZ is the NumPy files of Python's XMC tools: the features and
+	// the labels as two matrices in files of their own, each a SciPy
+	// sparse CSR matrix (.npz, scipy.sparse.save_npz) or a dense 2-D
+	// array (.npy). See ReadMatrix and LabelsPath.
+	FormatNPZ
 )
 
 // String returns the name that ParseFormat accepts.
@@ -35,20 +40,24 @@ func (f Format) String() string {
 		return "xmc"
 	case FormatLIBSVM:
 		return "libsvm"
+	case FormatNPZ:
+		return "npz"
 	}
 	return "Format(" + strconv.Itoa(int(f)) + ")"
 }
 
-// ParseFormat returns the Format named s ("xmc" or "libsvm", any case), for
-// command-line flags and configuration files.
+// ParseFormat returns the Format named s ("xmc", "libsvm" or "npz", any
+// case), for command-line flags and configuration files.
 func ParseFormat(s string) (Format, error) {
 	switch strings.ToLower(s) {
 	case "xmc":
 		return FormatXMC, nil
 	case "libsvm":
 		return FormatLIBSVM, nil
+	case "npz":
+		return FormatNPZ, nil
 	}
-	return 0, fmt.Errorf("unknown data format %q (want xmc or libsvm)", s)
+	return 0, fmt.Errorf("unknown data format %q (want xmc, libsvm or npz)", s)
 }
 
 // Set parses s with ParseFormat, so that *Format satisfies flag.Value.
@@ -73,13 +82,25 @@ type ReadOptions struct {
 	D, L int
 	// Normalize scales every feature row to unit L2 norm (see NormalizeRows).
 	Normalize bool
+	// Labels is the file of the label matrix, for FormatNPZ, whose
+	// features and labels are apart: empty names it after the features'
+	// file (see LabelsPath), NoLabels reads the features alone.
+	Labels string
 }
+
+// NoLabels as ReadOptions.Labels reads the features of a FormatNPZ
+// dataset alone, for prediction: its label matrix has no columns.
+const NoLabels = "none"
 
 // maxDim bounds D and L: ids are stored as int32.
 const maxDim = math.MaxInt32
 
-// ReadFile reads the dataset at path; see Read.
+// ReadFile reads the dataset at path; see Read, and ReadNumPy for
+// FormatNPZ.
 func ReadFile(path string, opt ReadOptions) (*Dataset, error) {
+	if opt.Format == FormatNPZ {
+		return ReadNumPy(path, opt)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read dataset: %w", err)
@@ -101,7 +122,7 @@ func ReadFile(path string, opt ReadOptions) (*Dataset, error) {
 // "f:v"; an empty line is a row without labels and features.
 func Read(r io.Reader, name string, opt ReadOptions) (*Dataset, error) {
 	if opt.Format != FormatXMC && opt.Format != FormatLIBSVM {
-		return nil, fmt.Errorf("read %s: unknown format %v", name, opt.Format)
+		return nil, fmt.Errorf("read %s: format %v is not a text format", name, opt.Format)
 	}
 	if opt.D < 0 || opt.D > maxDim || opt.L < 0 || opt.L > maxDim {
 		return nil, fmt.Errorf("read %s: options D=%d L=%d out of range [0, %d]", name, opt.D, opt.L, maxDim)

@@ -403,7 +403,7 @@ func TestReadGzipGoroutines(t *testing.T) {
 }
 
 func TestFormat(t *testing.T) {
-	for _, f := range []Format{FormatXMC, FormatLIBSVM} {
+	for _, f := range []Format{FormatXMC, FormatLIBSVM, FormatNPZ} {
 		g, err := ParseFormat(strings.ToUpper(f.String()))
 		if err != nil || g != f {
 			t.Errorf("ParseFormat(%q) = %v, %v", f.String(), g, err)

@@ -13,8 +13,8 @@ import (
 )
 
 // Input says how dataset files are read: a file in the XMC or LIBSVM
-// format, or the rows of a DXML split-format data file chosen by a split
-// file.
+// format, a pair of NumPy files (features and labels), or the rows of a
+// DXML split-format data file chosen by a split file.
 type Input struct {
 	Format data.Format
 	// SplitCol is the column of the split files to use (1-based), for
@@ -23,9 +23,11 @@ type Input struct {
 }
 
 // Load reads path or, when splitPath is set, the rows of path that the
-// split file lists; D and L widen the matrices (0 keeps the file's).
-func (in Input) Load(path, splitPath string, D, L int) (*data.Dataset, error) {
-	opt := data.ReadOptions{Format: in.Format, D: D, L: L}
+// split file lists; D and L widen the matrices (0 keeps the file's). For
+// the NumPy format, labels is the file of the labels of path (see
+// data.ReadOptions.Labels); other formats ignore it.
+func (in Input) Load(path, labels, splitPath string, D, L int) (*data.Dataset, error) {
+	opt := data.ReadOptions{Format: in.Format, D: D, L: L, Labels: labels}
 	if splitPath != "" {
 		return data.ReadSplit(path, splitPath, in.SplitCol, opt)
 	}

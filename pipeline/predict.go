@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"xmc/atomicfile"
@@ -23,10 +24,13 @@ import (
 type PredictConfig struct {
 	// ModelPath is a model file or the manifest of a sharded model.
 	ModelPath string
-	// Input reads DataPath, or the rows of it that TestSplit lists.
-	Input               Input
-	DataPath, TestSplit string
-	// Out receives the scores (XMC score format).
+	// Input reads DataPath, or the rows of it that TestSplit lists;
+	// DataLabels is its labels file in the NumPy format (empty: named
+	// after DataPath, see data.LabelsPath; data.NoLabels: none).
+	Input                           Input
+	DataPath, DataLabels, TestSplit string
+	// Out receives the scores: a SciPy CSR matrix when it ends in .npz
+	// (see scores.NewNPZWriter), else the XMC score format.
 	Out string
 	// PredictOn is PredictOnRanks or PredictOnRoot.
 	PredictOn string
@@ -82,7 +86,7 @@ func predictRank(j *job.Rank, c PredictConfig) error {
 	var test *data.Dataset
 	if err := j.Phase("load", func() error {
 		var err error
-		test, err = c.Input.Load(c.DataPath, c.TestSplit, 0, 0)
+		test, err = c.Input.Load(c.DataPath, c.DataLabels, c.TestSplit, 0, 0)
 		return err
 	}); err != nil {
 		return err
@@ -133,13 +137,18 @@ type scoreFile struct {
 	w *scores.Writer
 }
 
-// createScoreFile starts the score file of n rows over L labels at path.
+// createScoreFile starts the score file of n rows over L labels at path:
+// a SciPy CSR matrix if path ends in .npz, else the XMC score format.
 func createScoreFile(path string, n, L int) (*scoreFile, error) {
 	f, err := atomicfile.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
-	w, err := scores.NewWriter(f, n, L)
+	newWriter := scores.NewWriter
+	if strings.HasSuffix(path, ".npz") {
+		newWriter = scores.NewNPZWriter
+	}
+	w, err := newWriter(f, n, L)
 	if err != nil {
 		f.Abort()
 		return nil, fmt.Errorf("write %s: %w", path, err)

@@ -39,9 +39,12 @@ type TrainConfig struct {
 	Set func(name string) bool
 	// Input reads DataPath (or the rows of it TrainSplit lists) to train
 	// on and TestPath (or the rows of DataPath TestSplit lists) to test on.
-	Input                Input
-	DataPath, TrainSplit string
-	TestPath, TestSplit  string
+	// DataLabels and TestLabels are their labels files in the NumPy
+	// format (empty: named after them, see data.LabelsPath).
+	Input                  Input
+	DataPath, TrainSplit   string
+	TestPath, TestSplit    string
+	DataLabels, TestLabels string
 	// ModelOut is the model file (or the manifest, with Shard) to write;
 	// empty writes none.
 	ModelOut string
@@ -194,14 +197,14 @@ func (t *training) prepare() error {
 	}
 	err := j.Phase("load", func() error {
 		var err error
-		if t.ds, err = c.Input.Load(c.DataPath, c.TrainSplit, 0, 0); err != nil {
+		if t.ds, err = c.Input.Load(c.DataPath, c.DataLabels, c.TrainSplit, 0, 0); err != nil {
 			return err
 		}
 		switch {
 		case c.TestSplit != "":
-			t.test, err = c.Input.Load(c.DataPath, c.TestSplit, t.ds.D(), t.ds.L())
+			t.test, err = c.Input.Load(c.DataPath, c.DataLabels, c.TestSplit, t.ds.D(), t.ds.L())
 		case c.TestPath != "":
-			t.test, err = c.Input.Load(c.TestPath, "", t.ds.D(), t.ds.L())
+			t.test, err = c.Input.Load(c.TestPath, c.TestLabels, "", t.ds.D(), t.ds.L())
 		}
 		return err
 	})
@@ -219,7 +222,7 @@ func (t *training) prepare() error {
 		set = func(string) bool { return false }
 	}
 	env := train.Env{Pool: j.Pool, Comm: j.Comm, Log: j.Log, Seed: c.Seed, Set: set,
-		Load: func(path string) (*data.Dataset, error) { return c.Input.Load(path, "", ds.D(), ds.L()) }}
+		Load: func(path string) (*data.Dataset, error) { return c.Input.Load(path, "", "", ds.D(), ds.L()) }}
 	crc := dataCRC(ds)
 	if t.work, err = c.Trainer.Prepare(env, ds); err != nil {
 		return err

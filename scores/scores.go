@@ -1,7 +1,8 @@
 // Package scores reads and writes score files: the top-k labels and
 // scores of every row, in the text format of the Extreme Classification
-// Repository's programs, which xmc predict writes and xmc eval reads, and
-// a readable listing of predictions for a person.
+// Repository's programs or as a SciPy sparse matrix in an .npz file (as
+// pyxclib's evaluation reads it), which xmc predict writes and xmc eval
+// reads, and a readable listing of predictions for a person.
 package scores
 
 import (
@@ -12,6 +13,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -43,7 +45,8 @@ type Writer struct {
 	n, L, rows int // rows expected, labels, rows written
 	b          []byte
 	sorted     []model.Scored
-	labels     []int32 // scratch for model.DuplicateLabel
+	labels     []int32   // scratch for model.DuplicateLabel
+	matrix     *data.CSR // the rows so far, for an .npz file; nil for text
 }
 
 // NewWriter writes the header of a score file of n rows over L labels
@@ -63,6 +66,19 @@ func NewWriter(w io.Writer, n, L int) (*Writer, error) {
 	return sw, nil
 }
 
+// NewNPZWriter returns the writer of a score file of n rows over L labels
+// in the .npz format of SciPy's sparse matrices: an n × L CSR matrix of
+// scores, each row holding its top-k labels, which pyxclib's evaluation and
+// scipy.sparse.load_npz read as is. The matrix is written by Close; until
+// then its rows are held, 8 bytes a score.
+func NewNPZWriter(w io.Writer, n, L int) (*Writer, error) {
+	if L < 0 || n < 0 || n > math.MaxInt32 {
+		return nil, fmt.Errorf("write scores: shape %d × %d out of range", n, L)
+	}
+	m := &data.CSR{Rows: n, Cols: L, Indptr: make([]int64, 1, n+1)}
+	return &Writer{bw: bufio.NewWriterSize(w, 1<<16), n: n, L: L, matrix: m}, nil
+}
+
 // Write writes the next rows.
 func (sw *Writer) Write(rows [][]model.Scored) error {
 	if sw.rows+len(rows) > sw.n {
@@ -78,6 +94,12 @@ func (sw *Writer) Write(rows [][]model.Scored) error {
 		}
 		if l, ok := model.DuplicateLabel(row, &sw.labels); ok {
 			return fmt.Errorf("write scores: row %d: label %d listed twice", i, l)
+		}
+		if sw.matrix != nil {
+			if err := sw.appendRow(i, row); err != nil {
+				return err
+			}
+			continue
 		}
 		b := sw.b[:0]
 		for j, s := range row {
@@ -103,10 +125,48 @@ func (sw *Writer) Write(rows [][]model.Scored) error {
 	return nil
 }
 
+// appendRow adds row i, in rank order, to the matrix of an .npz file,
+// sorted by label as SciPy's canonical CSR matrices are.
+func (sw *Writer) appendRow(i int, row []model.Scored) error {
+	m := sw.matrix
+	start := len(m.Indices)
+	for _, s := range row {
+		if s.Label < 0 || int(s.Label) >= sw.L {
+			return fmt.Errorf("write scores: row %d: label %d outside [0, %d)", i, s.Label, sw.L)
+		}
+		if math.IsNaN(float64(s.Score)) || math.IsInf(float64(s.Score), 0) {
+			return fmt.Errorf("write scores: row %d: label %d: score %v not finite, which an .npz score file does not hold", i, s.Label, s.Score)
+		}
+		m.Indices = append(m.Indices, s.Label)
+		m.Values = append(m.Values, s.Score)
+	}
+	sort.Sort(byColumn{m.Indices[start:], m.Values[start:]})
+	m.Indptr = append(m.Indptr, int64(len(m.Indices)))
+	return nil
+}
+
+// byColumn sorts a row's entries by column.
+type byColumn struct {
+	idx []int32
+	val []float32
+}
+
+func (r byColumn) Len() int           { return len(r.idx) }
+func (r byColumn) Less(i, j int) bool { return r.idx[i] < r.idx[j] }
+func (r byColumn) Swap(i, j int) {
+	r.idx[i], r.idx[j] = r.idx[j], r.idx[i]
+	r.val[i], r.val[j] = r.val[j], r.val[i]
+}
+
 // Close flushes the rows written, which must be as many as the header says.
 func (sw *Writer) Close() error {
 	if sw.rows != sw.n {
 		return fmt.Errorf("write scores: %d rows written to a file of %d", sw.rows, sw.n)
+	}
+	if sw.matrix != nil {
+		if err := data.WriteNPZ(sw.bw, sw.matrix, false); err != nil {
+			return fmt.Errorf("write scores: %w", err)
+		}
 	}
 	if err := sw.bw.Flush(); err != nil {
 		return fmt.Errorf("write scores: %w", err)
@@ -115,18 +175,45 @@ func (sw *Writer) Close() error {
 }
 
 // Read reads a score file in the standard XMC format (see
-// [Write]). Pairs may come in any order, as in score matrices written
-// by other XMC programs sorted by label; each returned row is in rank order.
-// Errors are reported as file:line:column: a malformed header or pair, a
-// label outside [0, L), a label listed twice in a row, a NaN score, or a
-// number of rows different from the header's N.
+// [Write]), or a SciPy sparse matrix of scores in an .npz file (see
+// [NewNPZWriter]), told apart by their first bytes. Pairs may come in any
+// order, as in score matrices written by other XMC programs sorted by
+// label; each returned row is in rank order. Errors are reported as
+// file:line:column: a malformed header or pair, a label outside [0, L), a
+// label listed twice in a row, a NaN score, or a number of rows different
+// from the header's N; for .npz files as data.ReadMatrix reports them.
 func Read(path string) (L int, rows [][]model.Scored, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, nil, fmt.Errorf("read scores: %w", err)
 	}
 	defer f.Close()
-	return readScores(f, path)
+	br := bufio.NewReaderSize(f, 1<<16)
+	if magic, _ := br.Peek(2); string(magic) == "PK" {
+		return readNPZ(path)
+	}
+	return readScores(br, path)
+}
+
+// readNPZ reads the rows of the matrix of scores in the .npz file at path.
+func readNPZ(path string) (L int, rows [][]model.Scored, err error) {
+	m, err := data.ReadMatrix(path)
+	if err != nil {
+		return 0, nil, err
+	}
+	flat := make([]model.Scored, m.NNZ())
+	rows = make([][]model.Scored, m.Rows)
+	for i := range m.Rows {
+		idx, val := m.Row(i)
+		lo := m.Indptr[i]
+		row := flat[lo : lo+int64(len(idx)) : lo+int64(len(idx))]
+		for k, l := range idx {
+			row[k] = model.Scored{Label: l, Score: val[k]}
+		}
+		model.SortScored(row)
+		rows[i] = row
+	}
+	return m.Cols, rows, nil
 }
 
 // readScores parses a score file from r; name is used in errors.

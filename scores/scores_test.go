@@ -2,6 +2,7 @@ package scores
 
 import (
 	"bytes"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -74,35 +75,68 @@ func TestScoresRoundTrip(t *testing.T) {
 		}
 		model.SortScored(rows[i])
 	}
-	rows = append(rows, []model.Scored{{Label: 0, Score: float32(math.Inf(1))}, {Label: 1, Score: float32(math.Inf(-1))}})
-	path := filepath.Join(t.TempDir(), "scores.txt")
-	f, err := os.Create(path)
+	infinite := []model.Scored{{Label: 0, Score: float32(math.Inf(1))}, {Label: 1, Score: float32(math.Inf(-1))}}
+	for _, format := range []struct {
+		name      string
+		newWriter func(w io.Writer, n, L int) (*Writer, error)
+		rows      [][]model.Scored
+	}{
+		{"scores.txt", NewWriter, append(slices.Clone(rows), infinite)}, // ±Inf ranks, in text
+		{"scores.npz", NewNPZWriter, rows},
+	} {
+		t.Run(format.name, func(t *testing.T) {
+			rows := format.rows
+			path := filepath.Join(t.TempDir(), format.name)
+			f, err := os.Create(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, err := format.newWriter(f, len(rows), L)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for lo := 0; lo < len(rows); lo += 100 {
+				if err := w.Write(rows[lo:min(lo+100, len(rows))]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Close(); err != nil {
+				t.Fatal(err)
+			}
+			gotL, got, err := Read(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if gotL != L || len(got) != len(rows) {
+				t.Fatalf("L=%d, %d rows; want %d, %d", gotL, len(got), L, len(rows))
+			}
+			for i := range rows {
+				if !slices.Equal(got[i], rows[i]) {
+					t.Fatalf("row %d: got %v, want %v", i, got[i], rows[i])
+				}
+			}
+			// Appending to a row must not clobber the next one.
+			got[0] = append(got[0], model.Scored{Label: 999, Score: 0})
+			if !slices.Equal(got[1], rows[1]) {
+				t.Error("rows share backing storage beyond their length")
+			}
+		})
+	}
+	if err := writeNPZRow(infinite); err == nil || !strings.Contains(err.Error(), "not finite") {
+		t.Errorf("an infinite score in an .npz: error %v, want one saying it is not finite", err)
+	}
+}
+
+// writeNPZRow writes one row to an .npz score file, for its errors.
+func writeNPZRow(row []model.Scored) error {
+	w, err := NewNPZWriter(io.Discard, 1, 5)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
-	if err := Write(f, L, rows); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	gotL, got, err := Read(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if gotL != L || len(got) != len(rows) {
-		t.Fatalf("L=%d, %d rows; want %d, %d", gotL, len(got), L, len(rows))
-	}
-	for i := range rows {
-		if !slices.Equal(got[i], rows[i]) {
-			t.Fatalf("row %d: got %v, want %v", i, got[i], rows[i])
-		}
-	}
-	// Appending to a row must not clobber the next one.
-	got[0] = append(got[0], model.Scored{Label: 999, Score: 0})
-	if !slices.Equal(got[1], rows[1]) {
-		t.Error("rows share backing storage beyond their length")
-	}
+	return w.Write([][]model.Scored{row})
 }
 
 func TestRead(t *testing.T) {
