@@ -81,6 +81,7 @@ func (f *slurmFlags) register(fs *flag.FlagSet, layout bool) {
 		fs.IntVar(&f.job.Nodes, "nodes", 1, "nodes, one xmc rank on each")
 		fs.IntVar(&f.job.CPUsPerTask, "cpus-per-task", 0, "CPUs of each rank, which runs one pinned worker thread per CPU (required)")
 		fs.StringVar(&f.job.Output, "output", "", "the job's output `FILE`, with Slurm's patterns such as %j (default: Slurm's slurm-%j.out)")
+		fs.StringVar(&f.job.Array, "array", "", "run a job array of these task `ids` (sbatch --array: 1-5, 0,4,8, 1-20%4); {task} in the xmc arguments becomes each task's id, e.g. --seed {task} --model-out m{task}.model")
 	}
 	fs.IntVar(&f.job.TasksPerNode, "ntasks-per-node", 1, "ranks per node; xmc's layout is one, more is for trying a cluster of one node")
 	fs.StringVar(&f.job.Mem, "mem", "", "memory per node, e.g. 64G (default: the partition's)")

@@ -66,6 +66,11 @@ type Job struct {
 	// "SIG@SECONDS", e.g. "USR1@120". SIG is one xmc handles by stopping
 	// cleanly and writing its summary: USR1, TERM or INT. Empty sends none.
 	Signal string
+	// Array makes the job an array of tasks with these ids (sbatch
+	// --array: "1-5", "0,4,8", "1-20%4"); optional. In Args the text
+	// ArrayTask becomes each task's id, so that the tasks differ, e.g.
+	// "--seed", ArrayTask.
+	Array string
 	// ExtraLines are further sbatch options, one per #SBATCH line, such as
 	// "--exclusive" or "--constraint=ib" (a leading "#SBATCH" is allowed).
 	ExtraLines []string
@@ -79,6 +84,10 @@ type Job struct {
 	// {"train", "--algo", "forest", "--data", "train.txt"}.
 	Args []string
 }
+
+// ArrayTask, in an argument of a job array's xmc command (Job.Args), stands
+// for the id of the array task that runs it.
+const ArrayTask = "{task}"
 
 // managedField returns the Job field that sets the sbatch option opt
 // ("--nodes", "-N"), or "" when the Job leaves opt alone. Extra lines may
@@ -107,6 +116,8 @@ func managedField(opt string) string {
 		return "Output"
 	case "--signal":
 		return "Signal"
+	case "--array", "-a":
+		return "Array"
 	}
 	return ""
 }
@@ -114,6 +125,7 @@ func managedField(opt string) string {
 // Patterns of the Mem and Signal fields (see Job).
 var (
 	memRE    = regexp.MustCompile(`^[0-9]+[KMGT]?$`)
+	arrayRE  = regexp.MustCompile(`^[0-9]+(-[0-9]+(:[0-9]+)?)?(,[0-9]+(-[0-9]+(:[0-9]+)?)?)*(%[0-9]+)?$`)
 	signalRE = regexp.MustCompile(`^(?:SIG)?(USR1|TERM|INT)@([0-9]+)$`)
 )
 
@@ -202,6 +214,18 @@ func (j Job) Validate() error {
 			return fmt.Errorf("argument %q contains a NUL byte, which no shell can pass", a)
 		}
 	}
+	return j.validateArray()
+}
+
+// validateArray checks the Array field, and that ArrayTask appears in the
+// arguments only of a job array.
+func (j Job) validateArray() error {
+	if j.Array != "" && !arrayRE.MatchString(j.Array) {
+		return fmt.Errorf("array %q: want task ids as sbatch --array takes them, e.g. 1-5, 0,4,8 or 1-20%%4", j.Array)
+	}
+	if j.Array == "" && slices.ContainsFunc(j.Args, func(a string) bool { return strings.Contains(a, ArrayTask) }) {
+		return fmt.Errorf("%s in the xmc arguments stands for an array task's id: give the job an array of tasks", ArrayTask)
+	}
 	return nil
 }
 
@@ -282,6 +306,7 @@ func (j Job) Script() (string, error) {
 	opt("partition", j.Partition)
 	opt("account", j.Account)
 	opt("output", j.Output)
+	opt("array", j.Array)
 	launcher := j.launcher()
 	if j.Signal != "" {
 		if launcher == Srun {
@@ -325,7 +350,7 @@ func (j Job) Script() (string, error) {
 	}
 	cmd = append(cmd, Quote(j.Exe))
 	for _, a := range j.Args {
-		cmd = append(cmd, Quote(a))
+		cmd = append(cmd, quoteArg(a))
 	}
 	b.WriteString(strings.Join(cmd, " "))
 	b.WriteString("\n")
@@ -333,13 +358,17 @@ func (j Job) Script() (string, error) {
 }
 
 // OutputPath returns the path Slurm writes the job's output to, given its
-// job id and the submitting user: Output (or Slurm's default slurm-%j.out)
-// with the patterns %j, %A (both the job id), %x (the job name), %u (the
-// user) and %% replaced. Other patterns, which depend on the node or task,
-// are left as they are.
+// job id and the submitting user: Output (or Slurm's default, slurm-%j.out,
+// or slurm-%A_%a.out for a job array) with the patterns %j, %A (both the
+// job id), %x (the job name), %u (the user) and %% replaced. Other
+// patterns, which depend on the node or task (%a, an array task's id), are
+// left as they are.
 func (j Job) OutputPath(jobID, user string) string {
 	pattern := j.Output
-	if pattern == "" {
+	switch {
+	case pattern == "" && j.Array != "":
+		pattern = "slurm-%A_%a.out"
+	case pattern == "":
 		pattern = "slurm-%j.out"
 	}
 	var b strings.Builder
@@ -374,4 +403,20 @@ func (j Job) HasArg(name string) bool {
 		a, _, _ = strings.Cut(a, "=")
 		return a == "-"+name || a == "--"+name
 	})
+}
+
+// quoteArg returns the xmc argument a as one shell word, each ArrayTask in
+// it expanded to the array task's id.
+func quoteArg(a string) string {
+	parts := strings.Split(a, ArrayTask)
+	words := make([]string, 0, 2*len(parts))
+	for i, p := range parts {
+		if i > 0 {
+			words = append(words, `"$SLURM_ARRAY_TASK_ID"`)
+		}
+		if p != "" || len(parts) == 1 {
+			words = append(words, Quote(p))
+		}
+	}
+	return strings.Join(words, "")
 }

@@ -202,6 +202,9 @@ func TestScriptValidation(t *testing.T) {
 		{"no executable", func(j *Job) { j.Exe = "" }, "no xmc executable"},
 		{"no command", func(j *Job) { j.Args = nil }, "no xmc command"},
 		{"NUL in argument", func(j *Job) { j.Args = []string{"train", "a\x00b"} }, "NUL"},
+		{"array spec", func(j *Job) { j.Array = "1-5,x" }, `array "1-5,x": want task ids`},
+		{"task without array", func(j *Job) { j.Args = []string{"train", "--seed", "{task}"} }, "give the job an array of tasks"},
+		{"extra line sets array", func(j *Job) { j.ExtraLines = []string{"--array=1-3"} }, "--array is set by the job's Array"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -242,6 +245,37 @@ func TestScriptPassesArguments(t *testing.T) {
 	}
 	want := strings.Join(args[1:], "|\n") + "|\n"
 	if string(out) != want {
+		t.Errorf("arguments arrived as %q, want %q", out, want)
+	}
+}
+
+// TestScriptArray runs a job array's rendered script (Direct launcher,
+// printf standing in for xmc) as task 7 and checks that {task} became 7,
+// in arguments of its own and inside others, quoted as they need.
+func TestScriptArray(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	args := []string{"%s|", "--seed", "{task}", "--model-out", "run {task}/m{task}.model", "{task}$HOME"}
+	j := Job{Nodes: 1, CPUsPerTask: 1, Launcher: Direct, Array: "1-10%2", Exe: "printf", Args: args}
+	script, err := j.Script()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(script, "#SBATCH --array=1-10%2\n") {
+		t.Errorf("no array line in:\n%s", script)
+	}
+	path := filepath.Join(t.TempDir(), "job.sbatch")
+	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", path)
+	cmd.Env = append(os.Environ(), "SLURM_CPUS_PER_TASK=1", "SLURM_ARRAY_TASK_ID=7")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("run script: %v\n%s", err, script)
+	}
+	if want := "--seed|7|--model-out|run 7/m7.model|7$HOME|"; string(out) != want {
 		t.Errorf("arguments arrived as %q, want %q", out, want)
 	}
 }
