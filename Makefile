@@ -71,6 +71,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzReadXMC$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./data
 	$(GO) test -run '^$$' -fuzz '^FuzzReadLIBSVM$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./data
 	$(GO) test -run '^$$' -fuzz '^FuzzReadSplit$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./data
+	$(GO) test -run '^$$' -fuzz '^FuzzReadMatrix$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./data
 	$(GO) test -run '^$$' -fuzz '^FuzzReadModel$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./model
 	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./scores
 	$(GO) test -run '^$$' -fuzz '^FuzzTreeUnmarshal$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./model/forest
