@@ -160,7 +160,7 @@ func New() train.Trainer { return &Trainer{p: DefaultParams()} }
 func (a *Trainer) Flags(fs *flag.FlagSet) {
 	p := &a.p
 	fs.StringVar(&p.Regularizer, "regularizer", p.Regularizer, "l2 (MEMOIR-ℓ2, Pegasos's shrink and projection) or l1 (MEMOIR-ℓ1, truncated SGD: smaller models)")
-	fs.Float64Var(&p.Lambda, "lambda", p.Lambda, fmt.Sprintf("weight λ of the regulariser (default %g with l2, %g with l1)", p.Lambda, l1Lambda))
+	fs.Float64Var(&p.Lambda, "lambda", p.Lambda, fmt.Sprintf("weight λ of the regulariser (with --regularizer l1 the default is %g)", l1Lambda))
 	fs.Float64Var(&p.Eta0, "eta0", p.Eta0, "step η₀ of η_t = η₀ / (1 + η_step t), t the round")
 	fs.Float64Var(&p.EtaStep, "eta-step", p.EtaStep, "decay η_step of the step")
 	fs.StringVar(&p.Index, "index", p.Index, "search for a row's most violating class, per class block: lsh (SimpleLSH with norm ranging), graph (small-world graph of inner products) or exact (every class scored)")
