@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -24,11 +23,11 @@ import (
 // The NumPy files of Python's extreme classification tools (pyxclib, PECOS)
 // hold a SciPy sparse CSR matrix in an .npz archive (scipy.sparse.save_npz:
 // the arrays indptr, indices, data, shape and format) or a dense 2-D array
-// in an .npy file (numpy.save). The arrays themselves are decoded by npyio;
-// the archive is opened with archive/zip rather than npyio's npz reader so
-// that every member's size is known, and checked against the shape its
-// header claims, before anything is allocated, and so that every member's
-// CRC is checked.
+// in an .npy file (numpy.save). The arrays' headers are parsed by npyio,
+// their elements decoded by encoding/binary a chunk at a time. The archive
+// is opened with archive/zip rather than npyio's npz reader so that every
+// member's size is known, and checked against the shape its header claims,
+// before anything is allocated, and so that every member's CRC is checked.
 
 // ReadMatrix reads the matrix in the NumPy file at path: a SciPy CSR matrix
 // (.npz) or a dense 2-D array (.npy, whose zeros are dropped), told apart
@@ -126,17 +125,9 @@ func (a *numpyArray) dtype() string { return strings.TrimLeft(a.descr(), "<>|=")
 // numericItemSize returns the size in bytes of the elements of a numeric
 // dtype such as "<f8" or "|b1" (quoted as in a header or not).
 func numericItemSize(dtype string) (int, bool) {
-	t := strings.TrimLeft(strings.Trim(dtype, `'"`), "<>|=")
-	if len(t) < 2 || !strings.ContainsRune("iufb", rune(t[0])) {
-		return 0, false
-	}
-	size, err := strconv.Atoi(t[1:])
-	if err != nil {
-		return 0, false
-	}
-	switch t {
+	switch t := strings.TrimLeft(strings.Trim(dtype, `'"`), "<>|="); t {
 	case "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "f4", "f8", "b1":
-		return size, true
+		return int(t[1] - '0'), true
 	}
 	return 0, false
 }
