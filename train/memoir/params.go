@@ -68,31 +68,14 @@ type Params struct {
 	linear.Preprocess
 }
 
-// l1Lambda is λ's default with --regularizer l1: on wordnet-mc (3
-// epochs) it made a model 0.15 of the ℓ2 model's bytes at 25.8% accuracy
-// against 34.1%; 5e-4 made 0.32 of them at 28.7%, 3e-4 0.55 at 30.5%.
+// l1Lambda is λ's default with --regularizer l1, which makes models a
+// fraction of the ℓ2 model's bytes at a cost in accuracy.
 const l1Lambda = 1e-3
 
-// DefaultParams returns the defaults (see the flags' help), measured
-// on wordnet-mc: λ = 1e-6 (1e-8 gave 0.3 point less accuracy after 5 epochs;
-// 1e-4 held ‖W‖ so small that 95% of the rows violated their margin to the
-// end: 28.3% after 5 epochs), η₀ = 1 with η_step = 0.001, 3 epochs (34.1%
-// accuracy; 5 gave 34.6% in 1.7 times the time), 8 LSH tables (4 gave 34.0%
-// after 5 epochs against 34.6%) with one probe each. No probes and 4 epochs
-// (fewer classes scored in all) gave, over seeds 1-3, better P@1 on Bibtex
-// (59.19 ± 1.73 against 58.66 ± 0.23), debian-tags (87.09 against 86.57),
-// Delicious (33.50 against 31.61) and wordnet-hyper (83.79 against 83.66)
-// but less accuracy on wordnet-mc (33.86 ± 0.24 against 34.27 ± 0.16), in no
-// less time there (31-42 s a run against 25-27 s; this VM's times vary by
-// ±15%): not adopted. All of these were measured with 32 class blocks, the
-// first default. 16 class blocks rather than 32 (each block's search scores
-// about as many classes whatever its size, so half the blocks score half the
-// classes a row) trained wordnet-mc on 2 ranks in 16.2-22.6 s (5 runs)
-// against 27.0 s, at 33.67 ± 0.38 accuracy against 34.27 ± 0.16 (seeds 1-3),
-// with 83.42 against 83.66 P@1 on wordnet-hyper, the same on Bibtex and
-// debian-tags, more on Delicious; 32 blocks with one more LSH bit, as few
-// classes scored, gave 33.76 (seed 1). More blocks than the default serve
-// more ranks, at more work a row.
+// DefaultParams returns the defaults (see the flags' help): λ = 1e-6,
+// η₀ = 1 with η_step = 0.001, 3 epochs, 16 class blocks, 8 LSH tables with
+// one probe each, each measured against its neighbours on wordnet-mc and
+// the other shared sets (docs/algorithms/memoir.md gives the figures).
 func DefaultParams() Params {
 	return Params{Regularizer: "l2", Lambda: 1e-6, Eta0: 1, EtaStep: 0.001, Index: "lsh", Tables: 8, Probes: 1,
 		Degree: 8, Ef: 4, Epochs: 3, BatchSize: 64, ClassBlocks: 16, EarlyStop: train.EarlyStop{Patience: 5}, Preprocess: linear.Preprocess{Normalize: true}}

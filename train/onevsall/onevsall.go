@@ -44,10 +44,10 @@ func (p *Params) Flags(fs *flag.FlagSet) {
 	fs.BoolVar(&p.Bias, "bias", p.Bias, "append a constant bias feature")
 }
 
-// Schedule is the default schedule of the one-vs-all trainers,
-// whose label blocks cost very unequal amounts: dealt on request, they
-// left ranks 0.3–1.6% apart where the cyclic deal left them 1.5–12% apart
-// (see the README's load-balance measurements).
+// Schedule is the default schedule of the one-vs-all trainers, whose
+// label blocks cost very unequal amounts: dealt cyclically they leave some
+// ranks idle at the end, dealt on request by cost the ranks finish
+// together (docs/design.md, "Work units").
 const Schedule = runner.ScheduleDynamic
 
 // Validate reports the first parameter out of its range.
