@@ -37,6 +37,9 @@ func runInspect(args []string) error {
 	}
 	fmt.Printf("model %s: %s, D=%d L=%d seed=%d, %s, %s on disk\n", path, h.Algorithm, h.D, h.L, h.Seed, m.Summary(), humanize.IBytes(uint64(size)))
 	fmt.Printf("params: %s\n", h.Params)
+	if r := h.Range; r != nil {
+		fmt.Printf("label range %d:%d of %d labels (by frequency), blocks %d.. of %d: join the ranges with xmc merge\n", r.From, r.To, r.Labels, r.FirstUnit, r.Units)
+	}
 	return m.Describe(os.Stdout)
 }
 

@@ -25,6 +25,26 @@ type Header struct {
 	// Shard is nil for a whole model and describes the part held by this
 	// file for one shard of a sharded model.
 	Shard *ShardInfo `json:"shard,omitempty"`
+	// Range is nil for a model of every label, and describes the labels
+	// held for a model of a label range (xmc train --label-range), which
+	// xmc merge joins with the others into the whole model.
+	Range *LabelRange `json:"label_range,omitempty"`
+}
+
+// LabelRange says which labels a range model holds: the labels From to To
+// (excluded) of the whole training's order, most frequent first, of Labels
+// labels with a positive row in all. The whole training's model has Units
+// label blocks; this one holds the part of blocks FirstUnit, FirstUnit+1, …
+// that the range covers, the first and last perhaps cut. DataCRC
+// fingerprints the training data, so that ranges of other data are not
+// merged.
+type LabelRange struct {
+	From      int    `json:"from"`
+	To        int    `json:"to"`
+	Labels    int    `json:"labels"`
+	Units     int    `json:"units"`
+	FirstUnit int    `json:"first_unit"`
+	DataCRC   uint32 `json:"data_crc"`
 }
 
 // ShardInfo says which part of a model a shard file holds. Models are

@@ -66,6 +66,10 @@ type TrainConfig struct {
 	Eval      EvalOptions
 	// ProgressBar shows a progress bar rather than log lines.
 	ProgressBar bool
+	// Labels is --label-range: the labels a one-vs-all trainer trains
+	// (the zero value: every label). The model then records the range,
+	// and xmc merge joins the ranges' models.
+	Labels train.LabelRange
 }
 
 // Check reports the first inconsistent setting, before any rank starts.
@@ -222,10 +226,14 @@ func (t *training) prepare() error {
 		set = func(string) bool { return false }
 	}
 	env := train.Env{Pool: j.Pool, Comm: j.Comm, Log: j.Log, Seed: c.Seed, Set: set,
-		Load: func(path string) (*data.Dataset, error) { return c.Input.Load(path, "", "", ds.D(), ds.L()) }}
+		Load: func(path string) (*data.Dataset, error) { return c.Input.Load(path, "", "", ds.D(), ds.L()) },
+		Labels: c.Labels}
 	crc := dataCRC(ds)
 	if t.work, err = c.Trainer.Prepare(env, ds); err != nil {
 		return err
+	}
+	if !c.Labels.All() && t.work.Range == nil {
+		return fmt.Errorf("--label-range: %s trains its labels together; dismec and ppdsparse train a label range", c.Algorithm)
 	}
 	// The trainer holds what it needs of the features, in its replicas;
 	// the loaded copy goes (a forest on one NUMA domain trains on it and
@@ -237,6 +245,12 @@ func (t *training) prepare() error {
 	t.kind = t.work.Kind
 	t.header = model.NewHeader(t.kind, c.Algorithm, ds.D(), ds.L(), c.Seed, mustJSON(t.work.Params))
 	t.fingerprint = fingerprint(c.Algorithm, t.work.Params, crc)
+	if r := t.work.Range; r != nil {
+		r.DataCRC = crc
+		t.header.Range = r
+		t.fingerprint += fmt.Sprintf(" labels %d:%d", r.From, r.To)
+		j.Log.Info("training a label range", "from", r.From, "to", r.To, "of", r.Labels, "first_unit", r.FirstUnit, "units", t.work.Units)
+	}
 	return nil
 }
 

@@ -59,6 +59,10 @@ type Env struct {
 	// Load reads another data file of the run (a held-out set) as the
 	// training data was read, with its feature and label dimensions.
 	Load func(path string) (*data.Dataset, error)
+	// Labels is --label-range: the labels a one-vs-all trainer trains
+	// (the zero value: every label; see SelectLabels). A trainer whose
+	// labels are coupled fails on any other.
+	Labels LabelRange
 }
 
 // UserSet reports whether the user set the flag called name (see Set).
@@ -101,6 +105,9 @@ type Work struct {
 	// Stats, if set, returns figures of this rank's training for the run
 	// summary (job.Summary.TrainerStats, one map per rank), after Done.
 	Stats func() map[string]float64
+	// Range describes the labels trained, for a training of a label
+	// range (Env.Labels); nil for a training of every label.
+	Range *model.LabelRange
 }
 
 // Check reports whether w describes one shape of work completely.

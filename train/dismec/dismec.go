@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"xmc/data"
+	"xmc/model"
 	"xmc/model/linear"
 	"xmc/numa"
 	"xmc/train"
@@ -313,8 +314,12 @@ func (a *Trainer) Prepare(env train.Env, ds *data.Dataset) (*train.Work, error) 
 	if err := train.LogUntrained(env.Log, replicas.Get(0).LabelCounts()); err != nil {
 		return nil, err
 	}
+	var selected *model.LabelRange
+	if t.blocks, selected, err = train.SelectLabels(t.blocks, func(int32) float64 { return 1 }, env.Labels); err != nil {
+		return nil, err
+	}
 	return &train.Work{Kind: linear.Kind{}, Params: p, Units: t.Units(), Unit: t.Work, Schedule: onevsall.Schedule,
-		Weight: func(u int) int { return len(t.Block(u)) },
+		Weight: func(u int) int { return len(t.Block(u)) }, Range: selected,
 		Done: func(log *slog.Logger) {
 			st := t.Stats()
 			// Every rank reports its own labels (rank 0 alone logs unless -v).

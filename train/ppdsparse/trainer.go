@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"xmc/data"
+	"xmc/model"
 	"xmc/model/linear"
 	"xmc/numa"
 	"xmc/train"
@@ -48,11 +49,17 @@ func (a *Trainer) Prepare(env train.Env, ds *data.Dataset) (*train.Work, error) 
 		return nil, err
 	}
 	t := newBlockTrainer(p, replicas, env.Pool)
-	if err := train.LogUntrained(env.Log, replicas.Get(0).LabelCounts()); err != nil {
+	counts := replicas.Get(0).LabelCounts()
+	if err := train.LogUntrained(env.Log, counts); err != nil {
+		return nil, err
+	}
+	var selected *model.LabelRange
+	cost := func(l int32) float64 { return onevsall.LabelCost(counts[l]) }
+	if t.blocks, selected, err = train.SelectLabels(t.blocks, cost, env.Labels); err != nil {
 		return nil, err
 	}
 	return &train.Work{Kind: linear.Kind{}, Params: p, Units: t.Units(), Unit: t.Work, Schedule: onevsall.Schedule,
-		Weight: func(u int) int { return len(t.Block(u)) }, Cost: t.Cost,
+		Weight: func(u int) int { return len(t.Block(u)) }, Cost: t.Cost, Range: selected,
 		Done: func(log *slog.Logger) {
 			st := t.Stats()
 			mean := 0.0
