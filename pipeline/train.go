@@ -226,7 +226,7 @@ func (t *training) prepare() error {
 		set = func(string) bool { return false }
 	}
 	env := train.Env{Pool: j.Pool, Comm: j.Comm, Log: j.Log, Seed: c.Seed, Set: set,
-		Load: func(path string) (*data.Dataset, error) { return c.Input.Load(path, "", "", ds.D(), ds.L()) },
+		Load:   func(path string) (*data.Dataset, error) { return c.Input.Load(path, "", "", ds.D(), ds.L()) },
 		Labels: c.Labels}
 	crc := dataCRC(ds)
 	if t.work, err = c.Trainer.Prepare(env, ds); err != nil {
