@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -154,44 +155,70 @@ func slurmSubmit(args []string, stdout, stderr io.Writer) error {
 	var f slurmFlags
 	f.register(fs, true)
 	wait := fs.Bool("wait", false, "wait for the job to end; fail, naming its output, when it fails")
+	merge := fs.String("then-merge", "", "with --array of train --label-range {task}/N --model-out ...{task}...: once every task succeeded, join the range models into `FILE` (xmc merge, a job of one CPU)")
 	j, err := f.parse(fs, args)
 	if err != nil {
 		return err
 	}
-	script, err := j.Script()
+	var mergeJob slurm.Job
+	if *merge != "" {
+		if mergeJob, err = slurm.MergeJob(j, *merge); err != nil {
+			return err
+		}
+	}
+	ctx, stop := cli.SignalContext()
+	defer stop()
+	s := submitter{ctx: ctx, stdout: stdout, stderr: stderr}
+	if *merge == "" {
+		_, err := s.submit(j, slurm.SubmitOptions{Wait: *wait})
+		return err
+	}
+	id, err := s.submit(j, slurm.SubmitOptions{})
 	if err != nil {
 		return err
 	}
+	_, err = s.submit(mergeJob, slurm.SubmitOptions{Wait: *wait, AfterOK: []string{id}})
+	return err
+}
+
+// submitter submits jobs for xmc slurm submit: each job's id goes to
+// stdout, what it is and where its output goes to stderr.
+type submitter struct {
+	ctx            context.Context
+	stdout, stderr io.Writer
+}
+
+// submit writes j's script and submits it with opts, returning the job id.
+func (s submitter) submit(j slurm.Job, opts slurm.SubmitOptions) (string, error) {
+	script, err := j.Script()
+	if err != nil {
+		return "", err
+	}
 	path, keep, err := writeJobScript(j, script)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if !keep {
 		defer os.Remove(path)
 	}
-
-	ctx, stop := cli.SignalContext()
-	defer stop()
 	output := jobOutputPath(j, "%j")
-	id, err := slurm.Submit(ctx, path, slurm.SubmitOptions{
-		Wait:   *wait,
-		Stderr: stderr,
-		Submitted: func(id string) {
-			output = jobOutputPath(j, id)
-			fmt.Fprintln(stdout, id)
-			fmt.Fprintf(stderr, "submitted job %s (output %s)\n", id, output)
-		},
-	})
+	opts.Stderr = s.stderr
+	opts.Submitted = func(id string) {
+		output = jobOutputPath(j, id)
+		fmt.Fprintln(s.stdout, id)
+		fmt.Fprintf(s.stderr, "submitted job %s, %s (output %s)\n", id, j.Name, output)
+	}
+	id, err := slurm.Submit(s.ctx, path, opts)
 	if jerr, ok := errors.AsType[*slurm.JobError](err); ok {
-		return fmt.Errorf("%w; its output is %s%s", jerr, output, outputExcerpt(output))
+		return id, fmt.Errorf("%w; its output is %s%s", jerr, output, outputExcerpt(output))
 	}
 	if err != nil {
-		return err
+		return id, err
 	}
-	if *wait {
-		fmt.Fprintf(stderr, "job %s completed\n", id)
+	if opts.Wait {
+		fmt.Fprintf(s.stderr, "job %s completed\n", id)
 	}
-	return nil
+	return id, nil
 }
 
 // writeJobScript writes script to a new file beside the job's output, kept

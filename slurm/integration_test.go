@@ -73,6 +73,7 @@ func TestIntegration(t *testing.T) {
 	t.Run("train", c.testTrain)
 	t.Run("failing job", c.testFailure)
 	t.Run("scaling chain", c.testScaling)
+	t.Run("label ranges", c.testLabelRanges)
 }
 
 // setUp builds xmc and brings up the cluster, registering its teardown.
@@ -269,6 +270,35 @@ func (c *cluster) testScaling(t *testing.T) {
 			t.Errorf("%s: status %q, %d threads per rank, job %q; want ok, %d, %s",
 				tag, s.Status, s.ThreadsPerRank, s.Slurm["SLURM_JOB_ID"], threads, id)
 		}
+	}
+}
+
+// testLabelRanges trains DiSMEC's labels in 3 ranges as a job array and
+// joins them in a merge job that depends on it: the merged model is the
+// model of one training of every label.
+func (c *cluster) testLabelRanges(t *testing.T) {
+	dir := t.TempDir()
+	data := "testdata/delicious/train.txt"
+	merged, whole := filepath.Join(dir, "merged.model"), filepath.Join(dir, "whole.model")
+	args := append(c.submitArgs(filepath.Join(dir, "range-%A_%a.out")), "--array", "0-2", "--then-merge", merged, "--",
+		"train", "--algo", "dismec", "--data", data, "--checkpoint", "none",
+		"--label-range", "{task}/3", "--model-out", filepath.Join(dir, "range-{task}.model"))
+	start := time.Now()
+	stdout, stderr, code := c.run(t, append(args, c.ranks...)...)
+	t.Logf("xmc slurm submit --array --then-merge --wait: %.1f s", time.Since(start).Seconds())
+	if code != 0 {
+		t.Fatalf("xmc slurm submit exited %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	if ids := strings.Fields(stdout); len(ids) != 2 {
+		t.Fatalf("stdout %q, want the array's and the merge's job ids", stdout)
+	}
+	if _, stderr, code := c.run(t, "train", "--algo", "dismec", "--data", data, "--checkpoint", "none", "--model-out", whole); code != 0 {
+		t.Fatalf("xmc train: exit %d: %s", code, stderr)
+	}
+	a, errA := os.ReadFile(merged)
+	b, errB := os.ReadFile(whole)
+	if errA != nil || errB != nil || !bytes.Equal(a, b) {
+		t.Errorf("the merged model differs from one training's (%v, %v)", errA, errB)
 	}
 }
 

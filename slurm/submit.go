@@ -20,6 +20,11 @@ type SubmitOptions struct {
 	// (--dependency=afterany:ID:ID...): runs that must not share nodes or
 	// file systems with each other run one after the other.
 	After []string
+	// AfterOK lists jobs that must all succeed before this one starts
+	// (--dependency=afterok:ID:ID...; for a job array, every task). If
+	// one fails, this job is cancelled (--kill-on-invalid-dep=yes) rather
+	// than left pending.
+	AfterOK []string
 	// Sbatch is the sbatch executable; empty means "sbatch" on PATH.
 	Sbatch string
 	// Dir is the directory sbatch runs in, which is also the job's working
@@ -57,8 +62,16 @@ func Submit(ctx context.Context, path string, opts SubmitOptions) (jobID string,
 	if opts.Wait {
 		args = append(args, "--wait")
 	}
+	var deps []string
 	if len(opts.After) > 0 {
-		args = append(args, "--dependency=afterany:"+strings.Join(opts.After, ":"))
+		deps = append(deps, "afterany:"+strings.Join(opts.After, ":"))
+	}
+	if len(opts.AfterOK) > 0 {
+		deps = append(deps, "afterok:"+strings.Join(opts.AfterOK, ":"))
+		args = append(args, "--kill-on-invalid-dep=yes")
+	}
+	if len(deps) > 0 {
+		args = append(args, "--dependency="+strings.Join(deps, ","))
 	}
 	args = append(args, path)
 	cmd := exec.CommandContext(ctx, sbatch, args...)

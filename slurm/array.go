@@ -1,0 +1,96 @@
+package slurm
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// ArrayTasks returns the task ids of a job array's Array field, in
+// increasing order and each once: "1-5", "0,4,8", "0-15:4" (a step),
+// "1-20%4" (at most 4 at once: the ids are 1 to 20).
+func ArrayTasks(spec string) ([]int, error) {
+	if !arrayRE.MatchString(spec) {
+		return nil, fmt.Errorf("array %q: want task ids as sbatch --array takes them, e.g. 1-5, 0,4,8 or 1-20%%4", spec)
+	}
+	spec, _, _ = strings.Cut(spec, "%")
+	var ids []int
+	for _, part := range strings.Split(spec, ",") {
+		rng, stepText, _ := strings.Cut(part, ":")
+		loText, hiText, isRange := strings.Cut(rng, "-")
+		lo, err := strconv.Atoi(loText)
+		if err != nil {
+			return nil, fmt.Errorf("array %q: %w", spec, err)
+		}
+		hi, step := lo, 1
+		if isRange {
+			if hi, err = strconv.Atoi(hiText); err != nil {
+				return nil, fmt.Errorf("array %q: %w", spec, err)
+			}
+		}
+		if stepText != "" {
+			if step, err = strconv.Atoi(stepText); err != nil || step < 1 {
+				return nil, fmt.Errorf("array %q: step %q: want a positive number", spec, stepText)
+			}
+		}
+		if hi < lo || (hi-lo)/step >= maxArrayTasks-len(ids) {
+			return nil, fmt.Errorf("array %q: range %s: want FIRST-LAST with FIRST ≤ LAST, %d tasks at most", spec, part, maxArrayTasks)
+		}
+		for id := lo; id <= hi; id += step {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids), nil
+}
+
+// maxArrayTasks bounds the tasks of an array that ArrayTasks expands:
+// Slurm's own default bound (MaxArraySize) is 1001.
+const maxArrayTasks = 1 << 20
+
+// MergeJob returns the job that joins the label-range models that the
+// tasks of the array job j write (xmc train --label-range … --model-out
+// with ArrayTask in the model's path) into the model out, with xmc merge:
+// one task, with j's executable, partition, account, time and modules.
+// Submit it to start after the array succeeds (SubmitOptions.AfterOK).
+func MergeJob(j Job, out string) (Job, error) {
+	if j.Array == "" || len(j.Args) == 0 || j.Args[0] != "train" {
+		return Job{}, fmt.Errorf("a merge follows a job array of xmc train --label-range: give --array and a train command")
+	}
+	model := flagValue(j.Args[1:], "model-out")
+	if !strings.Contains(model, ArrayTask) || flagValue(j.Args[1:], "label-range") == "" {
+		return Job{}, fmt.Errorf("a merge needs each task's range model: give train --label-range and a --model-out with %s in it, e.g. --label-range %s/4 --model-out range-%s.model", ArrayTask, ArrayTask, ArrayTask)
+	}
+	tasks, err := ArrayTasks(j.Array)
+	if err != nil {
+		return Job{}, err
+	}
+	args := []string{"merge", "--out", out}
+	for _, id := range tasks {
+		args = append(args, strings.ReplaceAll(model, ArrayTask, strconv.Itoa(id)))
+	}
+	name := j.Name
+	if name == "" {
+		name = "xmc-train"
+	}
+	return Job{Name: name + "-merge", Nodes: 1, TasksPerNode: 1, CPUsPerTask: 1, Launcher: Direct,
+		Partition: j.Partition, Account: j.Account, Time: j.Time, Modules: j.Modules, Exe: j.Exe, Args: args,
+		Output: filepath.Join(filepath.Dir(out), "xmc-merge-%j.out")}, nil
+}
+
+// flagValue returns the value of the flag name among xmc's arguments args
+// ("--name V", "--name=V", with one dash or two), or "" if absent.
+func flagValue(args []string, name string) string {
+	for i, a := range args {
+		a = strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
+		if v, ok := strings.CutPrefix(a, name+"="); ok {
+			return v
+		}
+		if a == name && i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	return ""
+}
