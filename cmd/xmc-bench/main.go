@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,6 +37,7 @@ func commands() []cli.Command {
 		{Name: "report", Summary: "tabulate and plot the run summaries in a directory (e.g. from a Slurm scaling sweep)", Run: runReport},
 		{Name: "accuracy", Summary: "train every algorithm on every data set of a directory with several seeds: P@k, PSP@k, time and memory", Run: runAccuracy},
 		{Name: "shapes", Summary: "costs at the shapes of EURLex-4K, Wiki10-31K, Amazon-670K (generated data), and against the number of labels", Run: runShapes},
+		{Name: "project", Summary: "project the core-seconds of a one-vs-all training of every label from trained samples of head, torso and tail labels", Run: runProject},
 		{Name: "peakrss", Summary: "run a command and report its peak resident memory (used by compare under mpirun)", Run: runPeakRSS},
 	}
 }
@@ -543,4 +545,71 @@ func runPeakRSS(args []string) error {
 		return fmt.Errorf("%s exited with status %d", argv[0], code)
 	}
 	return nil
+}
+
+// paperCoreS are the core-seconds the papers report for training every
+// label of the real Amazon-670K, by algorithm: PPDSparse's 921.9 s on 100
+// cores (Yen et al., KDD 2017), printed beside a projection of that shape.
+var paperCoreS = map[string]float64{"ppdsparse": 92190}
+
+func runProject(args []string) error {
+	fs := newFlagSet("project", "project --out DIR (--data FILE | --shape NAME --n N) [flags] [-- xmc train flags]")
+	var lf launcherFlags
+	lf.register(fs, bench.InProc)
+	var c bench.ProjectConfig
+	var shape, algos string
+	var ranks, threads int
+	fs.StringVar(&c.Data, "data", "", "training data `FILE` (default: generated, see --shape)")
+	fs.StringVar(&shape, "shape", "amazon-670k", "shape of the generated training data, without --data")
+	fs.IntVar(&c.N, "n", 490449, "training rows generated, without --data (490,449: the real Amazon-670K's)")
+	fs.StringVar(&algos, "algos", "dismec,ppdsparse", "comma-separated one-vs-all algorithms to project")
+	fs.IntVar(&c.Sample, "sample", 64, "labels trained per stratum")
+	fs.IntVar(&c.Pieces, "pieces", 2, "runs of consecutive labels a stratum's sample is trained in, spread over the stratum")
+	fs.Float64Var(&c.Ratio, "ratio", 2, "each stratum of labels (after the head's sample) this many times as long as the labels before it")
+	fs.IntVar(&ranks, "ranks", 1, "ranks of every run")
+	fs.IntVar(&threads, "threads", runtime.NumCPU(), "worker threads per rank")
+	fs.Uint64Var(&c.Seed, "seed", 1, "seed of the data and of every run")
+	fs.StringVar(&c.Dir, "out", "", "`DIR` of the generated data, the samples' summaries (reused when present) and logs, and projection.txt")
+	if err := cli.Parse(fs, args, true); err != nil {
+		return err
+	}
+	extra, err := extraArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if c.Dir == "" {
+		return errors.New("--out is required")
+	}
+	if c.Data == "" {
+		if c.Shape, err = bench.ShapeByName(shape); err != nil {
+			return fmt.Errorf("--shape: %w", err)
+		}
+	} else if err := checkData("data", c.Data); err != nil {
+		return err
+	}
+	for _, a := range strings.Split(algos, ",") {
+		if _, err := registry.Lookup(a); err != nil {
+			return fmt.Errorf("--algos: %w", err)
+		}
+		c.Algorithms = append(c.Algorithms, a)
+	}
+	c.Launcher, c.Layout, c.TrainArgs, c.Progress = lf.launcher(), bench.Layout{Ranks: ranks, Threads: threads}, extra, os.Stderr
+	ctx, stop := cli.SignalContext()
+	defer stop()
+	projections, err := bench.RunProjection(ctx, c)
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	for _, p := range projections {
+		if err := bench.WriteProjection(&b, p); err != nil {
+			return err
+		}
+		if paper, ok := paperCoreS[p.Algorithm]; ok && c.Data == "" && c.Shape.Name == "amazon-670k" {
+			fmt.Fprintf(&b, "the paper's figure on the real Amazon-670K: %.0f core-seconds; projected/paper %.2f\n", paper, p.CoreS/paper)
+		}
+		b.WriteString("\n")
+	}
+	fmt.Print(b.String())
+	return atomicfile.WriteBytes(filepath.Join(c.Dir, "projection.txt"), []byte(b.String()))
 }
