@@ -9,7 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-		"strconv"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
