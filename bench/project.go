@@ -179,7 +179,7 @@ func RunProjection(ctx context.Context, c ProjectConfig) ([]Projection, error) {
 	case c.Data == "" && c.N < 10:
 		return nil, fmt.Errorf("project: --n %d: need at least 10 rows", c.N)
 	}
-	if err := checkOwnFlags(c.TrainArgs, "ranks", "threads", "summary", "checkpoint", "data", "test", "algo", "model-out", "label-range"); err != nil {
+	if err := checkOwnFlags(c.TrainArgs, "ranks", "threads", "summary", "checkpoint", "data", "test", "algo", "model-out", "label-range", "labels-per-unit"); err != nil {
 		return nil, err
 	}
 	if err := c.Launcher.Check(); err != nil {
@@ -203,8 +203,10 @@ func RunProjection(ctx context.Context, c ProjectConfig) ([]Projection, error) {
 		for _, r := range p.ranges() {
 			runs = append(runs, studyRun{Name: sampleRunName(algo, r), Args: func() ([]string, error) {
 				removeScratch(scratch)
+				// A label per unit: the sample's labels are dealt to every
+				// worker, loading the machine as a whole training does.
 				return append([]string{"--algo", algo, "--data", path, "--model-out", scratch, "--checkpoint", "none",
-					"--seed", strconv.FormatUint(c.Seed, 10), "--label-range", r.String()}, c.TrainArgs...), nil
+					"--seed", strconv.FormatUint(c.Seed, 10), "--label-range", r.String(), "--labels-per-unit", "1"}, c.TrainArgs...), nil
 			}})
 		}
 		if err := runMissing(ctx, c.Launcher, c.Layout, c.Dir, runs, c.Progress); err != nil {
