@@ -91,6 +91,9 @@ type labelStats struct {
 	// the gradient tolerance: the iteration limit, a stalled objective or
 	// a failed line search. Their weights are the last point reached.
 	Unconverged int64
+	// WorkingSet counts labels trained on a working set of rows (see
+	// sqHinge.solve).
+	WorkingSet int64
 }
 
 // blockTrainer trains the labels of a DiSMEC model, a block of labels per
@@ -135,6 +138,7 @@ func (t *blockTrainer) Stats() labelStats {
 		s.Newton += sc.stats.Newton
 		s.CG += sc.stats.CG
 		s.Unconverged += sc.stats.Unconverged
+		s.WorkingSet += sc.stats.WorkingSet
 	})
 	return s
 }
@@ -226,7 +230,7 @@ func (t *blockTrainer) trainLabel(d *onevsall.Data, s *labelScratch, l int32) er
 			h.wx[i] = b
 		}
 	}
-	res := h.minimize(s.w, tol, p.MaxNewtonIters)
+	res := h.solve(s.w, len(pos), tol, p.MaxNewtonIters)
 	for _, v := range s.w {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return fmt.Errorf("training diverged: non-finite weight after %d Newton iterations", res.newton)
@@ -235,6 +239,9 @@ func (t *blockTrainer) trainLabel(d *onevsall.Data, s *labelScratch, l int32) er
 	s.stats.Labels++
 	s.stats.Newton += int64(res.newton)
 	s.stats.CG += int64(res.cg)
+	if res.rounds > 0 {
+		s.stats.WorkingSet++
+	}
 	if !res.converged {
 		s.stats.Unconverged++
 	}
@@ -323,6 +330,7 @@ func (a *Trainer) Prepare(env train.Env, ds *data.Dataset) (*train.Work, error) 
 		Done: func(log *slog.Logger) {
 			st := t.Stats()
 			// Every rank reports its own labels (rank 0 alone logs unless -v).
-			log.Info("dismec", "labels", st.Labels, "newton_iters", st.Newton, "cg_iters", st.CG, "unconverged", st.Unconverged)
+			log.Info("dismec", "labels", st.Labels, "newton_iters", st.Newton, "cg_iters", st.CG, "unconverged", st.Unconverged,
+				"working_set_labels", st.WorkingSet)
 		}}, nil
 }

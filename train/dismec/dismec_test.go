@@ -452,3 +452,66 @@ func TestBiasInit(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkingSet trains the rare labels of generated data of 20,000 rows
+// on a working set of rows and on every row, from the same start: the
+// working set's weights meet the gradient tolerance over every row, and
+// their objective is the full solve's within the tolerance's reach.
+func TestWorkingSet(t *testing.T) {
+	ds, err := data.GenerateDataset(data.GenConfig{N: 20000, D: 3000, L: 4000, AvgLabels: 2, AvgFeatures: 20, LabelExponent: 1, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := DefaultParams()
+	d, err := onevsall.NewData(ds, p.Preprocess)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := newSortedRows(&d.X, biasColumn(d))
+	counts := d.LabelCounts()
+	tried := 0
+	for l := range int32(d.L) {
+		if counts[l] == 0 || counts[l] > 4 || tried == 12 {
+			continue
+		}
+		tried++
+		pos := d.Positives(l)
+		start := make([]float64, d.X.Cols)
+		posSum := make([]float64, d.X.Cols)
+		for _, i := range pos {
+			idx, val := d.X.Row(int(i))
+			for k, j := range idx {
+				posSum[j] += float64(val[k])
+			}
+		}
+		if !msiWeights(d, len(pos), posSum, start) {
+			t.Fatalf("label %d: no MSI start", l)
+		}
+		const tol = 1e-3
+		ws, full := slices.Clone(start), slices.Clone(start)
+		h := newSqHinge(x, p.Cost, biasColumn(d))
+		h.setLabel(pos)
+		h.margins(ws)
+		res := h.solve(ws, len(pos), tol, 1000)
+		if res.rounds == 0 || !res.converged {
+			t.Fatalf("label %d (%d positives): %+v, want a converged working-set solve", l, len(pos), res)
+		}
+		h.margins(full)
+		h.rows = x.all
+		if r := h.minimize(full, tol, 1000); !r.converged {
+			t.Fatalf("label %d: full solve %+v", l, r)
+		}
+		// The gradient over every row at the working set's weights.
+		h.margins(ws)
+		if g := h.gradient(ws); g > tol {
+			t.Errorf("label %d: ‖∇f‖ over every row %.3g at the working set's weights, above the tolerance %g", l, g, tol)
+		}
+		fw, ff := objective(d, l, p.Cost, ws), objective(d, l, p.Cost, full)
+		if math.Abs(fw-ff) > tol*tol*float64(d.X.Cols) {
+			t.Errorf("label %d: objective %.9g on the working set, %.9g on every row", l, fw, ff)
+		}
+	}
+	if tried < 12 {
+		t.Fatalf("%d rare labels tried, want 12", tried)
+	}
+}

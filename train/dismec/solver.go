@@ -41,10 +41,16 @@ type sqHinge struct {
 	cost float64
 	bias int // the unregularised column, or -1
 
-	y      []float64 // ±1 per row
-	wx     []float64 // x_i·w per row
-	xs     []float64 // x_i·s per row, for the line search
-	active []int32   // rows with y_i x_i·w < 1, increasing
+	y []float64 // ±1 per row
+	// rows are the rows of the problem solved, increasing: every row, or
+	// the working set set (see solve); rest the others, and inSet marks
+	// the working set's rows. sample is marginQuantile's.
+	rows, set, rest []int32
+	inSet           []bool
+	sample          []float64
+	wx              []float64 // x_i·w per row
+	xs              []float64 // x_i·s per row, for the line search
+	active          []int32   // rows with y_i x_i·w < 1, increasing
 	// inactive holds the other rows, increasing.
 	inactive []int32
 	// Per active row: x_i·v of the last hessVec(v), and x_i·s accumulated
@@ -58,7 +64,7 @@ type sqHinge struct {
 // newSqHinge allocates a solver for the rows of x.
 func newSqHinge(x *sortedRows, cost float64, bias int) *sqHinge {
 	n, c := x.rows(), x.cols
-	return &sqHinge{x: x, cost: cost, bias: bias,
+	return &sqHinge{x: x, cost: cost, bias: bias, rows: x.all, set: make([]int32, 0, n), rest: make([]int32, 0, n), inSet: make([]bool, n),
 		y: make([]float64, n), wx: make([]float64, n), xs: make([]float64, n),
 		active: make([]int32, 0, n), inactive: make([]int32, 0, n), activeXV: make([]float64, 0, n), activeXS: make([]float64, 0, n),
 		g: make([]float64, c), m: make([]float64, c), s: make([]float64, c),
@@ -105,22 +111,21 @@ func (h *sqHinge) margins(w []float64) {
 	dotRows(h.x, h.x.all, w, h.wx)
 }
 
-// loss returns C Σ_i max(0, 1 − y_i (wx_i + a·xs_i))², the loss at w + a·s
-// given the margins of w and of s.
+// loss returns C Σ_i max(0, 1 − y_i (wx_i + a·xs_i))² over the rows,
+// the loss at w + a·s given the margins of w and of s.
 func (h *sqHinge) loss(a float64) float64 {
 	var t float64
-	y, xs := h.y, h.xs[:len(h.y)]
-	wx := h.wx[:len(y)]
+	y, xs, wx := h.y, h.xs[:len(h.y)], h.wx[:len(h.y)]
 	// max rather than a branch, which rows in no particular order would
 	// mispredict.
 	if a == 0 {
-		for i, yi := range y {
-			z := max(1-yi*wx[i], 0)
+		for _, i := range h.rows {
+			z := max(1-y[i]*wx[i], 0)
 			t += z * z
 		}
 	} else {
-		for i, yi := range y {
-			z := max(1-yi*(wx[i]+a*xs[i]), 0)
+		for _, i := range h.rows {
+			z := max(1-y[i]*(wx[i]+a*xs[i]), 0)
 			t += z * z
 		}
 	}
@@ -139,18 +144,19 @@ func (h *sqHinge) gradient(w []float64) float64 {
 	if h.bias >= 0 {
 		g[h.bias], m[h.bias] = 0, 0
 	}
-	// Split the rows into active and inactive, noting for the active ones
+	// Split the rows of the problem into active and inactive, noting for the active ones
 	// the loss derivative 2C·y_i(y_i x_i·w − 1) (in activeXV, which the
 	// first hessVec overwrites). Without a branch, which rows in no
 	// particular order would mispredict: row i is written as the k-th
 	// active row and as the (i−k)-th inactive one, k the active rows
 	// before it, and the next row overwrites whichever it is not.
-	n := len(h.y)
-	active, inactive, coef, wx := h.active[:n], h.inactive[:n], h.activeXV[:n], h.wx[:n]
+	n := len(h.rows)
+	active, inactive, coef, wx, y := h.active[:n], h.inactive[:n], h.activeXV[:n], h.wx[:len(h.y)], h.y
 	k := 0
-	for i, yi := range h.y {
+	for r, i := range h.rows {
+		yi := y[i]
 		z := yi * wx[i]
-		active[k], coef[k], inactive[i-k] = int32(i), c2*yi*(z-1), int32(i)
+		active[k], coef[k], inactive[r-k] = i, c2*yi*(z-1), i
 		if z < 1 {
 			k++
 		}
@@ -252,7 +258,7 @@ func (h *sqHinge) lineSearch(w []float64, f float64) (float64, float64) {
 				w[j] += a * s[j]
 			}
 			wx, xs := h.wx, h.xs[:len(h.wx)]
-			for i := range wx {
+			for _, i := range h.rows {
 				wx[i] += a * xs[i]
 			}
 			return a, fa
@@ -266,6 +272,10 @@ func (h *sqHinge) lineSearch(w []float64, f float64) (float64, float64) {
 type solveResult struct {
 	newton, cg int  // Newton and CG iterations
 	converged  bool // ‖∇f(w)‖ ≤ tol at the end
+	// rounds are the working sets solve trained on (0: every row from the
+	// start), and checked the rows it checked outside them.
+	rounds  int
+	checked int64
 }
 
 // minimize runs Newton iterations from w (its margins already in h.wx)
@@ -291,6 +301,109 @@ func (h *sqHinge) minimize(w []float64, tol float64, maxIter int) solveResult {
 	}
 	res.converged = gnorm <= tol
 	return res
+}
+
+// The working set of solve: a label is first trained on its positive rows
+// and the n/workingShare rows (at least minWorking) of smallest margin at
+// the start; while rows outside it violate their margin, the next
+// n/workingShare rows of smallest margin, and every row of margin below 1,
+// join it, at most workingRounds times before every row does. Labels of
+// more than n/rarePositives positives train on every row: the rows active
+// at their optimum are many and far from the start's smallest margins, and
+// a working set cost them more Newton steps than it saved. The rows active
+// at a rare label's optimum lie among the start's smallest margins
+// (docs/algorithms/dismec.md gives the measurements).
+const (
+	workingShare  = 16
+	minWorking    = 1024
+	workingRounds = 3
+	rarePositives = 4096
+)
+
+// solve minimises f from w (its margins in h.wx for every row) for a
+// label of the given positives like minimize, on a working set of the
+// rows that may be active at the optimum: the rows outside it contribute nothing to f or its gradient as
+// long as their margins stay at least 1, which a pass over them checks
+// after each round. A rare label's Newton steps then pass over a few
+// percent of the rows instead of all of them; the result is a minimiser of
+// f over every row, to the same tolerance.
+func (h *sqHinge) solve(w []float64, positives int, tol float64, maxIter int) solveResult {
+	n := len(h.y)
+	if k := max(minWorking, n/workingShare); 2*k >= n || positives*rarePositives > n {
+		h.rows = h.x.all
+		return h.minimize(w, tol, maxIter)
+	}
+	h.selectRows(h.marginQuantile(1 / float64(workingShare)))
+	var res solveResult
+	for round := 1; ; round++ {
+		r := h.minimize(w, tol, maxIter-res.newton)
+		res.add(r)
+		// The other rows' margins at w, afresh.
+		dotRows(h.x, h.rest, w, h.wx)
+		res.rounds++
+		res.checked += int64(len(h.rest))
+		violated := false
+		for _, i := range h.rest {
+			if h.y[i]*h.wx[i] < 1 {
+				violated = true
+				break
+			}
+		}
+		switch {
+		case !violated:
+			h.rows = h.x.all
+			return res
+		case round == workingRounds || res.newton >= maxIter:
+			h.rows = h.x.all
+			r := h.minimize(w, tol, maxIter-res.newton)
+			res.add(r)
+			return res
+		}
+		h.selectRows(max(1, h.marginQuantile(float64(round+1)/workingShare)))
+	}
+}
+
+// add adds the iterations of r to res and takes its convergence.
+func (res *solveResult) add(r solveResult) {
+	res.newton += r.newton
+	res.cg += r.cg
+	res.converged = r.converged
+}
+
+// marginQuantile returns about the q-quantile of the rows' margins y_i
+// x_i·w, from a sample of at most 4096 rows evenly spaced.
+func (h *sqHinge) marginQuantile(q float64) float64 {
+	n := len(h.y)
+	step := max(1, n/4096)
+	sample := h.sample[:0]
+	for i := 0; i < n; i += step {
+		sample = append(sample, h.y[i]*h.wx[i])
+	}
+	slices.Sort(sample)
+	h.sample = sample
+	return sample[min(len(sample)-1, int(q*float64(len(sample))))]
+}
+
+// selectRows adds to the working set the positive rows and the rows of
+// margin below theta, and
+// sets h.rows to the working set and h.rest to the other rows. A first
+// call (h.rows every row) starts from an empty set.
+func (h *sqHinge) selectRows(theta float64) {
+	if len(h.rows) == len(h.y) {
+		clear(h.inSet)
+	}
+	rows, rest := h.set[:0], h.rest[:0]
+	for i, yi := range h.y {
+		if !h.inSet[i] && (yi > 0 || yi*h.wx[i] < theta) {
+			h.inSet[i] = true
+		}
+		if h.inSet[i] {
+			rows = append(rows, int32(i))
+		} else {
+			rest = append(rest, int32(i))
+		}
+	}
+	h.rows, h.rest = rows, rest
 }
 
 // dot returns aᵀb.
