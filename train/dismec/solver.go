@@ -48,9 +48,19 @@ type sqHinge struct {
 	rows, set, rest []int32
 	inSet           []bool
 	sample          []float64
-	wx              []float64 // x_i·w per row
-	xs              []float64 // x_i·s per row, for the line search
-	active          []int32   // rows with y_i x_i·w < 1, increasing
+	// compact says that the conjugate gradient runs on the columns of the
+	// active rows alone (feats, increasing; the bias column among them),
+	// over the vectors cg: set while a working set is solved. Elsewhere the
+	// Hessian is the identity's, and the direction −g. featSet marks feats;
+	// vFull and outFull are hessVec's full-width vectors in compact mode.
+	compact        bool
+	feats          []int32
+	featSet        []bool
+	cg             [6][]float64
+	vFull, outFull []float64
+	wx             []float64 // x_i·w per row
+	xs             []float64 // x_i·s per row, for the line search
+	active         []int32   // rows with y_i x_i·w < 1, increasing
 	// inactive holds the other rows, increasing.
 	inactive []int32
 	// Per active row: x_i·v of the last hessVec(v), and x_i·s accumulated
@@ -64,12 +74,18 @@ type sqHinge struct {
 // newSqHinge allocates a solver for the rows of x.
 func newSqHinge(x *sortedRows, cost float64, bias int) *sqHinge {
 	n, c := x.rows(), x.cols
-	return &sqHinge{x: x, cost: cost, bias: bias, rows: x.all, set: make([]int32, 0, n), rest: make([]int32, 0, n), inSet: make([]bool, n),
+	h := &sqHinge{x: x, cost: cost, bias: bias, rows: x.all, set: make([]int32, 0, n), rest: make([]int32, 0, n), inSet: make([]bool, n),
 		y: make([]float64, n), wx: make([]float64, n), xs: make([]float64, n),
 		active: make([]int32, 0, n), inactive: make([]int32, 0, n), activeXV: make([]float64, 0, n), activeXS: make([]float64, 0, n),
 		g: make([]float64, c), m: make([]float64, c), s: make([]float64, c),
 		r: make([]float64, c), d: make([]float64, c), hd: make([]float64, c),
 	}
+	h.feats, h.featSet = make([]int32, 0, c), make([]bool, c)
+	h.vFull, h.outFull = make([]float64, c), make([]float64, c)
+	for k := range h.cg {
+		h.cg[k] = make([]float64, c)
+	}
+	return h
 }
 
 // setLabel sets y to +1 on the data rows pos and −1 elsewhere.
@@ -173,11 +189,68 @@ func (h *sqHinge) gradient(w []float64) float64 {
 // v (bias entry left out) + 2C Σ_{i active} x_i (x_i·v). It keeps the
 // products x_i·v in h.activeXV.
 func (h *sqHinge) hessVec(v, out []float64) {
+	if h.compact {
+		h.compactHessVec(v, out)
+		return
+	}
 	copy(out, v)
 	if h.bias >= 0 {
 		out[h.bias] = 0
 	}
 	hessRows(h.x, h.active, 2*h.cost, v, out, h.activeXV)
+}
+
+// compactHessVec is hessVec for v and out over h.feats.
+func (h *sqHinge) compactHessVec(v, out []float64) {
+	vf, of := h.vFull, h.outFull
+	for k, j := range h.feats {
+		vf[j], of[j] = v[k], v[k]
+	}
+	if h.bias >= 0 {
+		of[h.bias] = 0
+	}
+	hessRows(h.x, h.active, 2*h.cost, vf, of, h.activeXV)
+	for k, j := range h.feats {
+		out[k] = of[j]
+	}
+}
+
+// compactVectors sets h.feats to the columns of the active rows and the
+// bias column, and returns the gradient and the Hessian's diagonal over
+// them, and the conjugate gradient's other vectors, of their length.
+func (h *sqHinge) compactVectors() (g, m, s, r, d, hd []float64) {
+	for _, i := range h.active {
+		for _, j := range h.x.ind[h.x.ptr[i]:h.x.ptr[i+1]] {
+			h.featSet[j] = true
+		}
+	}
+	if h.bias >= 0 {
+		h.featSet[h.bias] = true
+	}
+	h.feats = h.feats[:0]
+	for j, in := range h.featSet {
+		if in {
+			h.feats = append(h.feats, int32(j))
+			h.featSet[j] = false
+		}
+	}
+	n := len(h.feats)
+	g, m = h.cg[0][:n], h.cg[1][:n]
+	for k, j := range h.feats {
+		g[k], m[k] = h.g[j], h.m[j]
+	}
+	return g, m, h.cg[2][:n], h.cg[3][:n], h.cg[4][:n], h.cg[5][:n]
+}
+
+// expandDirection sets h.s to the direction whose entries over h.feats
+// are s, and −g elsewhere, where the Hessian is the identity's.
+func (h *sqHinge) expandDirection(s []float64) {
+	for j, gj := range h.g {
+		h.s[j] = -gj
+	}
+	for k, j := range h.feats {
+		h.s[j] = s[k]
+	}
 }
 
 // pcg approximately solves H s = −g by conjugate gradients preconditioned
@@ -186,6 +259,9 @@ func (h *sqHinge) hessVec(v, out []float64) {
 // rule). It leaves the direction in h.s and returns the iterations done.
 func (h *sqHinge) pcg() int {
 	g, m, s, r, d, hd := h.g, h.m, h.s, h.r, h.d, h.hd
+	if h.compact {
+		g, m, s, r, d, hd = h.compactVectors()
+	}
 	for j := range m {
 		m[j] = (1 - alphaPCG) + alphaPCG*m[j]
 	}
@@ -236,6 +312,9 @@ func (h *sqHinge) pcg() int {
 			d[j] = beta*d[j] + r[j]/m[j]
 		}
 		zr = zrNew
+	}
+	if h.compact {
+		h.expandDirection(s)
 	}
 	return iter
 }
@@ -330,7 +409,7 @@ const (
 func (h *sqHinge) solve(w []float64, positives int, tol float64, maxIter int) solveResult {
 	n := len(h.y)
 	if k := max(minWorking, n/workingShare); 2*k >= n || positives*rarePositives > n {
-		h.rows = h.x.all
+		h.useEveryRow()
 		return h.minimize(w, tol, maxIter)
 	}
 	h.selectRows(h.marginQuantile(1 / float64(workingShare)))
@@ -351,10 +430,10 @@ func (h *sqHinge) solve(w []float64, positives int, tol float64, maxIter int) so
 		}
 		switch {
 		case !violated:
-			h.rows = h.x.all
+			h.useEveryRow()
 			return res
 		case round == workingRounds || res.newton >= maxIter:
-			h.rows = h.x.all
+			h.useEveryRow()
 			r := h.minimize(w, tol, maxIter-res.newton)
 			res.add(r)
 			return res
@@ -403,7 +482,12 @@ func (h *sqHinge) selectRows(theta float64) {
 			rest = append(rest, int32(i))
 		}
 	}
-	h.rows, h.rest = rows, rest
+	h.rows, h.rest, h.compact = rows, rest, true
+}
+
+// useEveryRow makes the problem every row's, over every column.
+func (h *sqHinge) useEveryRow() {
+	h.rows, h.compact = h.x.all, false
 }
 
 // dot returns aᵀb.
