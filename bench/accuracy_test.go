@@ -114,7 +114,8 @@ func TestShapesCommand(t *testing.T) {
 		t.Fatalf("%d runs, want 4:\n%s", len(st.Rows), table)
 	}
 	for _, r := range st.Rows {
-		if r.Status != "ok" || r.N != 240 || r.TrainS <= 0 || len(r.PeakRSS) != 2 || r.CommBytes <= 0 || r.ModelBytes <= 0 || r.PredictUSPerRow <= 0 {
+		if r.Status != "ok" || r.N != 240 || r.TrainS <= 0 || len(r.PeakRSS) != 2 || r.CommBytes <= 0 || r.ModelBytes <= 0 || r.PredictUSPerRow <= 0 ||
+			r.BytesPerUnit <= 0 || r.PredictMSPerRowCore <= 0 {
 			t.Errorf("%s %s: %+v", r.Dataset, r.Algorithm, r)
 		}
 	}

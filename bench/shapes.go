@@ -207,9 +207,14 @@ type ShapeRow struct {
 	CommBytes  int64 `json:"comm_bytes"`
 	ModelBytes int64 `json:"model_bytes"`
 	TestRows   int   `json:"test_rows"`
-	// PredictUSPerRow is the prediction time per test row, microseconds.
-	PredictUSPerRow float64 `json:"predict_us_per_row"`
-	P1              float64 `json:"p_at_1"`
+	// BytesPerUnit is the model's bytes per unit: per tree of a forest,
+	// per label block of a linear model.
+	BytesPerUnit float64 `json:"model_bytes_per_unit"`
+	// PredictUSPerRow is the prediction time per test row, microseconds,
+	// and PredictMSPerRowCore per row and core, milliseconds.
+	PredictUSPerRow     float64 `json:"predict_us_per_row"`
+	PredictMSPerRowCore float64 `json:"predict_ms_per_row_core"`
+	P1                  float64 `json:"p_at_1"`
 }
 
 // ShapesStudy is a scale study's result.
@@ -233,7 +238,7 @@ func LoadShapes(dir string) (*ShapesStudy, error) {
 			continue
 		}
 		r := ShapeRow{Dataset: set, Algorithm: algo, Status: s.Status, TrainS: s.TrainS, PeakRSS: s.PeakRSSBytes,
-			ModelBytes: s.ModelBytes, P1: s.Metrics["P@1"]}
+			ModelBytes: s.ModelBytes, BytesPerUnit: s.ModelBytesPerUnit, P1: s.Metrics["P@1"]}
 		for k, v := range map[string]*int{"N": &r.N, "D": &r.D, "L": &r.L} {
 			if f, ok := s.Data[k].(float64); ok {
 				*v = int(f)
@@ -250,6 +255,7 @@ func LoadShapes(dir string) (*ShapesStudy, error) {
 		if rows, ok := testRows(s); ok && rows > 0 {
 			r.TestRows = rows
 			r.PredictUSPerRow = s.PredictS / float64(rows) * 1e6
+			r.PredictMSPerRowCore = 1000 * s.PredictS * float64(s.Ranks*s.ThreadsPerRank) / float64(rows)
 		}
 		st.Ranks, st.Threads = s.Ranks, s.ThreadsPerRank
 		st.Rows = append(st.Rows, r)
@@ -266,9 +272,12 @@ func LoadShapes(dir string) (*ShapesStudy, error) {
 	return st, nil
 }
 
-// testRows reads the test rows a training scored from its summary's test
-// file, counting its header's N.
+// testRows returns the test rows a training scored: from its summary, or,
+// in a summary of an older xmc, its test file's header.
 func testRows(s *job.Summary) (int, bool) {
+	if s.TestRows > 0 {
+		return s.TestRows, true
+	}
 	for i, a := range s.CommandLine {
 		if a == "--test" && i+1 < len(s.CommandLine) {
 			f, err := os.Open(s.CommandLine[i+1])
@@ -287,8 +296,8 @@ func testRows(s *job.Summary) (int, bool) {
 // WriteTable writes the study as a markdown table.
 func (st *ShapesStudy) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
-	fmt.Fprintf(tw, "| data set\t| N train\t| D\t| L\t| algorithm\t| status\t| train s\t| peak RSS, largest rank\t| bytes communicated\t| model\t| predict µs/row\t| P@1\t|\n")
-	fmt.Fprintf(tw, "| ---\t| ---\t| ---\t| ---\t| ---\t| ---\t| ---\t| ---\t| ---\t| ---\t| ---\t| ---\t|\n")
+	fmt.Fprintf(tw, "| data set\t| N train\t| D\t| L\t| algorithm\t| status\t| train s\t| peak RSS, largest rank\t| bytes communicated\t| model\t| model / unit\t| predict µs/row\t| predict ms/row/core\t| P@1\t|\n")
+	fmt.Fprintf(tw, "| ---\t| ---\t| ---\t| ---\t| ---\t| ---\t| ---\t| ---\t| ---\t| ---\t| ---\t| ---\t| ---\t| ---\t|\n")
 	partial := false
 	for _, r := range st.Rows {
 		status, p1 := r.Status, fmt.Sprintf("%.2f", r.P1)
@@ -297,9 +306,9 @@ func (st *ShapesStudy) WriteTable(w io.Writer) error {
 			status = fmt.Sprintf("%s after %d units", r.Status, r.UnitsDone)
 			p1 += " (partial)"
 		}
-		fmt.Fprintf(tw, "| %s\t| %d\t| %d\t| %d\t| %s\t| %s\t| %.1f\t| %s\t| %s\t| %s\t| %.0f\t| %s\t|\n", r.Dataset, r.N, r.D, r.L, r.Algorithm, status,
+		fmt.Fprintf(tw, "| %s\t| %d\t| %d\t| %d\t| %s\t| %s\t| %.1f\t| %s\t| %s\t| %s\t| %s\t| %.0f\t| %.3f\t| %s\t|\n", r.Dataset, r.N, r.D, r.L, r.Algorithm, status,
 			r.TrainS, humanize.IBytes(uint64(largestRSS(r.PeakRSS))), humanize.IBytes(uint64(r.CommBytes)),
-			humanize.IBytes(uint64(r.ModelBytes)), r.PredictUSPerRow, p1)
+			humanize.IBytes(uint64(r.ModelBytes)), humanize.IBytes(uint64(r.BytesPerUnit)), r.PredictUSPerRow, r.PredictMSPerRowCore, p1)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -324,10 +333,10 @@ func (st *ShapesStudy) WriteJSON(w io.Writer) error {
 
 // WriteCSV writes a line per run.
 func (st *ShapesStudy) WriteCSV(w io.Writer) error {
-	fmt.Fprintln(w, "dataset,n_train,d,l,algorithm,status,units_done,train_s,peak_rss_bytes_max,comm_bytes,model_bytes,predict_us_per_row,p_at_1")
+	fmt.Fprintln(w, "dataset,n_train,d,l,algorithm,status,units_done,train_s,peak_rss_bytes_max,comm_bytes,model_bytes,model_bytes_per_unit,predict_us_per_row,predict_ms_per_row_core,p_at_1")
 	for _, r := range st.Rows {
-		if _, err := fmt.Fprintf(w, "%s,%d,%d,%d,%s,%s,%d,%.3f,%d,%d,%d,%.1f,%.2f\n", r.Dataset, r.N, r.D, r.L, r.Algorithm, r.Status,
-			r.UnitsDone, r.TrainS, largestRSS(r.PeakRSS), r.CommBytes, r.ModelBytes, r.PredictUSPerRow, r.P1); err != nil {
+		if _, err := fmt.Fprintf(w, "%s,%d,%d,%d,%s,%s,%d,%.3f,%d,%d,%d,%.0f,%.1f,%.4f,%.2f\n", r.Dataset, r.N, r.D, r.L, r.Algorithm, r.Status,
+			r.UnitsDone, r.TrainS, largestRSS(r.PeakRSS), r.CommBytes, r.ModelBytes, r.BytesPerUnit, r.PredictUSPerRow, r.PredictMSPerRowCore, r.P1); err != nil {
 			return err
 		}
 	}

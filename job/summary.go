@@ -55,9 +55,17 @@ type Summary struct {
 	Metrics      map[string]float64 `json:"metrics,omitempty"`
 	PeakRSSBytes []int64            `json:"peak_rss_bytes"`
 	ModelBytes   int64              `json:"model_bytes,omitempty"`
-	Params       json.RawMessage    `json:"params,omitempty"`
-	Data         map[string]any     `json:"data,omitempty"`
-	Comm         []mpi.Stats        `json:"comm"`
+	// ModelUnits is the units (trees, label blocks) of the model written,
+	// and ModelBytesPerUnit its bytes per unit.
+	ModelUnits        int     `json:"model_units,omitempty"`
+	ModelBytesPerUnit float64 `json:"model_bytes_per_unit,omitempty"`
+	// TestRows is the rows scored, and PredictMSPerRowCore the prediction
+	// time per row and core: PredictS × ranks × threads / TestRows, in ms.
+	TestRows            int             `json:"test_rows,omitempty"`
+	PredictMSPerRowCore float64         `json:"predict_ms_per_row_core,omitempty"`
+	Params              json.RawMessage `json:"params,omitempty"`
+	Data                map[string]any  `json:"data,omitempty"`
+	Comm                []mpi.Stats     `json:"comm"`
 	// Balance is how the training work spread over the ranks.
 	Balance *Balance `json:"balance,omitempty"`
 	// Profile is, per rank, where its training time went (see Profile).
@@ -76,9 +84,16 @@ type Summary struct {
 // phase's time is recorded as "<name>_s".
 var Phases = [...]string{"load", "train", "gather", "write", "predict", "eval"}
 
-// SetPhases stores the phase times given in the order of Phases.
+// SetPhases stores the phase times given in the order of Phases, and the
+// figures derived from them.
 func (s *Summary) SetPhases(t []float64) {
 	s.LoadS, s.TrainS, s.GatherS, s.WriteS, s.PredictS, s.EvalS = t[0], t[1], t[2], t[3], t[4], t[5]
+	if s.TestRows > 0 {
+		s.PredictMSPerRowCore = 1000 * s.PredictS * float64(s.Ranks*s.ThreadsPerRank) / float64(s.TestRows)
+	}
+	if s.ModelUnits > 0 {
+		s.ModelBytesPerUnit = float64(s.ModelBytes) / float64(s.ModelUnits)
+	}
 }
 
 // WriteFile writes the summary as indented JSON, atomically.

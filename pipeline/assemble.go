@@ -179,7 +179,7 @@ func (p *pendingCommit) wait(j *job.Rank) error {
 	if err != nil {
 		return err
 	}
-	j.Summary.ModelBytes = p.w.Bytes()
+	j.Summary.ModelBytes, j.Summary.ModelUnits = p.w.Bytes(), p.count
 	j.Log.Info("model written", "path", p.path, p.units, p.count, "bytes", j.Summary.ModelBytes)
 	return nil
 }
@@ -243,6 +243,7 @@ func (a *assembly) writeShards(own []runner.Result, total int) error {
 	}
 	m := &model.Manifest{Header: a.header}
 	m.Header.Counts = a.kind.ManifestCounts(a.header, total)
+	j.Summary.ModelUnits = total
 	for _, r := range refs {
 		var s model.ShardRef
 		if err := json.Unmarshal(r, &s); err != nil {

@@ -96,7 +96,7 @@ func predictRank(j *job.Rank, c PredictConfig) error {
 			return fmt.Errorf("%s has D=%d L=%d but model %s was trained with D=%d L=%d", c.DataPath, test.D(), test.L(), c.ModelPath, h.D, h.L)
 		}
 	}
-	j.Summary.Algorithm = h.Algorithm
+	j.Summary.Algorithm, j.Summary.TestRows = h.Algorithm, test.N()
 	var out *scoreFile
 	if j.ID == 0 {
 		if out, err = createScoreFile(c.Out, test.N(), h.L); err != nil {
@@ -293,6 +293,7 @@ func (t *training) evaluate(own []runner.Result, total int) error {
 			defer out.abort()
 		}
 	}
+	j.Summary.TestRows = t.test.N()
 	var evalTime time.Duration
 	err := j.Phase("predict", func() error {
 		var part, all model.Model
