@@ -497,7 +497,6 @@ func TestWorkingSet(t *testing.T) {
 			t.Fatalf("label %d (%d positives): %+v, want a converged working-set solve", l, len(pos), res)
 		}
 		h.margins(full)
-		h.rows = x.all
 		if r := h.minimize(full, tol, 1000); !r.converged {
 			t.Fatalf("label %d: full solve %+v", l, r)
 		}

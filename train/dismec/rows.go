@@ -97,7 +97,34 @@ func commonValue(val []float32) float64 {
 }
 
 // rows returns the number of rows.
-func (x *sortedRows) rows() int { return len(x.perm) }
+func (x *sortedRows) rows() int { return len(x.ptr) - 1 }
+
+// subset returns the rows of x listed in rows, in that order, as rows of
+// their own (row k is x's row rows[k]), in into's memory if it is not nil.
+// Its perm and rank are empty: a solver of a subset takes its labels from
+// the whole's.
+func (x *sortedRows) subset(rows []int32, into *sortedRows) *sortedRows {
+	if into == nil {
+		into = &sortedRows{}
+	}
+	into.cols, into.bias = x.cols, x.bias
+	into.ptr, into.ind, into.scale, into.all = append(into.ptr[:0], 0), into.ind[:0], into.scale[:0], into.all[:0]
+	into.val = into.val[:0]
+	for k, i := range rows {
+		lo, hi := x.ptr[i], x.ptr[i+1]
+		into.ind = append(into.ind, x.ind[lo:hi]...)
+		if x.val != nil {
+			into.val = append(into.val, x.val[lo:hi]...)
+		}
+		into.ptr = append(into.ptr, int64(len(into.ind)))
+		into.scale = append(into.scale, x.scale[i])
+		into.all = append(into.all, int32(k))
+	}
+	if x.val == nil {
+		into.val = nil // as x's: no row reads it
+	}
+	return into
+}
 
 // biasOf returns the entry of v in the bias column, 0 if there is none.
 func (x *sortedRows) biasOf(v []float64) float64 {

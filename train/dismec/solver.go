@@ -39,15 +39,17 @@ type sqHinge struct {
 	bias int // the unregularised column, or -1
 
 	y []float64 // ±1 per row
-	// rows are the rows of the problem solved, increasing: every row, or
-	// the working set set (see solve); rest the others, and inSet marks
-	// the working set's rows. sample is marginQuantile's.
-	rows, set, rest []int32
-	inSet           []bool
-	sample          []float64
+	// set is the working set of solve, increasing, rest the other rows,
+	// and inSet marks the set's rows; sample is marginQuantile's. sub
+	// solves the set, on setRows, a copy of its rows.
+	set, rest []int32
+	inSet     []bool
+	sample    []float64
+	sub       *sqHinge
+	setRows   *sortedRows
 	// compact says that the conjugate gradient runs on the columns of the
 	// active rows alone (feats, increasing; the bias column among them),
-	// over the vectors cg: set while a working set is solved. Elsewhere the
+	// over the vectors cg: so does the working set's solver. Elsewhere the
 	// Hessian is the identity's, and the direction −g. featSet marks feats;
 	// vFull and outFull are hessVec's full-width vectors in compact mode.
 	compact        bool
@@ -71,7 +73,7 @@ type sqHinge struct {
 // newSqHinge allocates a solver for the rows of x.
 func newSqHinge(x *sortedRows, cost float64, bias int) *sqHinge {
 	n, c := x.rows(), x.cols
-	h := &sqHinge{x: x, cost: cost, bias: bias, rows: x.all, set: make([]int32, 0, n), rest: make([]int32, 0, n), inSet: make([]bool, n),
+	h := &sqHinge{x: x, cost: cost, bias: bias, set: make([]int32, 0, n), rest: make([]int32, 0, n), inSet: make([]bool, n),
 		y: make([]float64, n), wx: make([]float64, n), xs: make([]float64, n),
 		active: make([]int32, 0, n), inactive: make([]int32, 0, n), activeXV: make([]float64, 0, n), activeXS: make([]float64, 0, n),
 		g: make([]float64, c), m: make([]float64, c), s: make([]float64, c),
@@ -124,21 +126,22 @@ func (h *sqHinge) margins(w []float64) {
 	dotRows(h.x, h.x.all, w, h.wx)
 }
 
-// loss returns C Σ_i max(0, 1 − y_i (wx_i + a·xs_i))² over the rows,
-// the loss at w + a·s given the margins of w and of s.
+// loss returns C Σ_i max(0, 1 − y_i (wx_i + a·xs_i))², the loss at w + a·s
+// given the margins of w and of s.
 func (h *sqHinge) loss(a float64) float64 {
 	var t float64
-	y, xs, wx := h.y, h.xs[:len(h.y)], h.wx[:len(h.y)]
+	y, xs := h.y, h.xs[:len(h.y)]
+	wx := h.wx[:len(y)]
 	// max rather than a branch, which rows in no particular order would
 	// mispredict.
 	if a == 0 {
-		for _, i := range h.rows {
-			z := max(1-y[i]*wx[i], 0)
+		for i, yi := range y {
+			z := max(1-yi*wx[i], 0)
 			t += z * z
 		}
 	} else {
-		for _, i := range h.rows {
-			z := max(1-y[i]*(wx[i]+a*xs[i]), 0)
+		for i, yi := range y {
+			z := max(1-yi*(wx[i]+a*xs[i]), 0)
 			t += z * z
 		}
 	}
@@ -157,19 +160,18 @@ func (h *sqHinge) gradient(w []float64) float64 {
 	if h.bias >= 0 {
 		g[h.bias], m[h.bias] = 0, 0
 	}
-	// Split the rows of the problem into active and inactive, noting for the active ones
+	// Split the rows into active and inactive, noting for the active ones
 	// the loss derivative 2C·y_i(y_i x_i·w − 1) (in activeXV, which the
 	// first hessVec overwrites). Without a branch, which rows in no
 	// particular order would mispredict: row i is written as the k-th
 	// active row and as the (i−k)-th inactive one, k the active rows
 	// before it, and the next row overwrites whichever it is not.
-	n := len(h.rows)
-	active, inactive, coef, wx, y := h.active[:n], h.inactive[:n], h.activeXV[:n], h.wx[:len(h.y)], h.y
+	n := len(h.y)
+	active, inactive, coef, wx := h.active[:n], h.inactive[:n], h.activeXV[:n], h.wx[:n]
 	k := 0
-	for r, i := range h.rows {
-		yi := y[i]
+	for i, yi := range h.y {
 		z := yi * wx[i]
-		active[k], coef[k], inactive[r-k] = i, c2*yi*(z-1), i
+		active[k], coef[k], inactive[i-k] = int32(i), c2*yi*(z-1), int32(i)
 		if z < 1 {
 			k++
 		}
@@ -334,7 +336,7 @@ func (h *sqHinge) lineSearch(w []float64, f float64) (float64, float64) {
 				w[j] += a * s[j]
 			}
 			wx, xs := h.wx, h.xs[:len(h.wx)]
-			for _, i := range h.rows {
+			for i := range wx {
 				wx[i] += a * xs[i]
 			}
 			return a, fa
@@ -393,27 +395,26 @@ const (
 	workingShare  = 16
 	minWorking    = 1024
 	workingRounds = 3
-	rarePositives = 4096
+	rarePositives = 1024
 )
 
 // solve minimises f from w (its margins in h.wx for every row) for a
 // label of the given positives like minimize, on a working set of the
-// rows that may be active at the optimum: the rows outside it contribute nothing to f or its gradient as
-// long as their margins stay at least 1, which a pass over them checks
-// after each round. A rare label's Newton steps then pass over a few
-// percent of the rows instead of all of them; the result is a minimiser of
-// f over every row, to the same tolerance.
+// rows that may be active at the optimum: the rows outside it contribute
+// nothing to f or its gradient as long as their margins stay at least 1,
+// which a pass over them checks after each round. A rare label's Newton
+// steps then pass over a few percent of the rows instead of all of them;
+// the result is a minimiser of f over every row, to the same tolerance.
 func (h *sqHinge) solve(w []float64, positives int, tol float64, maxIter int) solveResult {
 	n := len(h.y)
 	if k := max(minWorking, n/workingShare); 2*k >= n || positives*rarePositives > n {
-		h.useEveryRow()
 		return h.minimize(w, tol, maxIter)
 	}
+	clear(h.inSet)
 	h.selectRows(h.marginQuantile(1 / float64(workingShare)))
 	var res solveResult
 	for round := 1; ; round++ {
-		r := h.minimize(w, tol, maxIter-res.newton)
-		res.add(r)
+		res.add(h.solveSet(w, tol, maxIter-res.newton))
 		// The other rows' margins at w, afresh.
 		dotRows(h.x, h.rest, w, h.wx)
 		res.rounds++
@@ -427,16 +428,56 @@ func (h *sqHinge) solve(w []float64, positives int, tol float64, maxIter int) so
 		}
 		switch {
 		case !violated:
-			h.useEveryRow()
 			return res
 		case round == workingRounds || res.newton >= maxIter:
-			h.useEveryRow()
-			r := h.minimize(w, tol, maxIter-res.newton)
-			res.add(r)
+			// Every row's margin is w's: the set's from its solver, the
+			// others' afresh.
+			res.add(h.minimize(w, tol, maxIter-res.newton))
 			return res
 		}
 		h.selectRows(max(1, h.marginQuantile(float64(round+1)/workingShare)))
 	}
+}
+
+// solveSet minimises f over the rows of the working set from w, on a copy
+// of those rows laid out one after the other (the set's rows lie scattered
+// among the others, and reading them in place cost four times as much per
+// entry), and brings their margins back to h.wx.
+func (h *sqHinge) solveSet(w []float64, tol float64, maxIter int) solveResult {
+	sub := h.setSolver()
+	r := sub.minimize(w, tol, maxIter)
+	for k, i := range h.set {
+		h.wx[i] = sub.wx[k]
+	}
+	return r
+}
+
+// setSolver returns the solver of the working set: its rows copied (see
+// sortedRows.subset), their labels and margins taken from h, and the
+// column vectors shared with h, which never runs beside it.
+func (h *sqHinge) setSolver() *sqHinge {
+	h.setRows = h.x.subset(h.set, h.setRows)
+	if h.sub == nil {
+		h.sub = &sqHinge{cost: h.cost, bias: h.bias, compact: true, feats: h.feats, featSet: h.featSet, cg: h.cg,
+			vFull: h.vFull, outFull: h.outFull, g: h.g, m: h.m, s: h.s, r: h.r, d: h.d, hd: h.hd}
+	}
+	sub, n := h.sub, len(h.set)
+	sub.x = h.setRows
+	sub.y, sub.wx, sub.xs = resize(sub.y, n), resize(sub.wx, n), resize(sub.xs, n)
+	sub.active, sub.inactive = resize(sub.active, n), resize(sub.inactive, n)
+	sub.activeXV, sub.activeXS = resize(sub.activeXV, n)[:0], resize(sub.activeXS, n)[:0]
+	for k, i := range h.set {
+		sub.y[k], sub.wx[k] = h.y[i], h.wx[i]
+	}
+	return sub
+}
+
+// resize returns a slice of length n, s's memory if it is large enough.
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
 }
 
 // add adds the iterations of r to res and takes its convergence.
@@ -461,30 +502,21 @@ func (h *sqHinge) marginQuantile(q float64) float64 {
 }
 
 // selectRows adds to the working set the positive rows and the rows of
-// margin below theta, and
-// sets h.rows to the working set and h.rest to the other rows. A first
-// call (h.rows every row) starts from an empty set.
+// margin below theta, and sets h.set to the working set and h.rest to the
+// other rows.
 func (h *sqHinge) selectRows(theta float64) {
-	if len(h.rows) == len(h.y) {
-		clear(h.inSet)
-	}
-	rows, rest := h.set[:0], h.rest[:0]
+	set, rest := h.set[:0], h.rest[:0]
 	for i, yi := range h.y {
 		if !h.inSet[i] && (yi > 0 || yi*h.wx[i] < theta) {
 			h.inSet[i] = true
 		}
 		if h.inSet[i] {
-			rows = append(rows, int32(i))
+			set = append(set, int32(i))
 		} else {
 			rest = append(rest, int32(i))
 		}
 	}
-	h.rows, h.rest, h.compact = rows, rest, true
-}
-
-// useEveryRow makes the problem every row's, over every column.
-func (h *sqHinge) useEveryRow() {
-	h.rows, h.compact = h.x.all, false
+	h.set, h.rest = set, rest
 }
 
 // dot returns aᵀb.
