@@ -351,9 +351,8 @@ type solveResult struct {
 	newton, cg int  // Newton and CG iterations
 	converged  bool // ‖∇f(w)‖ ≤ tol at the end
 	// rounds are the working sets solve trained on (0: every row from the
-	// start), and checked the rows it checked outside them.
-	rounds  int
-	checked int64
+	// start).
+	rounds int
 }
 
 // minimize runs Newton iterations from w (its margins already in h.wx)
@@ -385,17 +384,19 @@ func (h *sqHinge) minimize(w []float64, tol float64, maxIter int) solveResult {
 // and the n/workingShare rows (at least minWorking) of smallest margin at
 // the start; while rows outside it violate their margin, the next
 // n/workingShare rows of smallest margin, and every row of margin below 1,
-// join it, at most workingRounds times before every row does. Labels of
-// more than n/rarePositives positives train on every row: the rows active
-// at their optimum are many and far from the start's smallest margins, and
-// a working set cost them more Newton steps than it saved. The rows active
-// at a rare label's optimum lie among the start's smallest margins
-// (docs/algorithms/dismec.md gives the measurements).
+// join it, at most workingRounds times and while it holds at most
+// n/maxWorkingShare rows (its copy takes memory), before every row does.
+// Labels of more than n/rarePositives positives train on every row: the
+// rows active at their optimum are many and far from the start's smallest
+// margins, and a working set cost them more Newton steps than it saved.
+// The rows active at a rare label's optimum lie among the start's smallest
+// margins (docs/algorithms/dismec.md gives the measurements).
 const (
-	workingShare  = 16
-	minWorking    = 1024
-	workingRounds = 3
-	rarePositives = 1024
+	workingShare    = 16
+	minWorking      = 1024
+	workingRounds   = 3
+	maxWorkingShare = 4
+	rarePositives   = 1024
 )
 
 // solve minimises f from w (its margins in h.wx for every row) for a
@@ -418,7 +419,6 @@ func (h *sqHinge) solve(w []float64, positives int, tol float64, maxIter int) so
 		// The other rows' margins at w, afresh.
 		dotRows(h.x, h.rest, w, h.wx)
 		res.rounds++
-		res.checked += int64(len(h.rest))
 		violated := false
 		for _, i := range h.rest {
 			if h.y[i]*h.wx[i] < 1 {
@@ -426,16 +426,18 @@ func (h *sqHinge) solve(w []float64, positives int, tol float64, maxIter int) so
 				break
 			}
 		}
-		switch {
-		case !violated:
+		if !violated {
 			return res
-		case round == workingRounds || res.newton >= maxIter:
+		}
+		if round < workingRounds && res.newton < maxIter {
+			h.selectRows(max(1, h.marginQuantile(float64(round+1)/workingShare)))
+		}
+		if round == workingRounds || res.newton >= maxIter || len(h.set) > n/maxWorkingShare {
 			// Every row's margin is w's: the set's from its solver, the
 			// others' afresh.
 			res.add(h.minimize(w, tol, maxIter-res.newton))
 			return res
 		}
-		h.selectRows(max(1, h.marginQuantile(float64(round+1)/workingShare)))
 	}
 }
 
