@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -63,6 +64,9 @@ type Stratum struct {
 	// training its labels (the summaries' profile, busy_s, over the ranks
 	// and pieces).
 	CoreS float64
+	// Stats sums the trainer's figures of the sample's runs (the
+	// summaries' trainer_stats, over the ranks and pieces).
+	Stats map[string]float64
 	// Projected is the stratum's projected core-seconds.
 	Projected float64
 }
@@ -246,7 +250,9 @@ func (p *Projection) overheadRange() LabelRange {
 
 // project reads the samples' summaries in dir and projects p's cost.
 func (p *Projection) project(dir string) error {
-	coreS := func(r LabelRange) (float64, error) {
+	// run returns the worker time of the run of labels r, and adds its
+	// trainer's figures to stats.
+	run := func(r LabelRange, stats map[string]float64) (float64, error) {
 		sum, err := job.ReadSummary(filepath.Join(dir, sampleRunName(p.Algorithm, r)+".json"))
 		if err != nil {
 			return 0, err
@@ -258,16 +264,21 @@ func (p *Projection) project(dir string) error {
 		for _, rank := range sum.Profile {
 			busy += rank.BusyS
 		}
+		for _, rank := range sum.TrainerStats {
+			for k, v := range rank {
+				stats[k] += v
+			}
+		}
 		return busy, nil
 	}
 	// The overhead: both runs pay it, and the labels of the longer one
 	// beyond the shorter's cost as much as the shorter's on average.
 	short, long := p.overheadRange(), p.lastPiece()
-	shortS, err := coreS(short)
+	shortS, err := run(short, map[string]float64{})
 	if err != nil {
 		return err
 	}
-	longS, err := coreS(long)
+	longS, err := run(long, map[string]float64{})
 	if err != nil {
 		return err
 	}
@@ -279,8 +290,9 @@ func (p *Projection) project(dir string) error {
 	for i := range p.Strata {
 		s := &p.Strata[i]
 		labelsS := 0.0 // the pieces' labels, less their runs' overhead
+		s.Stats = map[string]float64{}
 		for _, r := range s.Pieces {
-			c, err := coreS(r)
+			c, err := run(r, s.Stats)
 			if err != nil {
 				return err
 			}
@@ -321,6 +333,37 @@ func WriteProjection(w io.Writer, p Projection) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "projected: %.4g core-seconds, %.3g h on one core, %.3g s on 100 cores\n", p.CoreS, p.CoreS/3600, p.CoreS/100)
-	return err
+	if _, err := fmt.Fprintf(w, "projected: %.4g core-seconds, %.3g h on one core, %.3g s on 100 cores\n", p.CoreS, p.CoreS/3600, p.CoreS/100); err != nil {
+		return err
+	}
+	return writeLabelStats(w, p)
+}
+
+// writeLabelStats writes, per stratum, the trainer's figures of its sample
+// per label (the run summaries' trainer_stats), if the trainer reports
+// any.
+func writeLabelStats(w io.Writer, p Projection) error {
+	var keys []string
+	for _, s := range p.Strata {
+		for k := range s.Stats {
+			if k != "labels" && !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	slices.Sort(keys)
+	fmt.Fprintln(w, "per label of each stratum's sample:")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "labels\t%s\t\n", strings.Join(keys, "\t"))
+	for _, s := range p.Strata {
+		fmt.Fprintf(tw, "%d:%d", s.From, s.To)
+		for _, k := range keys {
+			fmt.Fprintf(tw, "\t%.4g", s.Stats[k]/float64(s.sampled()))
+		}
+		fmt.Fprintln(tw, "\t")
+	}
+	return tw.Flush()
 }

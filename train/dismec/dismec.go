@@ -332,5 +332,10 @@ func (a *Trainer) Prepare(env train.Env, ds *data.Dataset) (*train.Work, error) 
 			// Every rank reports its own labels (rank 0 alone logs unless -v).
 			log.Info("dismec", "labels", st.Labels, "newton_iters", st.Newton, "cg_iters", st.CG, "unconverged", st.Unconverged,
 				"working_set_labels", st.WorkingSet)
+		},
+		Stats: func() map[string]float64 {
+			st := t.Stats()
+			return map[string]float64{"labels": float64(st.Labels), "newton_iters": float64(st.Newton), "cg_iters": float64(st.CG),
+				"unconverged": float64(st.Unconverged), "working_set_labels": float64(st.WorkingSet)}
 		}}, nil
 }

@@ -68,5 +68,11 @@ func (a *Trainer) Prepare(env train.Env, ds *data.Dataset) (*train.Work, error) 
 			}
 			log.Info("ppdsparse", "labels", st.Labels, "rounds", st.Rounds, "cd_passes", st.Passes, "dual_updates", st.Updates,
 				"index_entries_scanned", st.Scanned, "rows_rescored", st.Rescored, "mean_active_rows", fmt.Sprintf("%.0f", mean), "unconverged", st.Unconverged)
+		},
+		Stats: func() map[string]float64 {
+			st := t.Stats()
+			return map[string]float64{"labels": float64(st.Labels), "rounds": float64(st.Rounds), "cd_passes": float64(st.Passes),
+				"dual_updates": float64(st.Updates), "index_entries_scanned": float64(st.Scanned), "rows_rescored": float64(st.Rescored),
+				"active_rows": float64(st.ActiveRows), "unconverged": float64(st.Unconverged)}
 		}}, nil
 }
