@@ -250,6 +250,9 @@ func (t *training) prepare() error {
 		t.header.Range = r
 		t.fingerprint += fmt.Sprintf(" labels %d:%d", r.From, r.To)
 		j.Log.Info("training a label range", "from", r.From, "to", r.To, "of", r.Labels, "first_unit", r.FirstUnit, "units", t.work.Units)
+		if t.test != nil || c.TestPath != "" || c.TestSplit != "" {
+			j.Log.Warn("the test metrics are those of this label range's model alone: merge the ranges (xmc merge) and evaluate the whole model")
+		}
 	}
 	return nil
 }

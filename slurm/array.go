@@ -67,6 +67,9 @@ func MergeJob(j Job, out string) (Job, error) {
 	if err != nil {
 		return Job{}, err
 	}
+	if err := checkParts(flagValue(j.Args[1:], "label-range"), tasks); err != nil {
+		return Job{}, err
+	}
 	args := []string{"merge", "--out", out}
 	for _, id := range tasks {
 		args = append(args, strings.ReplaceAll(model, ArrayTask, strconv.Itoa(id)))
@@ -78,6 +81,24 @@ func MergeJob(j Job, out string) (Job, error) {
 	return Job{Name: name + "-merge", Nodes: 1, TasksPerNode: 1, CPUsPerTask: 1, Launcher: Direct,
 		Partition: j.Partition, Account: j.Account, Time: j.Time, Modules: j.Modules, Exe: j.Exe, Args: args,
 		Output: filepath.Join(filepath.Dir(out), "xmc-merge-%j.out")}, nil
+}
+
+// checkParts reports an error if a label range of the form {task}/N does
+// not have the array's tasks number the N parts, 0 to N−1, each once: a
+// part would be missing from the merge, or a task would fail.
+func checkParts(labelRange string, tasks []int) error {
+	task, parts, ok := strings.Cut(labelRange, "/")
+	if !ok || task != ArrayTask {
+		return nil
+	}
+	n, err := strconv.Atoi(parts)
+	if err != nil || n < 1 {
+		return fmt.Errorf("--label-range %s: want %s/N with N the number of parts", labelRange, ArrayTask)
+	}
+	if len(tasks) != n || tasks[0] != 0 || tasks[n-1] != n-1 {
+		return fmt.Errorf("--label-range %s needs the array tasks 0-%d, one per part; the array has %d tasks from %d to %d", labelRange, n-1, len(tasks), tasks[0], tasks[len(tasks)-1])
+	}
+	return nil
 }
 
 // flagValue returns the value of the flag name among xmc's arguments args
