@@ -443,8 +443,8 @@ func (h *sqHinge) solve(w []float64, positives int, tol float64, maxIter int) so
 
 // solveSet minimises f over the rows of the working set from w, on a copy
 // of those rows laid out one after the other (the set's rows lie scattered
-// among the others, and reading them in place cost four times as much per
-// entry), and brings their margins back to h.wx.
+// among the others, and read in place each entry costs several times more:
+// docs/algorithms/dismec.md), and brings their margins back to h.wx.
 func (h *sqHinge) solveSet(w []float64, tol float64, maxIter int) solveResult {
 	sub := h.setSolver()
 	r := sub.minimize(w, tol, maxIter)
