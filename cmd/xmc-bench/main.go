@@ -92,6 +92,23 @@ func extraArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	return rest, nil
 }
 
+// parseStudy parses the flags of a study's command and returns the xmc
+// train flags given after "--", after checking that --out, bound to out,
+// was given.
+func parseStudy(fs *flag.FlagSet, args []string, out *string) ([]string, error) {
+	if err := cli.Parse(fs, args, true); err != nil {
+		return nil, err
+	}
+	extra, err := extraArgs(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	if *out == "" {
+		return nil, errors.New("--out is required")
+	}
+	return extra, nil
+}
+
 // checkData makes sure a data set exists before a long study starts.
 func checkData(flagName, path string) error {
 	if path == "" {
@@ -120,15 +137,9 @@ func runScale(args []string) error {
 	fs.IntVar(&repeats, "repeats", 3, "runs of every layout (interleaved)")
 	fs.IntVar(&warmup, "warmup", 1, "unrecorded runs first, on the widest layout, to warm the page cache")
 	fs.StringVar(&out, "out", "", "`DIR` for summaries, logs, scaling.json, scaling.csv and plots (must hold no summaries)")
-	if err := cli.Parse(fs, args, true); err != nil {
-		return err
-	}
-	extra, err := extraArgs(fs, args)
+	extra, err := parseStudy(fs, args, &out)
 	if err != nil {
 		return err
-	}
-	if out == "" {
-		return errors.New("--out is required")
 	}
 	if err := checkData("data", dataPath); err != nil {
 		return err
@@ -192,16 +203,11 @@ func runAccuracy(args []string) error {
 	fs.IntVar(&ranks, "ranks", 2, "ranks of every run")
 	fs.IntVar(&threads, "threads", 1, "worker threads per rank")
 	fs.StringVar(&out, "out", "", "`DIR` of the run summaries (runs already there are not run again) and of accuracy.md, .json, .csv and the plot")
-	if err := cli.Parse(fs, args, true); err != nil {
-		return err
-	}
-	extra, err := extraArgs(fs, args)
+	extra, err := parseStudy(fs, args, &out)
 	if err != nil {
 		return err
 	}
 	switch {
-	case out == "":
-		return errors.New("--out is required")
 	case dataDir == "":
 		return errors.New("--data-dir is required")
 	case ranks < 1 || threads < 1:
@@ -280,15 +286,9 @@ func runShapes(args []string) error {
 	var trees int
 	fs.IntVar(&trees, "trees", 50, "trees of a forest")
 	fs.StringVar(&out, "out", "", "`DIR` of the generated data, run summaries (reused when present), logs, shapes.md/.json/.csv and the sweep's plots")
-	if err := cli.Parse(fs, args, true); err != nil {
-		return err
-	}
-	extra, err := extraArgs(fs, args)
+	extra, err := parseStudy(fs, args, &out)
 	if err != nil {
 		return err
-	}
-	if out == "" {
-		return errors.New("--out is required")
 	}
 	var cfg bench.ShapesConfig
 	for _, name := range strings.Split(shapes, ",") {
@@ -467,15 +467,9 @@ func runCompare(args []string) error {
 	fs.IntVar(&threads, "threads", 1, "worker threads per xmc rank; match the threads your reference build uses per rank")
 	fs.IntVar(&repeats, "repeats", 3, "runs of each program, alternating")
 	fs.StringVar(&out, "out", "", "`DIR` for logs, summaries, compare.json, compare.csv and the plot")
-	if err := cli.Parse(fs, args, true); err != nil {
-		return err
-	}
-	extra, err := extraArgs(fs, args)
+	extra, err := parseStudy(fs, args, &out)
 	if err != nil {
 		return err
-	}
-	if out == "" {
-		return errors.New("--out is required")
 	}
 	for _, c := range []struct{ flag, path string }{{"data", dataPath}, {"test", testPath}} {
 		if err := checkData(c.flag, c.path); err != nil {
@@ -573,15 +567,9 @@ func runProject(args []string) error {
 	fs.IntVar(&threads, "threads", runtime.NumCPU(), "worker threads per rank")
 	fs.Uint64Var(&c.Seed, "seed", 1, "seed of the data and of every run")
 	fs.StringVar(&c.Dir, "out", "", "`DIR` of the generated data, the samples' summaries (reused when present) and logs, and projection.txt")
-	if err := cli.Parse(fs, args, true); err != nil {
-		return err
-	}
-	extra, err := extraArgs(fs, args)
+	extra, err := parseStudy(fs, args, &c.Dir)
 	if err != nil {
 		return err
-	}
-	if c.Dir == "" {
-		return errors.New("--out is required")
 	}
 	if c.Data == "" {
 		if c.Shape, err = bench.ShapeByName(shape); err != nil {
