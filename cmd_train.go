@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"xmc/internal/cli"
 	"xmc/job"
 	"xmc/pipeline"
 	"xmc/runner"
@@ -42,7 +43,7 @@ func trainFlags(fs *flag.FlagSet, c *pipeline.TrainConfig, jo *job.Options, algo
 }
 
 func runTrain(args []string) error {
-	algo, err := registry.Lookup(flagValue(args, "algo", registry.Default))
+	algo, err := registry.Lookup(cli.FlagValue(args, "algo", registry.Default))
 	if err != nil {
 		return err
 	}

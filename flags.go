@@ -44,27 +44,6 @@ func flagNames(args []string) []string {
 	return names
 }
 
-// flagValue returns the value args give the flag name (as -name v,
-// --name v, -name=v or --name=v; the last one wins), or def.
-func flagValue(args []string, name, def string) string {
-	v := def
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			break
-		}
-		for _, prefix := range []string{"-" + name, "--" + name} {
-			switch {
-			case a == prefix && i+1 < len(args):
-				v = args[i+1]
-			case strings.HasPrefix(a, prefix+"="):
-				v = a[len(prefix)+1:]
-			}
-		}
-	}
-	return v
-}
-
 // setFlags returns a function reporting whether the flag name was set on
 // the command line parsed by fs.
 func setFlags(fs *flag.FlagSet) func(name string) bool {

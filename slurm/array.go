@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"xmc/internal/cli"
 )
 
 // ArrayTasks returns the task ids of a job array's Array field, in
@@ -59,15 +60,15 @@ func MergeJob(j Job, out string) (Job, error) {
 	if j.Array == "" || len(j.Args) == 0 || j.Args[0] != "train" {
 		return Job{}, fmt.Errorf("a merge follows a job array of xmc train --label-range: give --array and a train command")
 	}
-	model := flagValue(j.Args[1:], "model-out")
-	if !strings.Contains(model, ArrayTask) || flagValue(j.Args[1:], "label-range") == "" {
+	model := cli.FlagValue(j.Args[1:], "model-out", "")
+	if !strings.Contains(model, ArrayTask) || cli.FlagValue(j.Args[1:], "label-range", "") == "" {
 		return Job{}, fmt.Errorf("a merge needs each task's range model: give train --label-range and a --model-out with %s in it, e.g. --label-range %s/4 --model-out range-%s.model", ArrayTask, ArrayTask, ArrayTask)
 	}
 	tasks, err := ArrayTasks(j.Array)
 	if err != nil {
 		return Job{}, err
 	}
-	if err := checkParts(flagValue(j.Args[1:], "label-range"), tasks); err != nil {
+	if err := checkParts(cli.FlagValue(j.Args[1:], "label-range", ""), tasks); err != nil {
 		return Job{}, err
 	}
 	args := []string{"merge", "--out", out}
@@ -99,19 +100,4 @@ func checkParts(labelRange string, tasks []int) error {
 		return fmt.Errorf("--label-range %s needs the array tasks 0-%d, one per part; the array has %d tasks from %d to %d", labelRange, n-1, len(tasks), tasks[0], tasks[len(tasks)-1])
 	}
 	return nil
-}
-
-// flagValue returns the value of the flag name among xmc's arguments args
-// ("--name V", "--name=V", with one dash or two), or "" if absent.
-func flagValue(args []string, name string) string {
-	for i, a := range args {
-		a = strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
-		if v, ok := strings.CutPrefix(a, name+"="); ok {
-			return v
-		}
-		if a == name && i+1 < len(args) {
-			return args[i+1]
-		}
-	}
-	return ""
 }

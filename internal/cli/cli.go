@@ -126,3 +126,24 @@ func IntList(flagName, s string) ([]int, error) {
 func SignalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 }
+
+// FlagValue returns the value args give the flag name (as -name v,
+// --name v, -name=v or --name=v; the last one wins), or def.
+func FlagValue(args []string, name, def string) string {
+	v := def
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			break
+		}
+		for _, prefix := range []string{"-" + name, "--" + name} {
+			switch {
+			case a == prefix && i+1 < len(args):
+				v = args[i+1]
+			case strings.HasPrefix(a, prefix+"="):
+				v = a[len(prefix)+1:]
+			}
+		}
+	}
+	return v
+}

@@ -59,3 +59,21 @@ func TestIntList(t *testing.T) {
 		}
 	}
 }
+
+func TestFlagValue(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--algo", "dismec"}, "dismec"},
+		{[]string{"-algo=ppdsparse", "--data", "x"}, "ppdsparse"},
+		{[]string{"--algo", "a", "--algo=b"}, "b"},
+		{[]string{"--data", "algo"}, "def"},
+		{[]string{"--", "--algo", "x"}, "def"},
+		{[]string{"--algo"}, "def"},
+	} {
+		if got := FlagValue(c.args, "algo", "def"); got != c.want {
+			t.Errorf("FlagValue(%q) = %q, want %q", c.args, got, c.want)
+		}
+	}
+}
