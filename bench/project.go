@@ -112,27 +112,20 @@ func strata(labels, sample, pieces int, ratio float64) []Stratum {
 	var out []Stratum
 	for from := 0; from < labels; {
 		to := min(labels, max(from+sample, int(math.Ceil(float64(from)*ratio))))
-		s := Stratum{From: from, To: to}
-		if to-from <= sample {
-			s.Pieces = []LabelRange{{from, to}}
-		}
-		for k := range pieces * btoi(to-from > sample) {
-			lo, hi := from+(to-from)*k/pieces, from+(to-from)*(k+1)/pieces
-			n := sample*(k+1)/pieces - sample*k/pieces
-			start := min(max(lo, (lo+hi-n)/2), hi-n)
-			s.Pieces = append(s.Pieces, LabelRange{start, start + n})
+		s := Stratum{From: from, To: to, Pieces: []LabelRange{{from, to}}}
+		if to-from > sample {
+			s.Pieces = s.Pieces[:0]
+			for k := range pieces {
+				lo, hi := from+(to-from)*k/pieces, from+(to-from)*(k+1)/pieces
+				n := sample*(k+1)/pieces - sample*k/pieces
+				start := min(max(lo, (lo+hi-n)/2), hi-n)
+				s.Pieces = append(s.Pieces, LabelRange{start, start + n})
+			}
 		}
 		out = append(out, s)
 		from = to
 	}
 	return out
-}
-
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // trainableLabels returns the training rows of the data at path and the

@@ -255,7 +255,7 @@ func LoadShapes(dir string) (*ShapesStudy, error) {
 		if rows, ok := testRows(s); ok && rows > 0 {
 			r.TestRows = rows
 			r.PredictUSPerRow = s.PredictS / float64(rows) * 1e6
-			r.PredictMSPerRowCore = 1000 * s.PredictS * float64(s.Ranks*s.ThreadsPerRank) / float64(rows)
+			r.PredictMSPerRowCore = s.MSPerRowCore(rows)
 		}
 		st.Ranks, st.Threads = s.Ranks, s.ThreadsPerRank
 		st.Rows = append(st.Rows, r)

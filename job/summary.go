@@ -84,12 +84,18 @@ type Summary struct {
 // phase's time is recorded as "<name>_s".
 var Phases = [...]string{"load", "train", "gather", "write", "predict", "eval"}
 
+// MSPerRowCore returns the prediction time per row and core, in ms, of a
+// run that scored rows rows.
+func (s *Summary) MSPerRowCore(rows int) float64 {
+	return 1000 * s.PredictS * float64(s.Ranks*s.ThreadsPerRank) / float64(rows)
+}
+
 // SetPhases stores the phase times given in the order of Phases, and the
 // figures derived from them.
 func (s *Summary) SetPhases(t []float64) {
 	s.LoadS, s.TrainS, s.GatherS, s.WriteS, s.PredictS, s.EvalS = t[0], t[1], t[2], t[3], t[4], t[5]
 	if s.TestRows > 0 {
-		s.PredictMSPerRowCore = 1000 * s.PredictS * float64(s.Ranks*s.ThreadsPerRank) / float64(s.TestRows)
+		s.PredictMSPerRowCore = s.MSPerRowCore(s.TestRows)
 	}
 	if s.ModelUnits > 0 {
 		s.ModelBytesPerUnit = float64(s.ModelBytes) / float64(s.ModelUnits)
