@@ -27,6 +27,7 @@ func commands() []cli.Command {
 		{Name: "train", Summary: "train a model (--algo forest), optionally evaluate it on a test set", Run: runTrain},
 		{Name: "predict", Summary: "write the top-k labels of every test row (XMC score format, or a SciPy .npz matrix)", Run: runPredict},
 		{Name: "eval", Summary: "compute P@k, nDCG@k, PSP@k, PSnDCG@k and recall@k of score files (and accuracy and macro-F1 on multi-class data)", Run: runEval},
+		{Name: "ensemble", Summary: "combine trained models into an ensemble, its weights fitted on held-out rows", Run: runEnsemble},
 		{Name: "merge", Summary: "join the models of label ranges (train --label-range) into the model of every label", Run: runMerge},
 		{Name: "inspect", Summary: "show a model's header, tree shapes and size", Run: runInspect},
 		{Name: "convert", Summary: "convert a dataset between the XMC, LIBSVM and NumPy (.npz) formats", Run: runConvert},

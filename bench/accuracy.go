@@ -130,9 +130,15 @@ func RunAccuracy(ctx context.Context, c AccuracyConfig) error {
 				label = c.Label
 			}
 			for _, seed := range c.Seeds {
+				name := accuracyName(set.Name, label, seed)
 				args := append([]string{"--algo", algo, "--seed", strconv.FormatUint(seed, 10), "--data", set.Train, "--test", set.Test,
 					"--checkpoint", "none"}, c.TrainArgs...)
-				runs = append(runs, studyRun{Name: accuracyName(set.Name, label, seed),
+				if algo == "ensemble" {
+					// An ensemble file names its members' files: they
+					// are kept in the study's directory.
+					args = append(args, "--model-out", filepath.Join(c.Dir, name+".model"))
+				}
+				runs = append(runs, studyRun{Name: name,
 					Args: func() ([]string, error) { return args, nil }})
 			}
 		}

@@ -86,7 +86,7 @@ func TestAssembleAndPredict(t *testing.T) {
 				}
 				for _, mode := range []string{PredictOnRanks, PredictOnRoot} {
 					out := filepath.Join(dir, c.name+"-"+mode+".scores")
-					p := PredictConfig{ModelPath: cfg.ModelOut, DataPath: bibtexTest, Out: out, PredictOn: mode,
+					p := PredictConfig{Models: []string{cfg.ModelOut}, DataPath: bibtexTest, Out: out, PredictOn: mode,
 						Eval: DefaultEvalOptions(), Input: Input{SplitCol: 1}}
 					if err := Predict(options(3), p); err != nil {
 						t.Fatalf("predict %s model on %s: %v", c.name, mode, err)
@@ -218,7 +218,7 @@ func TestUnusualData(t *testing.T) {
 				t.Fatal(err)
 			}
 			out := filepath.Join(dir, algo+".scores")
-			p := PredictConfig{ModelPath: cfg.ModelOut, DataPath: testPath, Out: out, PredictOn: PredictOnRanks,
+			p := PredictConfig{Models: []string{cfg.ModelOut}, DataPath: testPath, Out: out, PredictOn: PredictOnRanks,
 				Eval: DefaultEvalOptions(), Input: Input{SplitCol: 1}}
 			if err := Predict(options(1), p); err != nil {
 				t.Fatal(err)
@@ -258,7 +258,7 @@ func TestShardAbove(t *testing.T) {
 			t.Errorf("--shard-above %d: manifest %v, %v", above, sharded, err)
 		}
 		out := cfg.ModelOut + ".scores"
-		p := PredictConfig{ModelPath: cfg.ModelOut, DataPath: bibtexTest, Out: out, PredictOn: PredictOnRanks,
+		p := PredictConfig{Models: []string{cfg.ModelOut}, DataPath: bibtexTest, Out: out, PredictOn: PredictOnRanks,
 			Eval: DefaultEvalOptions(), Input: Input{SplitCol: 1}}
 		if err := Predict(options(2), p); err != nil {
 			t.Fatal(err)

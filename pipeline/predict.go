@@ -13,7 +13,6 @@ import (
 	"xmc/job"
 	"xmc/metrics"
 	"xmc/model"
-	"xmc/model/kinds"
 	"xmc/numa"
 	"xmc/runner"
 	"xmc/scores"
@@ -22,8 +21,10 @@ import (
 // PredictConfig is what xmc predict does: score the rows of a data file
 // with a model and write each row's top labels.
 type PredictConfig struct {
-	// ModelPath is a model file or the manifest of a sharded model.
-	ModelPath string
+	// Models are a model file, the manifest of a sharded model or an
+	// ensemble file; several make an ensemble of equal weights (see
+	// ensemble.Equal).
+	Models []string
 	// Input reads DataPath, or the rows of it that TestSplit lists;
 	// DataLabels is its labels file in the NumPy format (empty: named
 	// after DataPath, see data.LabelsPath; data.NoLabels: none).
@@ -44,7 +45,7 @@ type PredictConfig struct {
 // Check reports the first inconsistent setting, before any rank starts.
 func (c *PredictConfig) Check() error {
 	switch {
-	case c.ModelPath == "" || c.DataPath == "" || c.Out == "":
+	case len(c.Models) == 0 || c.DataPath == "" || c.Out == "":
 		return errors.New("--model, --data and --out are required")
 	case c.PredictOn != PredictOnRanks && c.PredictOn != PredictOnRoot:
 		return fmt.Errorf("--predict-on %q: want %s or %s", c.PredictOn, PredictOnRanks, PredictOnRoot)
@@ -72,11 +73,11 @@ func predictRank(j *job.Rank, c PredictConfig) error {
 		var err error
 		if c.PredictOn == PredictOnRoot {
 			if j.ID == 0 {
-				whole, h, err = kinds.Load(c.ModelPath, nil)
+				whole, h, err = loadModels(c.Models, nil)
 			}
 			part = whole
 		} else {
-			part, h, err = kinds.Load(c.ModelPath, func(u int) bool { return runner.Owner(u, j.Size) == j.ID })
+			part, h, err = loadModels(c.Models, func(u int) bool { return runner.Owner(u, j.Size) == j.ID })
 		}
 		return err
 	})
@@ -93,7 +94,7 @@ func predictRank(j *job.Rank, c PredictConfig) error {
 	}
 	if j.ID == 0 || c.PredictOn == PredictOnRanks {
 		if test.D() > h.D || test.L() > h.L {
-			return fmt.Errorf("%s has D=%d L=%d but model %s was trained with D=%d L=%d", c.DataPath, test.D(), test.L(), c.ModelPath, h.D, h.L)
+			return fmt.Errorf("%s has D=%d L=%d but model %s was trained with D=%d L=%d", c.DataPath, test.D(), test.L(), strings.Join(c.Models, ", "), h.D, h.L)
 		}
 	}
 	j.Summary.Algorithm, j.Summary.TestRows = h.Algorithm, test.N()
@@ -276,13 +277,48 @@ func predict(j *job.Rank, mode string, part, whole model.Model, x *data.CSR, k i
 // with their own parts, it takes the encoded units out of own (leaving
 // Data nil); when rank 0 predicts alone, the units are gathered to it.
 func (t *training) evaluate(own []runner.Result, total int) error {
+	var part, all model.Model
+	err := t.j.Phase("predict", func() error {
+		var err error
+		if t.c.PredictOn == PredictOnRoot {
+			// Rank 0 alone scores, with every unit: the one mode that
+			// holds the whole model in one process.
+			whole, err := runner.Gather(t.j.Comm, t.work.Units, own, 0)
+			if err != nil {
+				return err
+			}
+			if t.j.ID == 0 {
+				all, err = t.kind.Decode(t.header, whole, total)
+			}
+			return err
+		}
+		// The encoded units move into units, from which the model takes
+		// them (a forest routes through the encodings themselves): no
+		// rank holds its part twice.
+		units := make([][]byte, t.work.Units)
+		for i, r := range own {
+			units[r.Unit], own[i].Data = r.Data, nil
+		}
+		part, err = t.kind.Decode(t.header, units, total)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return t.evaluateWith(part, all)
+}
+
+// evaluateWith predicts the test set with part (each rank's part of the
+// model) or all (the whole model, on rank 0, with PredictOnRoot) and, on
+// rank 0, prints and records the metrics and writes the scores.
+func (t *training) evaluateWith(part, all model.Model) error {
 	j, c := t.j, t.c
 	// Rank 0 evaluates, and writes the scores, a batch of rows at a time.
 	var eval *metrics.Evaluator
 	var out *scoreFile
 	if j.ID == 0 {
 		var err error
-		inv := metrics.InversePropensity(data.LabelCounts(&t.ds.Y), t.ds.N(), c.Eval.PropA, c.Eval.PropB)
+		inv := metrics.InversePropensity(data.LabelCounts(&t.trainY), t.trainN, c.Eval.PropA, c.Eval.PropB)
 		if eval, err = metrics.NewEvaluator(t.test.L(), inv, c.Eval.Ks()); err != nil {
 			return err
 		}
@@ -296,32 +332,6 @@ func (t *training) evaluate(own []runner.Result, total int) error {
 	j.Summary.TestRows = t.test.N()
 	var evalTime time.Duration
 	err := j.Phase("predict", func() error {
-		var part, all model.Model
-		var err error
-		if c.PredictOn == PredictOnRoot {
-			// Rank 0 alone scores, with every unit: the one mode that
-			// holds the whole model in one process.
-			whole, err := runner.Gather(j.Comm, t.work.Units, own, 0)
-			if err != nil {
-				return err
-			}
-			if j.ID == 0 {
-				if all, err = t.kind.Decode(t.header, whole, total); err != nil {
-					return err
-				}
-			}
-		} else {
-			// The encoded units move into units, from which the model
-			// takes them (a forest routes through the encodings
-			// themselves): no rank holds its part twice.
-			units := make([][]byte, t.work.Units)
-			for i, r := range own {
-				units[r.Unit], own[i].Data = r.Data, nil
-			}
-			if part, err = t.kind.Decode(t.header, units, total); err != nil {
-				return err
-			}
-		}
 		return predict(j, c.PredictOn, part, all, &t.test.X, c.Eval.TopK, func(lo int, rows [][]model.Scored) error {
 			start := time.Now()
 			truth := t.test.Y.Slice(lo, lo+len(rows))

@@ -70,6 +70,10 @@ type TrainConfig struct {
 	// (the zero value: every label). The model then records the range,
 	// and xmc merge joins the ranges' models.
 	Labels train.LabelRange
+	// Heldout is a fraction of the training rows, drawn by the seed, that
+	// training leaves out (0: none): xmc train --algo ensemble fits its
+	// members' weights on them.
+	Heldout float64
 }
 
 // Check reports the first inconsistent setting, before any rank starts.
@@ -107,10 +111,16 @@ func Train(opts job.Options, c TrainConfig) error {
 // training is one rank's training: its configuration, data and prepared
 // work, and the model's header.
 type training struct {
-	j           *job.Rank
-	c           TrainConfig
-	ds, test    *data.Dataset
-	work        *train.Work
+	j        *job.Rank
+	c        TrainConfig
+	ds, test *data.Dataset
+	work     *train.Work
+	// held are the rows left out of ds by TrainConfig.Heldout (nil
+	// without), and trainY and trainN the labels and rows of the whole
+	// training set, for the propensities of the metrics.
+	held        *data.Dataset
+	trainY      data.CSR
+	trainN      int
 	kind        model.Kind
 	header      model.Header
 	fingerprint string
@@ -121,7 +131,19 @@ type training struct {
 
 // trainRank is one rank's part of xmc train.
 func trainRank(j *job.Rank, c TrainConfig) error {
+	_, err := trainModel(j, c)
+	return err
+}
+
+// trainModel is trainRank, returning the training it ran.
+func trainModel(j *job.Rank, c TrainConfig) (*training, error) {
 	t := &training{j: j, c: c}
+	return t, t.run()
+}
+
+// run trains, writes the model and evaluates it, as configured.
+func (t *training) run() error {
+	j, c := t.j, t.c
 	if err := t.prepare(); err != nil {
 		return err
 	}
@@ -204,21 +226,19 @@ func (t *training) prepare() error {
 		if t.ds, err = c.Input.Load(c.DataPath, c.DataLabels, c.TrainSplit, 0, 0); err != nil {
 			return err
 		}
-		switch {
-		case c.TestSplit != "":
-			t.test, err = c.Input.Load(c.DataPath, c.DataLabels, c.TestSplit, t.ds.D(), t.ds.L())
-		case c.TestPath != "":
-			t.test, err = c.Input.Load(c.TestPath, c.TestLabels, "", t.ds.D(), t.ds.L())
-		}
-		return err
+		return t.loadTest(c)
 	})
 	if err != nil {
 		return err
 	}
-	ds := t.ds
-	if t.test != nil && (t.test.D() > ds.D() || t.test.L() > ds.L()) {
-		return fmt.Errorf("test set has D=%d L=%d but the training set D=%d L=%d", t.test.D(), t.test.L(), ds.D(), ds.L())
+	t.trainY, t.trainN = t.ds.Y, t.ds.N()
+	if c.Heldout > 0 {
+		t.ds, t.held = train.HeldoutSplit(t.ds, c.Heldout, c.Seed)
+		if t.held != nil {
+			j.Log.Info("rows held out of training", "heldout_rows", t.held.N(), "training_rows", t.ds.N())
+		}
 	}
+	ds := t.ds
 	j.Log.Info("training data", "path", c.DataPath, "N", ds.N(), "D", ds.D(), "L", ds.L(), "nnz", ds.X.NNZ(),
 		"load_s", fmt.Sprintf("%.2f", j.PhaseSeconds("load")))
 	set := c.Set
@@ -255,6 +275,22 @@ func (t *training) prepare() error {
 		}
 	}
 	return nil
+}
+
+// loadTest loads the test set that c names, if any, over the training
+// set's features and labels.
+func (t *training) loadTest(c TrainConfig) error {
+	var err error
+	switch {
+	case c.TestSplit != "":
+		t.test, err = c.Input.Load(c.DataPath, c.DataLabels, c.TestSplit, t.ds.D(), t.ds.L())
+	case c.TestPath != "":
+		t.test, err = c.Input.Load(c.TestPath, c.TestLabels, "", t.ds.D(), t.ds.L())
+	}
+	if err == nil && t.test != nil && (t.test.D() > t.ds.D() || t.test.L() > t.ds.L()) {
+		return fmt.Errorf("test set has D=%d L=%d but the training set D=%d L=%d", t.test.D(), t.test.L(), t.ds.D(), t.ds.L())
+	}
+	return err
 }
 
 // schedule is the schedule of the units: the user's, or the trainer's.

@@ -60,7 +60,7 @@ func (e EarlyStop) Rows(env Env, ds *data.Dataset, seed uint64) (train, held *da
 // --heldout: a fraction frac of ds drawn by the seed, or the rows of a data
 // file (nil held-out rows for neither).
 func heldoutRows(env Env, ds *data.Dataset, frac float64, file string, seed uint64) (train, held *data.Dataset, err error) {
-	train, held = heldoutSplit(ds, frac, seed)
+	train, held = HeldoutSplit(ds, frac, seed)
 	if file == "" {
 		return train, held, nil
 	}
@@ -79,9 +79,9 @@ func heldoutRows(env Env, ds *data.Dataset, frac float64, file string, seed uint
 	return train, held, nil
 }
 
-// heldoutSplit returns ds without the rows held out, and those rows: a
+// HeldoutSplit returns ds without the rows held out, and those rows: a
 // fraction frac of them drawn by the seed alone (nil when frac is 0).
-func heldoutSplit(ds *data.Dataset, frac float64, seed uint64) (*data.Dataset, *data.Dataset) {
+func HeldoutSplit(ds *data.Dataset, frac float64, seed uint64) (*data.Dataset, *data.Dataset) {
 	if frac <= 0 {
 		return ds, nil
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"xmc/model"
+	"xmc/model/ensemble"
 	"xmc/model/forest"
 	"xmc/model/linear"
 )
@@ -31,11 +32,15 @@ func Of(h model.Header) (model.Kind, error) {
 
 // Load reads the model at path, a model file or the manifest of a sharded
 // one, whatever its kind, keeping the units for which keep returns true
-// (all of them if keep is nil).
+// (all of them if keep is nil). An ensemble file loads its members so,
+// each keeping the units keep accepts.
 func Load(path string, keep func(unit int) bool) (model.Model, model.Header, error) {
 	h, err := model.ReadHeader(path)
 	if err != nil {
 		return nil, h, err
+	}
+	if model.KindName(h) == ensemble.KindName {
+		return ensemble.Load(path, keep, Load)
 	}
 	k, err := Of(h)
 	if err != nil {

@@ -1,0 +1,287 @@
+// Package ensemble combines trained models of one label space into one
+// model: every member scores a row, each member's scores are put on one
+// scale by its calibration, and a label's score is the weighted sum of its
+// calibrated member scores. A forest's scores (means of leaf label vectors,
+// in [0, 1]) and a linear model's margins differ in scale and in shape, so
+// they are combined only after calibration (see Calibration and Fit).
+//
+// An ensemble file is a model file of kind "ensemble" whose one section
+// names the member model files (relative to its directory), with each
+// member's header as it was when the ensemble was made, its weight and its
+// calibration. Loading it loads every member, or, for a rank of a job, the
+// part of every member that the rank owns: prediction of an ensemble is
+// distributed as that of its members.
+package ensemble
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"xmc/data"
+	"xmc/model"
+	"xmc/numa"
+)
+
+// KindName is the kind an ensemble file's header records.
+const KindName = "ensemble"
+
+// Algorithm is the algorithm an ensemble file's header records.
+const Algorithm = "ensemble"
+
+// Calibration maps a member's score s to the common scale:
+// Scale·s + Shift, through the logistic sigmoid when Sigmoid is set (Platt
+// scaling, fitted by Fit on held-out rows).
+type Calibration struct {
+	Scale   float64 `json:"scale"`
+	Shift   float64 `json:"shift"`
+	Sigmoid bool    `json:"sigmoid"`
+}
+
+// Identity is the calibration that leaves scores as they are.
+var Identity = Calibration{Scale: 1}
+
+// Apply returns the calibrated score of s.
+func (c Calibration) Apply(s float64) float64 {
+	v := c.Scale*s + c.Shift
+	if c.Sigmoid {
+		return 1 / (1 + math.Exp(-v))
+	}
+	return v
+}
+
+// DefaultCalibration is the calibration of a member of kind kind when
+// none was fitted: a forest's scores are already in [0, 1]; any other
+// model's (a margin) goes through the sigmoid.
+func DefaultCalibration(kind string) Calibration {
+	if kind == "forest" {
+		return Identity
+	}
+	return Calibration{Scale: 1, Sigmoid: true}
+}
+
+// Member is one model of an ensemble as the ensemble file records it.
+type Member struct {
+	// Path is the member's model file or manifest, relative to the
+	// ensemble file's directory (or absolute).
+	Path string `json:"path"`
+	// Header is the member's header when the ensemble was made: a member
+	// file trained again (other parameters, data or seed) no longer
+	// matches it and is refused.
+	Header      model.Header `json:"header"`
+	Weight      float64      `json:"weight"`
+	Calibration Calibration  `json:"calibration"`
+}
+
+// Candidates returns how many labels each member proposes for a row when
+// the ensemble predicts k: a label that no member ranks among its first 10k
+// does not reach the ensemble's first k in practice, and the bound keeps a
+// row's work and messages independent of the number of labels.
+func Candidates(k int) int { return 10 * max(k, 1) }
+
+// Model is an ensemble, or the part of one that a rank holds (the part of
+// every member it owns), ready to score rows.
+type Model struct {
+	members []model.Model
+	spec    []Member
+	// L is the members' number of labels.
+	L int
+}
+
+// New returns the ensemble of the loaded members, described by spec (one
+// entry each, in the same order), over L labels.
+func New(members []model.Model, spec []Member, L int) (*Model, error) {
+	switch {
+	case len(members) == 0:
+		return nil, fmt.Errorf("an ensemble needs at least one member")
+	case len(members) != len(spec):
+		return nil, fmt.Errorf("%d members loaded for %d described", len(members), len(spec))
+	case int64(len(members))*int64(L) > math.MaxInt32:
+		// Partial numbers member m's label l as m·L + l in an int32.
+		return nil, fmt.Errorf("%d members of %d labels: more than 2^31 labels in all", len(members), L)
+	}
+	return &Model{members: members, spec: spec, L: L}, nil
+}
+
+// Predict returns the k best labels of every row of x by the ensemble's
+// score, computed from each member's Candidates(k) best.
+func (e *Model) Predict(x *data.CSR, k int, pool *numa.Pool) ([][]model.Scored, error) {
+	lists := make([][][]model.Scored, len(e.members))
+	for m, mm := range e.members {
+		var err error
+		if lists[m], err = mm.Predict(x, Candidates(k), pool); err != nil {
+			return nil, fmt.Errorf("member %d (%s): %w", m, e.spec[m].Path, err)
+		}
+	}
+	return e.fuse(lists, x.Rows, k), nil
+}
+
+// Partial returns every member's partial result for Candidates(k), its
+// labels numbered m·L + label for member m so that one sparse row carries
+// them all; Merge parts them again.
+func (e *Model) Partial(x *data.CSR, k int, pool *numa.Pool) ([]model.Sparse, error) {
+	out := make([]model.Sparse, x.Rows)
+	for m, mm := range e.members {
+		part, err := mm.Partial(x, Candidates(k), pool)
+		if err != nil {
+			return nil, fmt.Errorf("member %d (%s): %w", m, e.spec[m].Path, err)
+		}
+		if len(part) != x.Rows {
+			return nil, fmt.Errorf("member %d (%s): %d partial rows for %d", m, e.spec[m].Path, len(part), x.Rows)
+		}
+		offset := int32(m * e.L)
+		for i, r := range part {
+			for q, l := range r.Labels {
+				out[i].Labels = append(out[i].Labels, offset+l)
+				out[i].Sums = append(out[i].Sums, r.Sums[q])
+			}
+		}
+	}
+	return out, nil
+}
+
+// Merge splits every part's rows by member, merges each member's parts
+// as the member does (exactly its Predict of Candidates(k)), and fuses
+// them: the same result as Predict on the whole ensemble.
+func (e *Model) Merge(parts [][]byte, rows, k int) ([][]model.Scored, error) {
+	byMember := make([][][]byte, len(e.members)) // member, part
+	for m := range byMember {
+		byMember[m] = make([][]byte, len(parts))
+	}
+	for p, b := range parts {
+		split, err := splitSums(b, rows, e.L, len(e.members))
+		if err != nil {
+			return nil, fmt.Errorf("merge: part %d: %w", p, err)
+		}
+		for m := range split {
+			byMember[m][p] = split[m]
+		}
+	}
+	lists := make([][][]model.Scored, len(e.members))
+	for m, mm := range e.members {
+		var err error
+		if lists[m], err = mm.Merge(byMember[m], rows, Candidates(k)); err != nil {
+			return nil, fmt.Errorf("member %d (%s): %w", m, e.spec[m].Path, err)
+		}
+	}
+	return e.fuse(lists, rows, k), nil
+}
+
+// fuse returns every row's k best labels by the weighted calibrated sum
+// of the members' lists (member, row, labels).
+func (e *Model) fuse(lists [][][]model.Scored, rows, k int) [][]model.Scored {
+	weights := make([]float64, len(e.spec))
+	cals := make([]Calibration, len(e.spec))
+	for m, s := range e.spec {
+		weights[m], cals[m] = s.Weight, s.Calibration
+	}
+	out := make([][]model.Scored, rows)
+	var f fuser
+	for i := range rows {
+		out[i] = f.row(lists, i, weights, cals, Candidates(k), k)
+	}
+	return out
+}
+
+// Summary names the members with their weights.
+func (e *Model) Summary() string {
+	var parts []string
+	for _, s := range e.spec {
+		parts = append(parts, fmt.Sprintf("%s %.2f", s.Header.Algorithm, s.Weight))
+	}
+	return fmt.Sprintf("%d members (%s)", len(e.spec), strings.Join(parts, ", "))
+}
+
+// Describe writes a table of the members: file, algorithm, what it holds,
+// weight and calibration.
+func (e *Model) Describe(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "member\talgorithm\tholds\tweight\tcalibration\t")
+	for m, s := range e.spec {
+		c := s.Calibration
+		cal := fmt.Sprintf("%.4g·s%+.4g", c.Scale, c.Shift)
+		if c.Sigmoid {
+			cal = "sigmoid(" + cal + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.4f\t%s\t\n", s.Path, s.Header.Algorithm, e.members[m].Summary(), s.Weight, cal)
+	}
+	return tw.Flush()
+}
+
+// fuser combines one row's member lists, reusing its buffers from row to
+// row.
+type fuser struct {
+	cands []candidate
+	// labels are the row's candidate labels, ascending, and raw their
+	// scores by member (label-major: raw[q·members + m]).
+	labels []int32
+	raw    []float64
+	fused  []model.Scored
+}
+
+// candidate is a member's score for a label.
+type candidate struct {
+	label  int32
+	member int32
+	score  float32
+}
+
+// group collects row i's candidates: every label that some member lists,
+// with each member's score for it. A label missing from member m's list
+// gets m's floor: the last score of a full list of want entries (a bound
+// on every score it left out), and 0 for a shorter one (a forest lists
+// every label of non-zero score).
+func (f *fuser) group(lists [][][]model.Scored, i, want int) {
+	members := len(lists)
+	f.cands = f.cands[:0]
+	floors := make([]float64, members)
+	for m := range lists {
+		l := lists[m][i]
+		if len(l) >= want {
+			floors[m] = float64(l[len(l)-1].Score)
+		}
+		for _, s := range l {
+			f.cands = append(f.cands, candidate{label: s.Label, member: int32(m), score: s.Score})
+		}
+	}
+	slices.SortFunc(f.cands, func(a, b candidate) int {
+		if a.label != b.label {
+			return int(a.label - b.label)
+		}
+		return int(a.member - b.member)
+	})
+	f.labels, f.raw = f.labels[:0], f.raw[:0]
+	for lo := 0; lo < len(f.cands); {
+		hi := lo
+		label := f.cands[lo].label
+		for m := range members {
+			s := floors[m]
+			if hi < len(f.cands) && f.cands[hi].label == label && int(f.cands[hi].member) == m {
+				s = float64(f.cands[hi].score)
+				hi++
+			}
+			f.raw = append(f.raw, s)
+		}
+		f.labels = append(f.labels, label)
+		lo = hi
+	}
+}
+
+// row returns row i's k best labels by the weighted sum of the members'
+// calibrated scores.
+func (f *fuser) row(lists [][][]model.Scored, i int, weights []float64, cals []Calibration, want, k int) []model.Scored {
+	f.group(lists, i, want)
+	f.fused = f.fused[:0]
+	members := len(lists)
+	for q, label := range f.labels {
+		sum := 0.0
+		for m := range members {
+			sum += weights[m] * cals[m].Apply(f.raw[q*members+m])
+		}
+		f.fused = append(f.fused, model.Scored{Label: label, Score: float32(sum)})
+	}
+	return model.TopK(f.fused, k)
+}

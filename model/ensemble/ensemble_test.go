@@ -1,0 +1,122 @@
+package ensemble
+
+import (
+	"bytes"
+	"math"
+	"reflect"
+	"testing"
+
+	"xmc/data"
+	"xmc/model"
+)
+
+// TestSplitSums checks that the partial rows of two members, numbered as
+// Partial numbers them, split back into each member's own encoding.
+func TestSplitSums(t *testing.T) {
+	const L = 10
+	members := [][]model.Sparse{
+		{{Labels: []int32{3, 1}, Sums: []float64{0.5, 0.25}}, {}},
+		{{Labels: []int32{9}, Sums: []float64{-1}}, {Labels: []int32{0, 2}, Sums: []float64{2, 3}}},
+	}
+	joined := make([]model.Sparse, 2)
+	for m, rows := range members {
+		for i, r := range rows {
+			for q, l := range r.Labels {
+				joined[i].Labels = append(joined[i].Labels, int32(m*L)+l)
+				joined[i].Sums = append(joined[i].Sums, r.Sums[q])
+			}
+		}
+	}
+	split, err := splitSums(model.EncodeSums(joined), 2, L, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for m, rows := range members {
+		if !bytes.Equal(split[m], model.EncodeSums(rows)) {
+			t.Errorf("member %d: split encoding differs from its own", m)
+		}
+	}
+	if _, err := splitSums(model.EncodeSums(joined), 3, L, 2); err == nil {
+		t.Error("a part of 2 rows split as 3")
+	}
+	if _, err := splitSums(model.EncodeSums(joined), 2, L, 1); err == nil {
+		t.Error("a label of member 1 accepted in an ensemble of one")
+	}
+}
+
+// heldout returns n rows of one true label each (label i mod 5) and two
+// members' lists of 5 labels: the first member puts the true label first,
+// the second fourth.
+func heldout(n int) ([][][]model.Scored, *data.CSR) {
+	y := &data.CSR{Rows: n, Cols: 5, Indptr: []int64{0}}
+	lists := make([][][]model.Scored, 2)
+	for i := range n {
+		truth := int32(i % 5)
+		y.Indices = append(y.Indices, truth)
+		y.Values = append(y.Values, 1)
+		y.Indptr = append(y.Indptr, int64(i+1))
+		for m, place := range []int{0, 3} {
+			var row []model.Scored
+			for r := range 5 {
+				l := (truth + int32(r-place) + 5) % 5
+				row = append(row, model.Scored{Label: l, Score: float32(5 - r)})
+			}
+			lists[m] = append(lists[m], row)
+		}
+	}
+	return lists, y
+}
+
+// TestFit checks that Fit weighs the member that ranks the true labels
+// first at least as much as the other, reaches that member's P@k, and is
+// deterministic.
+func TestFit(t *testing.T) {
+	lists, y := heldout(40)
+	f := Fit(lists, y, []string{"linear", "forest"}, 5)
+	if !(f.Weights[0] >= f.Weights[1]) {
+		t.Errorf("weights %v: want the first member's at least the second's", f.Weights)
+	}
+	// P@1 100, P@3 33.3, P@5 20 for the first member alone.
+	if want := (100 + 100.0/3 + 20) / 3; math.Abs(f.Objective-want) > 1e-9 {
+		t.Errorf("objective %v, want %v", f.Objective, want)
+	}
+	if again := Fit(lists, y, []string{"linear", "forest"}, 5); !reflect.DeepEqual(again, f) {
+		t.Errorf("a second fit gave %+v, the first %+v", again, f)
+	}
+	one := Fit(lists[:1], y, []string{"linear"}, 5)
+	if one.Weights[0] != 1 || one.Calibrations[0] != Identity {
+		t.Errorf("one member: %+v, want weight 1 and the identity", one)
+	}
+}
+
+// TestPlatt checks that Platt scaling finds a rising sigmoid where higher
+// scores are more often true, and refuses labels all false.
+func TestPlatt(t *testing.T) {
+	lists, y := heldout(40)
+	c, ok := platt(lists[0], truthSets(y))
+	if !ok || !c.Sigmoid || !(c.Scale > 0) {
+		t.Fatalf("calibration %+v, %v: want a rising sigmoid", c, ok)
+	}
+	if top, rest := c.Apply(5), c.Apply(4); !(top > 0.5 && rest < 0.5) {
+		t.Errorf("σ(5) = %v, σ(4) = %v: want the first above 1/2 and the second below", top, rest)
+	}
+	none := &data.CSR{Rows: 40, Cols: 5, Indptr: make([]int64, 41)}
+	if _, ok := platt(lists[0], truthSets(none)); ok {
+		t.Error("fitted a calibration without a true label")
+	}
+}
+
+// TestFuseFloors checks that a label one member leaves out gets that
+// member's floor: its last score for a full list, 0 for a shorter one.
+func TestFuseFloors(t *testing.T) {
+	lists := [][][]model.Scored{
+		{{{Label: 1, Score: 0.9}, {Label: 2, Score: 0.5}}}, // full: 2 wanted
+		{{{Label: 3, Score: 0.8}}},                         // short
+	}
+	var f fuser
+	got := f.row(lists, 0, []float64{0.5, 0.5}, []Calibration{Identity, Identity}, 2, 3)
+	want := []model.Scored{{Label: 3, Score: float32(0.5*0.5 + 0.5*0.8)}, {Label: 1, Score: 0.45}, {Label: 2, Score: 0.25}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("fused %v, want %v", got, want)
+	}
+}

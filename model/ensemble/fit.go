@@ -1,0 +1,254 @@
+package ensemble
+
+import (
+	"math"
+	"slices"
+
+	"xmc/data"
+	"xmc/model"
+)
+
+// Fitted is what Fit chose: a calibration and a weight per member, and
+// the held-out objective they reach (the mean of P@1, P@3 and P@5, in
+// percent, over the held-out rows).
+type Fitted struct {
+	Calibrations []Calibration
+	Weights      []float64
+	Objective    float64
+}
+
+// weightStep is the grid of the weight search: weights are multiples of
+// 1/20 before the others are rescaled.
+const weightStep = 0.05
+
+// Fit chooses the members' calibrations and weights on held-out rows that
+// no member trained on: lists[m][i] is member m's prediction of
+// Candidates(k) labels for held-out row i, truth the rows' true labels,
+// and kinds[m] member m's model kind.
+//
+// Each member's calibration is Platt scaling, σ(A·s + B) fitted by
+// logistic regression to whether each proposed label is true (with
+// Platt's smoothed targets), or the kind's default if a member proposes no
+// true label or only true ones. The weights then maximise the mean of P@1,
+// P@3 and P@5 of the fused prediction: a coordinate search from equal
+// weights over a grid of 1/20, each move kept only if it gains. Fit is
+// deterministic: the same lists give the same weights on any number of
+// ranks.
+func Fit(lists [][][]model.Scored, truth *data.CSR, kinds []string, k int) Fitted {
+	f := Fitted{Calibrations: make([]Calibration, len(lists)), Weights: make([]float64, len(lists))}
+	positive := truthSets(truth)
+	for m := range lists {
+		c, ok := platt(lists[m], positive)
+		if !ok {
+			c = DefaultCalibration(kinds[m])
+		}
+		f.Calibrations[m] = c
+	}
+	if len(lists) == 1 {
+		// One member: its own scores, unchanged.
+		f.Calibrations[0], f.Weights[0] = Identity, 1
+		f.Objective = newTable(lists, f.Calibrations, k).objective(f.Weights, positive)
+		return f
+	}
+	t := newTable(lists, f.Calibrations, k)
+	for m := range f.Weights {
+		f.Weights[m] = 1 / float64(len(lists))
+	}
+	f.Objective = t.objective(f.Weights, positive)
+	trial := make([]float64, len(f.Weights))
+	for pass := 0; pass < 20; pass++ {
+		improved := false
+		for m := range f.Weights {
+			for g := 0; g <= int(math.Round(1/weightStep)); g++ {
+				reweigh(trial, f.Weights, m, float64(g)*weightStep)
+				if v := t.objective(trial, positive); v > f.Objective+1e-9 {
+					copy(f.Weights, trial)
+					f.Objective, improved = v, true
+				}
+			}
+		}
+		if !improved {
+			break
+		}
+	}
+	return f
+}
+
+// reweigh sets dst to w with member m's weight g and the others scaled to
+// add up to 1 − g (equal shares if they were all 0).
+func reweigh(dst, w []float64, m int, g float64) {
+	rest := 0.0
+	for j, v := range w {
+		if j != m {
+			rest += v
+		}
+	}
+	for j, v := range w {
+		switch {
+		case j == m:
+			dst[j] = g
+		case rest > 0:
+			dst[j] = v / rest * (1 - g)
+		default:
+			dst[j] = (1 - g) / float64(len(w)-1)
+		}
+	}
+}
+
+// truthSets returns every row's true labels, sorted, for lookups.
+func truthSets(y *data.CSR) [][]int32 {
+	out := make([][]int32, y.Rows)
+	for i := range y.Rows {
+		labels, _ := y.Row(i)
+		out[i] = slices.Sorted(slices.Values(labels))
+	}
+	return out
+}
+
+// isTrue reports whether label is among the sorted true labels.
+func isTrue(truth []int32, label int32) bool {
+	_, ok := slices.BinarySearch(truth, label)
+	return ok
+}
+
+// platt fits σ(A·s + B) to whether each of a member's proposed labels is
+// true by Newton's method on the logistic loss, with Platt's targets
+// (N₊+1)/(N₊+2) and 1/(N₋+2), and a backtracking line search (Lin, Lin and
+// Weng, "A note on Platt's probabilistic outputs", 2007). It returns false
+// if the labels are all true or all false.
+func platt(rows [][]model.Scored, truth [][]int32) (Calibration, bool) {
+	var s []float64
+	var y []bool
+	pos := 0
+	for i, row := range rows {
+		for _, c := range row {
+			t := isTrue(truth[i], c.Label)
+			s, y = append(s, float64(c.Score)), append(y, t)
+			if t {
+				pos++
+			}
+		}
+	}
+	neg := len(s) - pos
+	if pos == 0 || neg == 0 {
+		return Calibration{}, false
+	}
+	hi, lo := (float64(pos)+1)/(float64(pos)+2), 1/(float64(neg)+2)
+	target := func(q int) float64 {
+		if y[q] {
+			return hi
+		}
+		return lo
+	}
+	loss := func(a, b float64) float64 {
+		l := 0.0
+		for q := range s {
+			z := a*s[q] + b
+			// −t·log σ(z) − (1−t)·log(1−σ(z)) = log(1+e^z) − t·z, computed
+			// without overflow.
+			l += softplus(z) - target(q)*z
+		}
+		return l
+	}
+	a, b := 0.0, math.Log((float64(pos)+1)/(float64(neg)+1))
+	cur := loss(a, b)
+	for iter := 0; iter < 100; iter++ {
+		var ga, gb, haa, hab, hbb float64
+		for q := range s {
+			p := sigmoid(a*s[q] + b)
+			d := p - target(q)
+			ga, gb = ga+d*s[q], gb+d
+			w := p * (1 - p)
+			haa, hab, hbb = haa+w*s[q]*s[q], hab+w*s[q], hbb+w
+		}
+		if math.Abs(ga) < 1e-7*float64(len(s)) && math.Abs(gb) < 1e-7*float64(len(s)) {
+			break
+		}
+		haa, hbb = haa+1e-12, hbb+1e-12
+		det := haa*hbb - hab*hab
+		da, db := -(hbb*ga-hab*gb)/det, -(haa*gb-hab*ga)/det
+		step, moved := 1.0, false
+		for step >= 1e-10 {
+			na, nb := a+step*da, b+step*db
+			if l := loss(na, nb); l < cur+1e-4*step*(ga*da+gb*db) {
+				a, b, cur, moved = na, nb, l, true
+				break
+			}
+			step /= 2
+		}
+		if !moved {
+			break
+		}
+	}
+	return Calibration{Scale: a, Shift: b, Sigmoid: true}, true
+}
+
+func sigmoid(z float64) float64 { return 1 / (1 + math.Exp(-z)) }
+
+// softplus returns log(1 + e^z) without overflow.
+func softplus(z float64) float64 {
+	if z > 0 {
+		return z + math.Log1p(math.Exp(-z))
+	}
+	return math.Log1p(math.Exp(z))
+}
+
+// table holds the held-out rows' candidate labels with every member's
+// calibrated score for each (a member's floor where it did not propose
+// the label), so that the weight search computes a row's fused scores as
+// dot products.
+type table struct {
+	members int
+	k       int
+	labels  [][]int32   // row, candidate
+	scores  [][]float64 // row, candidate × members
+	fused   []model.Scored
+}
+
+// newTable builds the table of the members' lists, calibrated by cals,
+// grouped by label as fuser.row groups them.
+func newTable(lists [][][]model.Scored, cals []Calibration, k int) *table {
+	rows := len(lists[0])
+	t := &table{members: len(lists), k: k, labels: make([][]int32, rows), scores: make([][]float64, rows)}
+	var f fuser
+	for i := range rows {
+		f.group(lists, i, Candidates(k))
+		t.labels[i] = slices.Clone(f.labels)
+		t.scores[i] = make([]float64, len(f.raw))
+		for q, s := range f.raw {
+			t.scores[i][q] = cals[q%len(lists)].Apply(s)
+		}
+	}
+	return t
+}
+
+// objective returns the mean of P@1, P@3 and P@5 (those up to the table's
+// k), in percent, of the prediction fused with weights w.
+func (t *table) objective(w []float64, truth [][]int32) float64 {
+	ks := []int{1, 3, 5}
+	for len(ks) > 1 && ks[len(ks)-1] > t.k {
+		ks = ks[:len(ks)-1]
+	}
+	sum := 0.0
+	for i, labels := range t.labels {
+		t.fused = t.fused[:0]
+		for q, l := range labels {
+			v := 0.0
+			for m, wm := range w {
+				v += wm * t.scores[i][q*t.members+m]
+			}
+			t.fused = append(t.fused, model.Scored{Label: l, Score: float32(v)})
+		}
+		top := model.TopK(t.fused, ks[len(ks)-1])
+		for _, k := range ks {
+			hits := 0
+			for _, s := range top[:min(k, len(top))] {
+				if isTrue(truth[i], s.Label) {
+					hits++
+				}
+			}
+			sum += float64(hits) / float64(k)
+		}
+	}
+	return 100 * sum / float64(len(ks)*max(1, len(t.labels)))
+}
