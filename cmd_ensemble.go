@@ -26,10 +26,7 @@ func runEnsemble(args []string) error {
 	jo.Register(fs)
 	c := pipeline.EnsembleConfig{TopK: 5}
 	registerInput(fs, &c.Input)
-	fs.Func("model", "a member's model `FILE` (or manifest); give one per member", func(v string) error {
-		c.Models = append(c.Models, v)
-		return nil
-	})
+	fs.Var((*stringList)(&c.Models), "model", "a member's model `FILE` (or manifest); give one per member")
 	fs.StringVar(&c.HeldoutPath, "heldout", "", "labelled data `FILE` of rows that no member trained on, to fit the calibrations and weights on")
 	fs.StringVar(&c.HeldoutLabels, "heldout-labels", "", "with --format npz: the labels `FILE` of --heldout (default: named after it)")
 	fs.StringVar(&c.Out, "out", "", "the ensemble `FILE` to write (members are named relative to its directory)")
@@ -47,13 +44,10 @@ func runTrainEnsemble(args []string) error {
 	c := pipeline.EnsembleTrainConfig{Heldout: 0.05}
 	jo := job.Options{Version: version}
 	var algoFlag string
-	var members []string
+	var members stringList
 	fs := newFlagSet("train", "train --algo ensemble --data TRAIN --model-out FILE [--member \"ALGO [FLAGS]\"]... [flags]")
 	trainFlags(fs, &c.Train, &jo, &algoFlag)
-	fs.Func("member", "a member: its algorithm and that algorithm's flags, as one `\"ALGO [FLAGS]\"` argument; give one per member (default: "+strings.Join(defaultMembers, ", ")+")", func(v string) error {
-		members = append(members, v)
-		return nil
-	})
+	fs.Var(&members, "member", "a member: its algorithm and that algorithm's flags, as one `\"ALGO [FLAGS]\"` argument; give one per member (default: "+strings.Join(defaultMembers, ", ")+")")
 	fs.Float64Var(&c.Heldout, "heldout", c.Heldout, "fraction of the training rows, drawn by --seed, that no member trains on and the ensemble's calibrations and weights are fitted on")
 	if err := parseFlags(fs, args, false); err != nil {
 		return err

@@ -12,10 +12,7 @@ func runPredict(args []string) error {
 	var c pipeline.PredictConfig
 	registerInput(fs, &c.Input)
 	registerEval(fs, &c.Eval)
-	fs.Func("model", "model `FILE` (a model file, the manifest of a sharded model, or an ensemble file of xmc ensemble or train --algo ensemble); give it more than once to predict with the models' ensemble of equal weights", func(v string) error {
-		c.Models = append(c.Models, v)
-		return nil
-	})
+	fs.Var((*stringList)(&c.Models), "model", "model `FILE` (a model file, the manifest of a sharded model, or an ensemble file of xmc ensemble or train --algo ensemble); give it more than once to predict with the models' ensemble of equal weights")
 	fs.StringVar(&c.DataPath, "data", "", "test data `FILE`")
 	fs.StringVar(&c.DataLabels, "labels-data", "", "with --format npz: the labels `FILE` of --data (default: named after it, X.tst.npz -> Y.tst.npz; none: predict without labels)")
 	fs.StringVar(&c.TestSplit, "test-split", "", "DXML tstSplit `FILE`: rows of --data to predict")

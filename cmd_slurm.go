@@ -57,16 +57,6 @@ func slurmMain(args []string, stdout, stderr io.Writer) error {
 	return errUsage
 }
 
-// stringList is a flag that may be repeated, collecting its values.
-type stringList []string
-
-func (l *stringList) String() string { return strings.Join(*l, " ") }
-
-func (l *stringList) Set(v string) error {
-	*l = append(*l, v)
-	return nil
-}
-
 // slurmFlags are the flags of the slurm subcommands that fill a slurm.Job.
 type slurmFlags struct {
 	job      slurm.Job

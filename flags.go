@@ -61,3 +61,13 @@ func printFlags(fs *flag.FlagSet, heading string, register func(*flag.FlagSet)) 
 	fmt.Fprintf(fs.Output(), "\n%s:\n", heading)
 	tmp.PrintDefaults()
 }
+
+// stringList is a flag that may be repeated, collecting its values.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, " ") }
+
+func (l *stringList) Set(v string) error {
+	*l = append(*l, v)
+	return nil
+}

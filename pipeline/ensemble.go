@@ -63,8 +63,8 @@ func (c *EnsembleTrainConfig) Check() error {
 	case !c.Train.Labels.All():
 		return errors.New("--label-range: an ensemble trains every label")
 	}
-	for _, m := range c.Members {
-		t := c.memberConfig(0, m)
+	for i, m := range c.Members {
+		t := c.memberConfig(i, m)
 		if err := t.Check(); err != nil {
 			return fmt.Errorf("member %s: %w", m.Algorithm, err)
 		}

@@ -219,6 +219,7 @@ type fuser struct {
 	// scores by member (label-major: raw[q·members + m]).
 	labels []int32
 	raw    []float64
+	floors []float64
 	fused  []model.Scored
 }
 
@@ -237,7 +238,11 @@ type candidate struct {
 func (f *fuser) group(lists [][][]model.Scored, i, want int) {
 	members := len(lists)
 	f.cands = f.cands[:0]
-	floors := make([]float64, members)
+	if cap(f.floors) < members {
+		f.floors = make([]float64, members)
+	}
+	floors := f.floors[:members]
+	clear(floors)
 	for m := range lists {
 		l := lists[m][i]
 		if len(l) >= want {

@@ -37,18 +37,18 @@ const weightStep = 0.05
 func Fit(lists [][][]model.Scored, truth *data.CSR, kinds []string, k int) Fitted {
 	f := Fitted{Calibrations: make([]Calibration, len(lists)), Weights: make([]float64, len(lists))}
 	positive := truthSets(truth)
+	if len(lists) == 1 {
+		// One member: its own scores, unchanged.
+		f.Calibrations[0], f.Weights[0] = Identity, 1
+		f.Objective = newTable(lists, f.Calibrations, k).objective(f.Weights, positive)
+		return f
+	}
 	for m := range lists {
 		c, ok := platt(lists[m], positive)
 		if !ok {
 			c = DefaultCalibration(kinds[m])
 		}
 		f.Calibrations[m] = c
-	}
-	if len(lists) == 1 {
-		// One member: its own scores, unchanged.
-		f.Calibrations[0], f.Weights[0] = Identity, 1
-		f.Objective = newTable(lists, f.Calibrations, k).objective(f.Weights, positive)
-		return f
 	}
 	t := newTable(lists, f.Calibrations, k)
 	for m := range f.Weights {
