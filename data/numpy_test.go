@@ -70,10 +70,7 @@ func TestNPZRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	edge := &Dataset{
-		X: rows(7, [][]int32{{}, {0, 3}, {}, {1}}, [][]float32{{}, {-1.5e-7, 3.4028235e38}, {}, {1e-45}}),
-		Y: rows(9, [][]int32{{}, {}, {0, 4}, {2}}, nil),
-	}
+	edge := edgeCases()
 	empty := &Dataset{X: rows(3, nil, nil), Y: rows(2, nil, nil)}
 	for name, d := range map[string]*Dataset{"bibtex": bib, "edge cases": edge, "no rows": empty} {
 		t.Run(name, func(t *testing.T) {

@@ -40,6 +40,16 @@ func rows(cols int, idx [][]int32, val [][]float32) CSR {
 	return m
 }
 
+// edgeCases is a dataset of the values and rows a writer must keep
+// exactly: empty rows, the smallest subnormal, the largest float32 and a
+// small negative value.
+func edgeCases() *Dataset {
+	return &Dataset{
+		X: rows(7, [][]int32{{}, {0, 3}, {}, {1}}, [][]float32{{}, {-1.5e-7, 3.4028235e38}, {}, {1e-45}}),
+		Y: rows(9, [][]int32{{}, {}, {0, 4}, {2}}, nil),
+	}
+}
+
 // csrEqual reports whether a and b hold the same matrix; nil and empty
 // slices are equal.
 func csrEqual(a, b *CSR) bool {

@@ -18,10 +18,7 @@ func TestWriteRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	edge := &Dataset{
-		X: rows(7, [][]int32{{}, {0, 3}, {}, {1}}, [][]float32{{}, {-1.5e-7, 3.4028235e38}, {}, {1e-45}}),
-		Y: rows(9, [][]int32{{}, {}, {0, 4}, {2}}, nil),
-	}
+	edge := edgeCases()
 	datasets := map[string]*Dataset{"generated": gen, "bibtex": bib, "edge cases": edge}
 	formats := []struct {
 		format Format

@@ -26,6 +26,36 @@ func ensembleConfig(t *testing.T, dir string) EnsembleTrainConfig {
 	return EnsembleTrainConfig{Train: train, Members: members, Heldout: 0.1}
 }
 
+// predictScores predicts Bibtex's test set with models on ranks ranks,
+// predicting on on, and returns the score file.
+func predictScores(t *testing.T, models []string, ranks int, on string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "scores.txt")
+	p := PredictConfig{Models: models, DataPath: bibtexTest, Out: out, PredictOn: on,
+		Eval: DefaultEvalOptions(), Input: Input{SplitCol: 1}}
+	if err := Predict(options(ranks), p); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// trainPPDSparseEnsemble trains, on ranks ranks, the ensemble of
+// PPDSparse alone in dir, and returns its configuration and the member's
+// path.
+func trainPPDSparseEnsemble(t *testing.T, dir string, ranks int) (EnsembleTrainConfig, string) {
+	t.Helper()
+	c := ensembleConfig(t, dir)
+	c.Members = c.Members[1:]
+	if err := TrainEnsemble(options(ranks), c); err != nil {
+		t.Fatal(err)
+	}
+	return c, MemberPath(c.Train.ModelOut, 0, "ppdsparse")
+}
+
 // TestEnsembleSameOnAnyRanks trains the ensemble on 1 and on 3 ranks: the
 // ensemble file (members' weights and calibrations) and the members are
 // the same bytes, and Predict of the ensemble on 1 and 2 ranks, and by
@@ -50,17 +80,7 @@ func TestEnsembleSameOnAnyRanks(t *testing.T) {
 			ranks int
 			on    string
 		}{{1, PredictOnRanks}, {2, PredictOnRanks}, {2, PredictOnRoot}} {
-			out := filepath.Join(dir, "scores.txt")
-			p := PredictConfig{Models: []string{c.Train.ModelOut}, DataPath: bibtexTest, Out: out, PredictOn: pr.on,
-				Eval: DefaultEvalOptions(), Input: Input{SplitCol: 1}}
-			if err := Predict(options(pr.ranks), p); err != nil {
-				t.Fatal(err)
-			}
-			b, err := os.ReadFile(out)
-			if err != nil {
-				t.Fatal(err)
-			}
-			scores = append(scores, string(b))
+			scores = append(scores, predictScores(t, []string{c.Train.ModelOut}, pr.ranks, pr.on))
 		}
 	}
 	for i := 3; i < len(files); i++ {
@@ -79,28 +99,8 @@ func TestEnsembleSameOnAnyRanks(t *testing.T) {
 // as that member alone, byte for byte, and that several --model files
 // make an ensemble of equal weights.
 func TestEnsembleOfOne(t *testing.T) {
-	dir := t.TempDir()
-	c := ensembleConfig(t, dir)
-	c.Members = c.Members[1:]
-	if err := TrainEnsemble(options(2), c); err != nil {
-		t.Fatal(err)
-	}
-	member := MemberPath(c.Train.ModelOut, 0, "ppdsparse")
-	var scores []string
-	for _, models := range [][]string{{c.Train.ModelOut}, {member}} {
-		out := filepath.Join(dir, "scores.txt")
-		p := PredictConfig{Models: models, DataPath: bibtexTest, Out: out, PredictOn: PredictOnRanks,
-			Eval: DefaultEvalOptions(), Input: Input{SplitCol: 1}}
-		if err := Predict(options(2), p); err != nil {
-			t.Fatal(err)
-		}
-		b, err := os.ReadFile(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		scores = append(scores, string(b))
-	}
-	if scores[0] != scores[1] {
+	c, member := trainPPDSparseEnsemble(t, t.TempDir(), 2)
+	if predictScores(t, []string{c.Train.ModelOut}, 2, PredictOnRanks) != predictScores(t, []string{member}, 2, PredictOnRanks) {
 		t.Error("the ensemble of one member scores otherwise than the member")
 	}
 	m, h, err := loadModels([]string{member, member}, nil)
@@ -116,12 +116,7 @@ func TestEnsembleOfOne(t *testing.T) {
 // member, a member trained again, members of other label spaces.
 func TestEnsembleErrors(t *testing.T) {
 	dir := t.TempDir()
-	c := ensembleConfig(t, dir)
-	c.Members = c.Members[1:]
-	if err := TrainEnsemble(options(1), c); err != nil {
-		t.Fatal(err)
-	}
-	member := MemberPath(c.Train.ModelOut, 0, "ppdsparse")
+	c, member := trainPPDSparseEnsemble(t, dir, 1)
 	other := filepath.Join(dir, "other.model")
 	oc := config(t, "ppdsparse", "--labels-per-unit", "40", "--cost", "2")
 	oc.ModelOut = other
