@@ -1,9 +1,13 @@
 #!/bin/bash
-# Same-run times: members alone (whole training set) and the ensemble; predict costs.
-X=/work/main/xmc
-D=/tmp/ensx/t; mkdir -p $D
+# Same-run times: the ensemble's members trained alone on the whole training set, the ensemble, and the
+# prediction of each. Usage: time.sh DATA OUT, DATA holding SET.train.txt and SET.test.txt (decompressed) of
+# bibtex, delicious, debian-tags and wordnet-hyper; XMC (default bin/xmc) is the binary.
+# Prints per set the wall seconds of each training and the predict_s of each prediction.
+X=${XMC:-bin/xmc}
+DATA=$1 D=$2
+mkdir -p $D
 for s in bibtex delicious debian-tags wordnet-hyper; do
-  tr=/tmp/nxcrun/$s.train.txt; te=/tmp/nxcrun/$s.test.txt
+  tr=$DATA/$s.train.txt; te=$DATA/$s.test.txt
   line="$s"
   for a in forest ppdsparse ensemble; do
     st=$(date +%s.%N)
