@@ -49,6 +49,61 @@ func encodeV2(t *Tree) []byte {
 	return b
 }
 
+// encodeV3 writes t in the TRE3 layout, which model files written before
+// TRE4 hold (see decodeV3): feature-major splits with child masks.
+func encodeV3(t *Tree) []byte {
+	le := binary.LittleEndian
+	maxK := int32(1)
+	for _, k := range t.NumChildren {
+		maxK = max(maxK, k)
+	}
+	m := int(maxK+7) / 8
+	b := le.AppendUint32(nil, treeMagicV3)
+	for _, p := range []Projection{t.X, t.Y} {
+		b = le.AppendUint32(b, uint32(p.Dim))
+		b = le.AppendUint32(b, p.BucketSeed)
+		b = le.AppendUint32(b, p.SignSeed)
+	}
+	for _, v := range []int{t.Nodes(), len(t.SplitDim), len(t.SplitChild), len(t.LeafLabel)} {
+		b = le.AppendUint64(b, uint64(v))
+	}
+	b = append(b, byte(m))
+	for i := range t.Nodes() {
+		b = append(b, byte(t.NumChildren[i]))
+		for _, v := range []int64{int64(t.FirstChild[i]), int64(t.Size[i]), t.SplitStart[i+1] - t.SplitStart[i], t.LeafStart[i+1] - t.LeafStart[i]} {
+			b = binary.AppendUvarint(b, uint64(v))
+		}
+	}
+	e := 0
+	for i := range t.Nodes() {
+		prev := int32(-1)
+		for q := t.SplitStart[i]; q < t.SplitStart[i+1]; q++ {
+			b = binary.AppendUvarint(b, uint64(t.SplitDim[q]-prev-1))
+			prev = t.SplitDim[q]
+			mask := make([]byte, m)
+			for range t.SplitCount[q] {
+				mask[t.SplitChild[e]/8] |= 1 << (t.SplitChild[e] % 8)
+				e++
+			}
+			b = append(b, mask...)
+		}
+	}
+	for _, v := range t.SplitWeight {
+		b = le.AppendUint16(b, uint16(v))
+	}
+	for i := range t.Nodes() {
+		prev := int32(-1)
+		for _, l := range t.LeafLabel[t.LeafStart[i]:t.LeafStart[i+1]] {
+			b = binary.AppendUvarint(b, uint64(l-prev-1))
+			prev = l
+		}
+	}
+	for _, v := range t.LeafValue {
+		b = le.AppendUint32(b, math.Float32bits(v))
+	}
+	return b
+}
+
 // wideTree is a root with k children (12: two mask bytes; above 64: a mask
 // longer than a word), all leaves, with dimensions far apart (multi-byte
 // gaps).
@@ -88,7 +143,7 @@ func TestTreeEncodingRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		for layout, enc := range map[string][]byte{"TRE3": b, "TRE2": encodeV2(tr)} {
+		for layout, enc := range map[string][]byte{"TRE4": b, "TRE3": encodeV3(tr), "TRE2": encodeV2(tr)} {
 			var got Tree
 			if err := got.UnmarshalBinary(enc); err != nil {
 				t.Fatalf("%s %s: %v", name, layout, err)
@@ -99,9 +154,6 @@ func TestTreeEncodingRoundTrip(t *testing.T) {
 			if again, _ := got.MarshalBinary(); !bytes.Equal(again, b) {
 				t.Errorf("%s %s: re-encoding differs", name, layout)
 			}
-		}
-		if v2 := len(encodeV2(tr)); len(b) >= v2 {
-			t.Errorf("%s: TRE3 takes %d bytes, TRE2 %d", name, len(b), v2)
 		}
 		// Appending after other bytes, with the bound reserved, encodes
 		// the same bytes in place.
@@ -142,20 +194,28 @@ func TestTreeEncodingRejects(t *testing.T) {
 		}
 	}
 	good, _ := smallTree().MarshalBinary()
-	header := 4 + 6*4 + 4*8 + 1 // magic, projections, counts, mask width
-	// smallTree's split dimensions take the 6 bytes before its 4 weights,
-	// 3 leaf labels and 3 leaf values: (gap, mask) for dimensions 1, 3, 4.
-	dims := len(good) - 3*4 - 3 - 4*2 - 3*2
+	// smallTree in TRE4 (1-byte codes of 7 mantissa bits, as each
+	// child's weights share an exponent; leaf counts): 54 bytes of header,
+	// the node table (4 bytes a node), then node 0's children (count,
+	// exponent, then gap and code per entry: 6 bytes each) and the leaves'
+	// (label gap, count) pairs.
+	const header, table = 4 + 6*4 + 3*8 + 2, 54
+	const child0, child1, leaf2 = table + 12, table + 12 + 6, table + 12 + 12 + 4
+	if len(good) != leaf2+2 {
+		t.Fatalf("smallTree takes %d bytes; the offsets below assume %d", len(good), leaf2+2)
+	}
 	for _, c := range []struct {
 		name string
 		edit func(b []byte)
 	}{
-		{"mask naming child 2 of 2", func(b []byte) { b[dims+1] = 0b100 }},
-		{"empty mask", func(b []byte) { b[dims+1] = 0 }},
-		{"dimension beyond the projection", func(b []byte) { b[dims] = 9 }},
-		{"more entries than counted", func(b []byte) { b[dims+5] = 0b11 }},
-		{"leaf with a child beyond the nodes", func(b []byte) { b[header] = 3 }},
-		{"mask width 0", func(b []byte) { b[header-1] = 0 }},
+		{"dimension beyond the projection", func(b []byte) { b[child1+2] = 9 }},
+		{"more entries than counted", func(b []byte) { b[child0] = 3 }},
+		{"leaf with a child beyond the nodes", func(b []byte) { b[table+4] = 3 }},
+		{"internal node with leaf labels", func(b []byte) { b[table+3] = 1 }},
+		{"count above the leaf's instances", func(b []byte) { b[leaf2+1] = 2 }},
+		{"count 0", func(b []byte) { b[leaf2+1] = 0 }},
+		{"unknown weight format", func(b []byte) { b[header-2] = 8 }},
+		{"unknown value format", func(b []byte) { b[header-1] = 2 }},
 		{"a projection of dimension 0", func(b []byte) { clear(b[4:8]) }},
 		{"node count 0", func(b []byte) { clear(b[28:36]) }},
 		{"old magic", func(b []byte) { binary.LittleEndian.PutUint32(b, 0x54524531) }},
@@ -166,6 +226,68 @@ func TestTreeEncodingRejects(t *testing.T) {
 		if err := x.UnmarshalBinary(b); !errors.Is(err, errTreeCorrupt) {
 			t.Errorf("%s: decoded with error %v", c.name, err)
 		}
+	}
+}
+
+// TestTreeFormats checks the encoder's choice of formats: 1-byte codes
+// where every weight fits them (rounded by RoundToCode, within
+// CodeExponents binary orders of magnitude of its child's largest), leaf
+// counts where every value is a count over the leaf's instances, the wider
+// formats otherwise; each decodes to the tree encoded, and the compact
+// tree takes at most 0.75 of TRE3's bytes.
+func TestTreeFormats(t *testing.T) {
+	compact := manyNodes(20000)
+	offGrid := manyNodes(20000)
+	offGrid.SplitWeight[2] = ToBFloat16(0x1.02p-2) // 7 mantissa bits beside a 0.5 of child 0
+	notCounts := manyNodes(20000)
+	notCounts.LeafValue[7] = 0.3
+	tiny := manyNodes(20000)
+	tiny.SplitWeight[0] = ToBFloat16(0x1p-20) // 21 binary orders below its child's largest
+	for _, c := range []struct {
+		name            string
+		tree            *Tree
+		weights, values byte
+	}{
+		{"compact", compact, 7, valuesCounts},
+		{"a weight off the grid", offGrid, 0, valuesCounts},
+		{"a value not a count", notCounts, 7, valuesFloat32},
+		{"orders of magnitude apart", tiny, 2, valuesCounts},
+	} {
+		b, err := c.tree.MarshalBinary()
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		p, err := PackTree(b)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if p.weights != c.weights || p.values != c.values {
+			t.Errorf("%s: formats %d/%d, want %d/%d", c.name, p.weights, p.values, c.weights, c.values)
+		}
+		var got Tree
+		if err := got.UnmarshalBinary(b); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if !reflect.DeepEqual(&got, c.tree) {
+			t.Errorf("%s: decoded tree differs", c.name)
+		}
+	}
+	b, _ := compact.MarshalBinary()
+	if v3 := len(encodeV3(compact)); float64(len(b)) > 0.75*float64(v3) {
+		t.Errorf("TRE4 takes %d bytes, TRE3 %d", len(b), v3)
+	}
+	// A code whose exponent field reaches its child's exponent byte would
+	// not be a float32 of that child's range.
+	small := smallTree()
+	small.SplitWeight = []BFloat16{ToBFloat16(0.5), ToBFloat16(0.75), ToBFloat16(0.5), ToBFloat16(1)}
+	good, _ := small.MarshalBinary()
+	if p, err := PackTree(good); err != nil || p.weights == 0 {
+		t.Fatalf("smallTree with weights on the grid: %v, format %d", err, p.weights)
+	}
+	bad := bytes.Clone(good)
+	bad[54+12+1] = 0 // child 0's exponent byte, not above its codes' exponent fields
+	if _, err := PackTree(bad); !errors.Is(err, errTreeCorrupt) {
+		t.Errorf("code below its exponent: %v", err)
 	}
 }
 

@@ -2,56 +2,48 @@ package forest
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
-	"math/bits"
 	"slices"
 
 	"xmc/model/internal/wire"
 )
 
-// PackedTree is a tree as prediction holds it: its encoding (the TRE3
+// PackedTree is a tree as prediction holds it: its encoding (the TRE4
 // layout of Tree.MarshalBinary), checked once, with an index of where each
-// node's splits start. Routing reads a node's weights straight from the
+// node's entries start. Routing reads a node's weights straight from the
 // encoding, so a forest predicts without ever holding its trees decoded:
-// decoded, the trees of a 50-tree Bibtex model take 1.61 times their
+// decoded, the trees of a 50-tree Bibtex model take several times their
 // encodings, and in a profile of a 2-rank Bibtex run decoding them cost
-// about as much as routing the test set through them (0.23 s against
-// 0.25 s), most of it first touching the new memory (about 11 µs a page on
-// the development VM).
+// about as much as routing the test set through them, most of it first
+// touching the new memory.
 // Loaded from a model file, a PackedTree points into the file's bytes.
 type PackedTree struct {
 	X Projection // feature projection
 	y Projection // label projection, kept for unpack
 
-	enc     []byte // the TRE3 encoding
-	mask    int    // bytes of a child mask
-	weights int    // offset in enc of the bfloat16 weights
+	enc     []byte // the TRE4 encoding
+	weights byte   // the weight format: 0 for bfloat16, else the codes' mantissa bits
+	values  byte   // the leaf value format (valuesFloat32 or valuesCounts)
 
 	firstChild, numChildren, size []int32
-	splitDims                     []int32 // per node, its split dimensions
-	splitAt                       []int   // per node, offset in enc of its first (gap, mask) pair
-	entryAt                       []int   // per node, index of its first weight
-	entries                       int
+	at                            []int   // per node, the offset in enc of its entries
+	leafStart                     []int64 // as in Tree
+	entries                       int     // split entries
 	maxBranch                     int
-
-	// Leaves are read from the encoding too: their labels are varints
-	// starting at leafAt[n], their values float32 at values+4*leafStart[n].
-	leafStart []int64 // as in Tree
-	leafAt    []int
-	values    int
-	maxLabel  int32 // -1 when no leaf has a label
+	maxLabel                      int32 // -1 when no leaf has a label
 }
 
-// PackTree checks the encoded tree b (either layout UnmarshalBinary reads)
-// and indexes it for prediction. It keeps b, which must not change; a TRE2
-// encoding is converted, in new memory.
+// PackTree checks the encoded tree b (any layout UnmarshalBinary reads)
+// and indexes it for prediction. It keeps b, which must not change; an
+// older layout is converted to TRE4, in new memory, keeping every value.
 func PackTree(b []byte) (*PackedTree, error) {
 	r := wire.NewReader(b)
 	switch r.U32() {
 	case treeMagic:
-		return packV3(b)
-	case treeMagicV2:
+		return packV4(b)
+	case treeMagicV3, treeMagicV2:
 		var t Tree
 		if err := t.UnmarshalBinary(b); err != nil {
 			return nil, err
@@ -60,176 +52,245 @@ func PackTree(b []byte) (*PackedTree, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", errTreeCorrupt, err)
 		}
-		return packV3(enc)
+		return packV4(enc)
 	}
 	return nil, fmt.Errorf("%w: bad magic", errTreeCorrupt)
 }
 
-// packV3 checks every count, offset and id of the TRE3 encoding b, so that
-// routing and leaf lookups can trust it, and records where each node's
-// splits lie.
-func packV3(b []byte) (*PackedTree, error) {
+// packV4 checks every count, offset, id and code of the TRE4 encoding b,
+// so that routing and leaf lookups can trust it, and records where each
+// node's entries lie.
+func packV4(b []byte) (*PackedTree, error) {
 	r := wire.NewReader(b[4:])
 	var t Tree
 	if err := t.decodeProjections(r); err != nil {
 		return nil, err
 	}
 	p := &PackedTree{X: t.X, y: t.Y, enc: b}
-	total := r.Len()
-	n, nDim, nEntry, nLeaf := r.U64(), r.U64(), r.U64(), r.U64()
-	m := int(r.U8())
-	// Every node takes 5 bytes, a dimension 1 + m, an entry 2 and a leaf
-	// entry 5 at least: counts the input cannot hold are errors before
-	// anything is allocated for them.
-	if r.Err() != nil || n == 0 || m == 0 || m > maxMaskBytes ||
-		n > uint64(total)/5 || nDim > uint64(total)/uint64(1+m) || nEntry > uint64(total)/2 || nLeaf > uint64(total)/5 {
+	total := uint64(r.Len())
+	n, nEntry, nLeaf := r.U64(), r.U64(), r.U64()
+	p.weights, p.values = r.U8(), r.U8()
+	// A node takes 4 bytes at least, a split or leaf entry 2: counts the
+	// input cannot hold are errors before anything is allocated for them.
+	if r.Err() != nil || n == 0 || n > total/4 || nEntry > total/2 || nLeaf > total/2 {
 		return nil, fmt.Errorf("%w: bad counts", errTreeCorrupt)
 	}
-	nodes := int(n)
-	p.mask, p.entries = m, int(nEntry)
-	if err := p.readNodes(r, nodes, nDim, nLeaf); err != nil {
+	if p.weights > 7 || p.values > valuesCounts {
+		return nil, fmt.Errorf("%w: unknown weight or value format %d/%d", errTreeCorrupt, p.weights, p.values)
+	}
+	if err := p.readNodes(r, int(n), nLeaf); err != nil {
 		return nil, err
 	}
-	entries, err := p.readSplits(r, b, int(t.X.Dim))
-	if err != nil {
+	if err := p.readEntries(r, b, nEntry); err != nil {
 		return nil, err
 	}
-	if entries != int(nEntry) {
-		return nil, fmt.Errorf("%w: %d split entries, counted %d", errTreeCorrupt, entries, nEntry)
-	}
-	p.weights = len(b) - r.Len()
-	r.Take(2 * entries)
-	p.maxLabel = -1
-	for i := range nodes {
-		p.leafAt[i] = len(b) - r.Len()
-		l := int64(-1)
-		for q := p.leafStart[i]; q < p.leafStart[i+1]; q++ {
-			l += int64(r.Uvarint()) + 1
-			if l > math.MaxInt32 {
-				return nil, fmt.Errorf("%w: leaf %d label out of range", errTreeCorrupt, i)
-			}
-		}
-		p.maxLabel = max(p.maxLabel, int32(l))
-	}
-	p.values = len(b) - r.Len()
-	r.Take(4 * int(nLeaf))
 	if err := r.End(errTreeCorrupt); err != nil {
 		return nil, err
 	}
 	return p, nil
 }
 
-// readNodes reads the table of the nodes of a TRE3 tree of nodes nodes,
-// nDim split dimensions and nLeaf leaf entries in all, checking every count
-// and child id.
-func (p *PackedTree) readNodes(r *wire.Reader, nodes int, nDim, nLeaf uint64) error {
-	n, m := uint64(nodes), p.mask
+// readNodes reads the node table of a TRE4 tree of the given nodes and leaf
+// entries, checking every count and child id.
+func (p *PackedTree) readNodes(r *wire.Reader, nodes int, nLeaf uint64) error {
+	n := uint64(nodes)
 	p.firstChild, p.numChildren, p.size = make([]int32, nodes), make([]int32, nodes), make([]int32, nodes)
-	p.splitDims, p.splitAt, p.entryAt = make([]int32, nodes), make([]int, nodes), make([]int, nodes)
-	p.leafStart, p.leafAt = make([]int64, nodes+1), make([]int, nodes)
-	dimsSeen := uint64(0)
+	p.at, p.leafStart = make([]int, nodes), make([]int64, nodes+1)
 	for i := range nodes {
 		k := int32(r.U8())
-		first, size, dims, leaf := r.Uvarint(), r.Uvarint(), r.Uvarint(), r.Uvarint()
+		first, size, leaf := r.Uvarint(), r.Uvarint(), r.Uvarint()
 		if r.Err() != nil {
 			return fmt.Errorf("%w: node %d: %v", errTreeCorrupt, i, r.Err())
 		}
 		switch {
-		case int(k) > 8*m:
-			return fmt.Errorf("%w: node %d has %d children, more than its masks hold", errTreeCorrupt, i, k)
 		case k > 0 && (first <= uint64(i) || first > n-uint64(k)):
 			return fmt.Errorf("%w: node %d children out of range", errTreeCorrupt, i)
-		case k == 0 && dims > 0:
-			return fmt.Errorf("%w: leaf %d has split dimensions", errTreeCorrupt, i)
-		case size > math.MaxInt32 || dims > nDim-dimsSeen || leaf > nLeaf-uint64(p.leafStart[i]):
+		case k > 0 && leaf > 0:
+			return fmt.Errorf("%w: internal node %d has leaf labels", errTreeCorrupt, i)
+		case first > math.MaxUint32 || size > math.MaxInt32 || leaf > nLeaf-uint64(p.leafStart[i]):
 			return fmt.Errorf("%w: node %d counts exceed the totals", errTreeCorrupt, i)
 		}
-		p.numChildren[i], p.firstChild[i], p.size[i], p.splitDims[i] = k, int32(first), int32(size), int32(dims)
+		p.numChildren[i], p.firstChild[i], p.size[i] = k, int32(uint32(first)), int32(size)
 		p.maxBranch = max(p.maxBranch, int(k))
-		dimsSeen += dims
 		p.leafStart[i+1] = p.leafStart[i] + int64(leaf)
 	}
-	if dimsSeen != nDim || p.leafStart[nodes] != int64(nLeaf) {
+	if p.leafStart[nodes] != int64(nLeaf) {
 		return fmt.Errorf("%w: node counts do not add up to the totals", errTreeCorrupt)
 	}
 	return nil
 }
 
-// readSplits reads the split dimensions of every node of the TRE3 tree b,
-// which must lie below xDim, and their child masks, records where each
-// node's lie, and returns the number of split entries the masks hold.
-func (p *PackedTree) readSplits(r *wire.Reader, b []byte, xDim int) (int, error) {
-	m, entries := p.mask, 0
+// readEntries reads the entries of every node of the TRE4 tree b: split
+// dimensions increasing within each child and below the projection's,
+// codes of exponents a float32 holds, leaf labels increasing and counts
+// between 1 and the leaf's instances. It records where each node's start.
+func (p *PackedTree) readEntries(r *wire.Reader, b []byte, nEntry uint64) error {
+	entries := uint64(0)
+	p.maxLabel = -1
 	for i := range p.numChildren {
-		p.splitAt[i], p.entryAt[i] = len(b)-r.Len(), entries
-		k := int(p.numChildren[i])
-		d := int64(-1)
-		for range p.splitDims[i] {
-			d += int64(r.Uvarint()) + 1
-			mask := r.Take(m)
-			if r.Err() != nil {
-				return 0, fmt.Errorf("%w: node %d: %v", errTreeCorrupt, i, r.Err())
+		p.at[i] = len(b) - r.Len()
+		for range p.numChildren[i] {
+			count := r.Uvarint()
+			if count > nEntry-entries {
+				return fmt.Errorf("%w: node %d has more split entries than counted", errTreeCorrupt, i)
 			}
-			if d >= int64(xDim) {
-				return 0, fmt.Errorf("%w: node %d split dimension %d outside [0, %d)", errTreeCorrupt, i, d, xDim)
+			entries += count
+			top := uint8(0)
+			if p.weights > 0 && count > 0 {
+				top = r.U8()
 			}
-			children := 0
-			for j, v := range mask {
-				if v != 0 && 8*j+bits.Len8(v) > k {
-					return 0, fmt.Errorf("%w: node %d entry names child %d of %d", errTreeCorrupt, i, 8*j+bits.Len8(v)-1, k)
-				}
-				children += bits.OnesCount8(v)
+			if err := p.checkChild(r, b, int(count), top); err != nil {
+				return fmt.Errorf("%w: node %d: %v", errTreeCorrupt, i, err)
 			}
-			if children == 0 {
-				return 0, fmt.Errorf("%w: node %d dimension %d has no entry", errTreeCorrupt, i, d)
-			}
-			entries += children
 		}
+		l := int64(-1)
+		for range p.leafStart[i+1] - p.leafStart[i] {
+			l += int64(r.Uvarint()) + 1
+			if p.values == valuesCounts {
+				if c := r.Uvarint(); c < 1 || c > uint64(p.size[i]) {
+					return fmt.Errorf("%w: leaf %d count %d of %d instances", errTreeCorrupt, i, c, p.size[i])
+				}
+			} else {
+				r.Take(4)
+			}
+			if r.Err() != nil || l > math.MaxInt32 {
+				return fmt.Errorf("%w: leaf %d label out of range", errTreeCorrupt, i)
+			}
+		}
+		p.maxLabel = max(p.maxLabel, int32(l))
 	}
-	return entries, nil
+	if entries != nEntry {
+		return fmt.Errorf("%w: %d split entries, counted %d", errTreeCorrupt, entries, nEntry)
+	}
+	p.entries = int(entries)
+	return nil
 }
 
-// unpack sets t to the decoded tree.
+// checkChild reads, from r over the encoding b, the count entries of a
+// child whose exponent byte is top: dimensions increasing below the
+// projection's, codes of float32 exponents. It reads the bytes directly
+// rather than through r's methods: it is most of checking a tree.
+func (p *PackedTree) checkChild(r *wire.Reader, b []byte, count int, top uint8) error {
+	at := len(b) - r.Len()
+	start, xDim, d := at, int64(p.X.Dim), int64(-1)
+	size, lowest := 2, 0 // bytes of a weight; the lowest exponent field of a code
+	if p.weights > 0 {
+		size, lowest = 1, 1<<(7-p.weights)-int(top)
+		if top == 0xff {
+			return fmt.Errorf("exponent %d", top)
+		}
+	}
+	for range count {
+		if at >= len(b) {
+			return errors.New("truncated")
+		}
+		gap := uint64(b[at])
+		if gap < 0x80 {
+			at++
+		} else {
+			g, n := binary.Uvarint(b[at:])
+			if n <= 0 || g > math.MaxUint32 {
+				return errors.New("truncated or oversized varint")
+			}
+			gap, at = g, at+n
+		}
+		if d += int64(gap) + 1; d >= xDim {
+			return fmt.Errorf("split dimension %d outside [0, %d)", d, xDim)
+		}
+		if at+size > len(b) {
+			return errors.New("truncated")
+		}
+		if size == 1 && int(b[at]&0x7f>>p.weights) < lowest {
+			return fmt.Errorf("weight code %#x of exponent %d out of range", b[at], top)
+		}
+		at += size
+	}
+	r.Take(at - start)
+	return nil
+}
+
+// weight reads the weight at enc[at:] of a child whose codes' exponent is
+// top, and returns it with the offset after it.
+func (p *PackedTree) weight(at int, top uint8) (BFloat16, int) {
+	if p.weights == 0 {
+		return BFloat16(binary.LittleEndian.Uint16(p.enc[at:])), at + 2
+	}
+	return BFloat16(codeBits(p.enc[at], codeBase(top, p.weights), p.weights) >> 16), at + 1
+}
+
+// splitEntry is an entry of a node's classifier, as unpack sorts them.
+type splitEntry struct {
+	dim    int32
+	child  uint8
+	weight BFloat16
+}
+
+// unpack sets t to the decoded tree: its classifiers feature-major again.
 func (p *PackedTree) unpack(t *Tree) {
 	nodes := p.Nodes()
 	*t = Tree{X: p.X, Y: p.y, FirstChild: p.firstChild, NumChildren: p.numChildren, Size: p.size,
 		SplitStart: make([]int64, nodes+1), EntryStart: make([]int64, nodes+1), LeafStart: p.leafStart,
-		SplitChild: make([]uint8, 0, p.entries), SplitWeight: make([]BFloat16, p.entries),
+		SplitChild: make([]uint8, 0, p.entries), SplitWeight: make([]BFloat16, 0, p.entries),
 		LeafLabel: make([]int32, p.leafStart[nodes]), LeafValue: make([]float32, p.leafStart[nodes])}
+	var ents []splitEntry
 	for i := range nodes {
-		t.SplitStart[i+1] = t.SplitStart[i] + int64(p.splitDims[i])
-	}
-	t.SplitDim, t.SplitCount = make([]int32, t.SplitStart[nodes]), make([]uint8, t.SplitStart[nodes])
-	for i := range nodes {
-		at, d := p.splitAt[i], int32(-1)
-		for q := t.SplitStart[i]; q < t.SplitStart[i+1]; q++ {
-			var gap uint32
-			gap, at = uvarintAt(p.enc, at)
-			d += int32(gap) + 1
-			before := len(t.SplitChild)
-			for j, v := range p.enc[at : at+p.mask] {
-				for ; v != 0; v &= v - 1 {
-					t.SplitChild = append(t.SplitChild, uint8(8*j+bits.TrailingZeros8(v)))
-				}
+		at := p.at[i]
+		ents = ents[:0]
+		for c := range uint8(p.numChildren[i]) {
+			var count uint32
+			count, at = uvarintAt(p.enc, at)
+			top := uint8(0)
+			if p.weights > 0 && count > 0 {
+				top, at = p.enc[at], at+1
 			}
-			at += p.mask
-			t.SplitDim[q], t.SplitCount[q] = d, uint8(len(t.SplitChild)-before)
+			d := int32(-1)
+			for range count {
+				var gap uint32
+				gap, at = uvarintAt(p.enc, at)
+				d += int32(gap) + 1
+				e := splitEntry{dim: d, child: c}
+				e.weight, at = p.weight(at, top)
+				ents = append(ents, e)
+			}
 		}
-		t.EntryStart[i+1] = int64(len(t.SplitChild))
-	}
-	for e := range t.SplitWeight {
-		t.SplitWeight[e] = BFloat16(binary.LittleEndian.Uint16(p.enc[p.weights+2*e:]))
-	}
-	for i := range nodes {
-		at, l := p.leafAt[i], int32(-1)
+		slices.SortFunc(ents, func(a, b splitEntry) int {
+			if a.dim != b.dim {
+				return int(a.dim - b.dim)
+			}
+			return int(a.child) - int(b.child)
+		})
+		for j, e := range ents {
+			if j == 0 || e.dim != ents[j-1].dim {
+				t.SplitDim = append(t.SplitDim, e.dim)
+				t.SplitCount = append(t.SplitCount, 0)
+			}
+			t.SplitCount[len(t.SplitCount)-1]++
+			t.SplitChild = append(t.SplitChild, e.child)
+			t.SplitWeight = append(t.SplitWeight, e.weight)
+		}
+		t.SplitStart[i+1], t.EntryStart[i+1] = int64(len(t.SplitDim)), int64(len(t.SplitChild))
+		l := int32(-1)
 		for q := p.leafStart[i]; q < p.leafStart[i+1]; q++ {
 			var gap uint32
 			gap, at = uvarintAt(p.enc, at)
 			l += int32(gap) + 1
 			t.LeafLabel[q] = l
-			t.LeafValue[q] = math.Float32frombits(binary.LittleEndian.Uint32(p.enc[p.values+4*int(q):]))
+			t.LeafValue[q], at = p.leafValue(i, at)
 		}
 	}
+	if t.SplitDim == nil {
+		t.SplitDim, t.SplitCount = []int32{}, []uint8{}
+	}
+}
+
+// leafValue reads the value at enc[at:] of a label of leaf n, and returns
+// it with the offset after it.
+func (p *PackedTree) leafValue(n int, at int) (float32, int) {
+	if p.values == valuesCounts {
+		c, next := uvarintAt(p.enc, at)
+		return float32(c) * (1 / float32(p.size[n])), next
+	}
+	return math.Float32frombits(binary.LittleEndian.Uint32(p.enc[at:])), at + 4
 }
 
 // uvarintAt reads the varint at b[at:] of an encoding already checked, and
@@ -249,17 +310,17 @@ func (p *PackedTree) Nodes() int { return len(p.numChildren) }
 // the labels, and appends to touched the labels whose sum was zero before.
 // acc must cover the tree's labels (see CheckLabels).
 func (p *PackedTree) AddLeaf(n int32, acc []float64, touched []int32) []int32 {
-	enc, at, v := p.enc, p.leafAt[n], p.values+4*int(p.leafStart[n])
-	l := int32(-1)
+	at, l := p.at[n], int32(-1)
 	for range p.leafStart[n+1] - p.leafStart[n] {
 		var gap uint32
-		gap, at = uvarintAt(enc, at)
+		gap, at = uvarintAt(p.enc, at)
 		l += int32(gap) + 1
 		if acc[l] == 0 {
 			touched = append(touched, l)
 		}
-		acc[l] += float64(math.Float32frombits(binary.LittleEndian.Uint32(enc[v:])))
-		v += 4
+		var v float32
+		v, at = p.leafValue(int(n), at)
+		acc[l] += float64(v)
 	}
 	return touched
 }
@@ -298,43 +359,46 @@ func NewSplitIndex(dim int) *SplitIndex {
 	return &SplitIndex{row: make([]int32, dim)}
 }
 
-// Load points the index at internal node n of t.
+// Load points the index at internal node n of t. The rows of the node's
+// dimensions come in the order the encoding lists them, child after child:
+// BestDot's sums do not depend on it.
 func (ix *SplitIndex) Load(t *PackedTree, n int32) {
 	ix.Unload()
 	k := int(t.numChildren[n])
 	stride := DotStride(k)
-	nd := int(t.splitDims[n])
-	size := nd * stride
-	w := slices.Grow(ix.weights[:0], size)[:size]
-	clear(w)
-	dims := slices.Grow(ix.dims[:0], nd)[:nd]
-	enc, m := t.enc, t.mask
-	at, e := t.splitAt[n], t.weights+2*t.entryAt[n]
-	d := int32(-1)
-	for q := range dims {
-		var gap uint32
-		gap, at = uvarintAt(enc, at)
-		d += int32(gap) + 1
-		dims[q], ix.row[d] = d, int32(q+1)
-		r := w[q*stride : q*stride+k]
-		if m <= 2 { // up to 16 children, the usual case: the mask in one word
-			v := uint16(enc[at])
-			if m == 2 {
-				v |= uint16(enc[at+1]) << 8
-			}
-			for ; v != 0; v &= v - 1 {
-				r[bits.TrailingZeros16(v)] = BFloat16(binary.LittleEndian.Uint16(enc[e:])).Float32()
-				e += 2
-			}
-		} else {
-			for j, v := range enc[at : at+m] {
-				for ; v != 0; v &= v - 1 {
-					r[8*j+bits.TrailingZeros8(v)] = BFloat16(binary.LittleEndian.Uint16(enc[e:])).Float32()
-					e += 2
-				}
-			}
+	w, dims := ix.weights[:0], ix.dims[:0]
+	enc, at := t.enc, t.at[n]
+	for c := range k {
+		var count uint32
+		count, at = uvarintAt(enc, at)
+		if count == 0 {
+			continue
 		}
-		at += m
+		base := int32(0)
+		if t.weights > 0 {
+			base, at = codeBase(enc[at], t.weights), at+1
+		}
+		d := int32(-1)
+		for range count {
+			var gap uint32
+			gap, at = uvarintAt(enc, at)
+			d += int32(gap) + 1
+			row := ix.row[d]
+			if row == 0 {
+				dims = append(dims, d)
+				row = int32(len(dims))
+				ix.row[d] = row
+				w = slices.Grow(w, stride)[:len(w)+stride]
+				clear(w[len(w)-stride:])
+			}
+			var v float32
+			if t.weights > 0 {
+				v, at = math.Float32frombits(codeBits(enc[at], base, t.weights)), at+1
+			} else {
+				v, at = BFloat16(binary.LittleEndian.Uint16(enc[at:])).Float32(), at+2
+			}
+			w[int(row-1)*stride+c] = v
+		}
 	}
 	ix.weights, ix.k, ix.dims = w, k, dims
 }

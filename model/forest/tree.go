@@ -16,10 +16,14 @@ import "math"
 // costs one table lookup per non-zero of the instance plus one multiply-add
 // per centroid that uses the dimension.
 //
-// Weights are stored as bfloat16: routing only compares dot products, the
-// 8-bit mantissa changes no accuracy figure measurably, and it halves the
-// largest part of a forest. Training routes with the stored weights, so
-// training and prediction agree exactly.
+// Weights are held as bfloat16, and trainers round them further, to
+// CodeMantissaBits bits of mantissa within CodeExponents binary orders of
+// magnitude of their child's largest (RoundToCode, InCodeRange), so that
+// the encoding stores each in one byte: routing only compares dot products,
+// and the rounding changes no accuracy figure beyond the spread of seeds
+// (docs/algorithms/forest.md), while the weights are most of a forest's
+// bytes. Training routes with the stored weights, so training and
+// prediction agree exactly.
 //
 // A leaf (NumChildren 0) stores its mean label vector in
 // LeafLabel/LeafValue[LeafStart[n]:LeafStart[n+1]], labels sorted.
@@ -62,6 +66,36 @@ func ToBFloat16(v float32) BFloat16 {
 		return BFloat16(b>>16 | 0x40)
 	}
 	return BFloat16((b + 0x7fff + (b>>16)&1) >> 16)
+}
+
+// CodeMantissaBits is the mantissa, in bits, of the weights trainers store:
+// with CodeExponents binary orders of magnitude, a sign bit and the
+// mantissa, a weight's code takes one byte (see Tree.MarshalBinary).
+const CodeMantissaBits = 3
+
+// CodeExponents is the number of binary orders of magnitude, down from the
+// largest magnitude of a child's weights, in which its other weights lie.
+const CodeExponents = 1 << (7 - CodeMantissaBits)
+
+// RoundToCode rounds v to CodeMantissaBits bits of mantissa, to nearest,
+// ties to even: a bfloat16 of the 1-byte codes' grid (or infinite, or
+// NaN, as v is).
+func RoundToCode(v float32) float32 {
+	b := math.Float32bits(v)
+	if b&0x7fffffff >= 0x7f800000 {
+		return v
+	}
+	const drop = 23 - CodeMantissaBits
+	return math.Float32frombits((b + (1<<(drop-1) - 1) + (b>>drop)&1) >> drop << drop)
+}
+
+// InCodeRange reports whether v, rounded by RoundToCode, is a normal
+// float32 within CodeExponents binary orders of magnitude of top, the
+// largest magnitude of its child's weights: whether its code takes one
+// byte. Trainers drop the weights outside, which are below top/2^16.
+func InCodeRange(v, top float32) bool {
+	ev, et := math.Float32bits(v)>>23&0xff, math.Float32bits(top)>>23&0xff
+	return ev != 0 && ev+CodeExponents > et
 }
 
 // Float32 returns the value of h.

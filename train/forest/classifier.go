@@ -216,9 +216,12 @@ func keptScale(acc []float32, touched []int32, thresh float32, ties int) float32
 
 // keep appends to ents child's entries of the centroid acc above thresh
 // (and the first ties at it, in order of first appearance, which is
-// deterministic), multiplied by scale, that do not round to a bfloat16
-// zero. It zeroes acc and mark.
+// deterministic), multiplied by scale and rounded to the weights a tree
+// stores in a byte (forestmodel.RoundToCode), but for those too small
+// beside the child's largest to be stored (forestmodel.InCodeRange). It
+// zeroes acc and mark.
 func keep(acc []float32, mark []uint8, touched []int32, thresh float32, ties int, scale float32, child uint8, ents []entry) []entry {
+	first, top := len(ents), float32(0)
 	for _, d := range touched {
 		v := acc[d]
 		acc[d], mark[d] = 0, 0
@@ -229,17 +232,24 @@ func keep(acc []float32, mark []uint8, touched []int32, thresh float32, ties int
 		if m == thresh {
 			ties--
 		}
-		v *= scale
-		if forestmodel.ToBFloat16(v).Float32() == 0 {
-			continue // too small to store
+		v = forestmodel.RoundToCode(v * scale)
+		if v == 0 {
+			continue
 		}
+		top = max(top, abs32(v))
 		ents = append(ents, entry{dim: d, child: child, weight: v})
 	}
-	return ents
+	kept := ents[:first]
+	for _, e := range ents[first:] {
+		if forestmodel.InCodeRange(e.weight, top) {
+			kept = append(kept, e)
+		}
+	}
+	return kept
 }
 
-// appendEntries appends the node's entries s.ents, rounded to bfloat16, to
-// the tree feature-major: kept lists their dimensions sorted (and maybe
+// appendEntries appends the node's entries s.ents, bfloat16 values, to the
+// tree feature-major: kept lists their dimensions sorted (and maybe
 // dimensions without entries), s.perDim has their counts. It writes the
 // stored weights to s.w for routing and zeroes s.perDim.
 func (b *treeBuilder) appendEntries(kept []int32, k int) {
