@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"sync"
-	"sync/atomic"
 	"text/tabwriter"
 
 	"xmc/data"
@@ -63,7 +62,6 @@ type forestScratch struct {
 	child   []int32 // routed child of each block row at the current node
 	counts  []int32
 	scores  []float32
-	leafOf  []int32 // leaf reached by block row r in tree t: leafOf[r*trees+t]
 	tables  *projectionTables
 }
 
@@ -101,41 +99,52 @@ func (f *Model) newTables(d int) *projectionTables {
 	return tab
 }
 
-// minBlock and maxBlock bound the number of rows routed together through a
-// tree: loading a node's split index costs about as much as routing tens of
-// rows, so blocks are as large as the workers' share of the rows, up to
-// maxBlock, which bounds the scratch (maxBlock × trees leaves).
-const minBlock, maxBlock = 1024, 16384
+// maxPart bounds the rows a worker routes together through a tree: the
+// projected non-zeros of that many rows are its scratch. Loading a node's
+// split index costs about as much as routing tens of rows through it, so
+// parts are as large as this allows.
+const maxPart = 16384
 
-// blockSize returns the rows per block for rows rows shared by workers.
-func blockSize(rows, workers int) int {
-	return min(max((rows+workers-1)/max(workers, 1), minBlock), maxBlock)
+// blocking is how prediction splits the rows: blocks of parts rows × part,
+// each block routed as units of one tree and one part of its rows (see
+// forRows).
+type blocking struct {
+	part, parts int
 }
 
-func (f *Model) newScratch(x *data.CSR, predictBlock int) *forestScratch {
+// blockingFor returns the blocking of rows rows over trees trees and
+// workers workers: as many parts per block as make one unit per worker at
+// least, each as large as the rows and maxPart allow, so that a node is
+// loaded once per part whatever the number of workers.
+func blockingFor(rows, trees, workers int) blocking {
+	parts := max((workers+trees-1)/max(trees, 1), 1)
+	return blocking{part: min(max((rows+parts-1)/parts, 1), maxPart), parts: parts}
+}
+
+func (f *Model) newScratch(x *data.CSR, b blocking) *forestScratch {
 	branch, dim := 1, 1
 	for _, t := range f.Trees {
 		dim = max(dim, int(t.X.Dim))
 		branch = max(branch, t.maxBranch)
 	}
 	maxNNZ := int64(0)
-	for lo := 0; lo < x.Rows; lo += predictBlock {
-		hi := min(lo+predictBlock, x.Rows)
+	for lo := 0; lo < x.Rows; lo += b.part {
+		hi := min(lo+b.part, x.Rows)
 		maxNNZ = max(maxNNZ, x.Indptr[hi]-x.Indptr[lo])
 	}
 	return &forestScratch{
 		acc: make([]float64, f.L), index: NewSplitIndex(dim),
 		buckets: make([]int32, maxNNZ), signed: make([]float32, maxNNZ),
-		rowOff: make([]int, predictBlock+1), order: make([]int32, predictBlock),
-		tmp: make([]int32, predictBlock), child: make([]int32, predictBlock),
+		rowOff: make([]int, b.part+1), order: make([]int32, b.part),
+		tmp: make([]int32, b.part), child: make([]int32, b.part),
 		counts: make([]int32, branch+1), scores: make([]float32, branch),
-		leafOf: make([]int32, predictBlock*len(f.Trees)),
 	}
 }
 
-// routeBlock records in s.leafOf the leaf of tree ti reached by every row
-// of x[lo:hi], routing the rows together node by node.
-func (f *Model) routeBlock(ti int, x *data.CSR, lo, hi int, s *forestScratch) {
+// routeBlock records in leafOf[r*trees+ti] the leaf of tree ti reached by
+// row lo+r of x, for every row of x[lo:hi], routing the rows together node
+// by node.
+func (f *Model) routeBlock(ti int, x *data.CSR, lo, hi int, s *forestScratch, leafOf []int32) {
 	t := f.Trees[ti]
 	n := hi - lo
 	off := 0
@@ -166,7 +175,7 @@ func (f *Model) routeBlock(ti int, x *data.CSR, lo, hi int, s *forestScratch) {
 		k := t.numChildren[p.node]
 		if k == 0 {
 			for _, r := range rows {
-				s.leafOf[int(r)*len(f.Trees)+ti] = p.node
+				leafOf[int(r)*len(f.Trees)+ti] = p.node
 			}
 			continue
 		}
@@ -196,22 +205,6 @@ func (f *Model) routeBlock(ti int, x *data.CSR, lo, hi int, s *forestScratch) {
 	s.index.Unload()
 }
 
-// sumBlock routes x[lo:hi] through every tree and calls emit for each row
-// with the row's summed leaf vectors in s.acc (labels listed in s.touched);
-// emit must zero the entries of s.acc it read.
-func (f *Model) sumBlock(x *data.CSR, lo, hi int, s *forestScratch, emit func(i int)) {
-	for ti := range f.Trees {
-		f.routeBlock(ti, x, lo, hi, s)
-	}
-	for r := range hi - lo {
-		s.touched = s.touched[:0]
-		for ti, t := range f.Trees {
-			s.touched = t.AddLeaf(s.leafOf[r*len(f.Trees)+ti], s.acc, s.touched)
-		}
-		emit(lo + r)
-	}
-}
-
 // Predict returns the k best labels of every row of x with their scores,
 // computed by the pool's workers over blocks of rows.
 func (f *Model) Predict(x *data.CSR, k int, pool *numa.Pool) ([][]model.Scored, error) {
@@ -219,15 +212,13 @@ func (f *Model) Predict(x *data.CSR, k int, pool *numa.Pool) ([][]model.Scored, 
 		return nil, err
 	}
 	out := make([][]model.Scored, x.Rows)
-	err := f.forBlocks(x, pool, func(s *forestScratch, lo, hi int) {
-		f.sumBlock(x, lo, hi, s, func(i int) {
-			row := make([]model.Scored, len(s.touched))
-			for q, l := range s.touched {
-				row[q] = model.Scored{Label: l, Score: float32(s.acc[l] / float64(f.TotalTrees))}
-				s.acc[l] = 0
-			}
-			out[i] = model.TopK(row, k)
-		})
+	err := f.forRows(x, pool, func(s *forestScratch, i int) {
+		row := make([]model.Scored, len(s.touched))
+		for q, l := range s.touched {
+			row[q] = model.Scored{Label: l, Score: float32(s.acc[l] / float64(f.TotalTrees))}
+			s.acc[l] = 0
+		}
+		out[i] = model.TopK(row, k)
 	})
 	return out, err
 }
@@ -244,15 +235,13 @@ func (f *Model) PartialSums(x *data.CSR, pool *numa.Pool) ([]model.Sparse, error
 	if err := f.checkInput(x); err != nil {
 		return nil, err
 	}
-	err := f.forBlocks(x, pool, func(s *forestScratch, lo, hi int) {
-		f.sumBlock(x, lo, hi, s, func(i int) {
-			row := model.Sparse{Labels: make([]int32, len(s.touched)), Sums: make([]float64, len(s.touched))}
-			for q, l := range s.touched {
-				row.Labels[q], row.Sums[q] = l, s.acc[l]
-				s.acc[l] = 0
-			}
-			out[i] = row
-		})
+	err := f.forRows(x, pool, func(s *forestScratch, i int) {
+		row := model.Sparse{Labels: make([]int32, len(s.touched)), Sums: make([]float64, len(s.touched))}
+		for q, l := range s.touched {
+			row.Labels[q], row.Sums[q] = l, s.acc[l]
+			s.acc[l] = 0
+		}
+		out[i] = row
 	})
 	return out, err
 }
@@ -267,25 +256,58 @@ func (f *Model) checkInput(x *data.CSR) error {
 	return nil
 }
 
-// forBlocks calls block(s, lo, hi) for consecutive blocks of rows of x, on
-// the pool's workers, each worker with scratch it allocates itself (so the
-// memory is local to its NUMA domain).
-func (f *Model) forBlocks(x *data.CSR, pool *numa.Pool, block func(s *forestScratch, lo, hi int)) error {
-	var next atomic.Int64
+// forRows calls emit(s, i) for every row i of x, on the pool's workers,
+// with the row's leaf vectors summed over the trees in s.acc (the labels
+// listed in s.touched); emit must zero the entries of s.acc it read. Each
+// worker has scratch it allocates itself (so the memory is local to its
+// NUMA domain).
+//
+// The rows go in blocks. A block's leaves are found by units of one tree
+// and one part of the block's rows, dealt to the workers, so that each
+// node's classifier is loaded once per part: were the workers to take
+// blocks of rows through every tree, each would load every node, and the
+// loads, most of predicting a large forest, would grow with the workers.
+// Then the workers sum the leaves of the block's rows, tree after tree.
+func (f *Model) forRows(x *data.CSR, pool *numa.Pool, emit func(s *forestScratch, i int)) error {
 	tables := f.tablesFor(x.Cols)
-	predictBlock := blockSize(x.Rows, len(pool.Workers()))
-	return pool.Run(func(numa.Worker) error {
-		s := f.newScratch(x, predictBlock)
+	trees := len(f.Trees)
+	b := blockingFor(x.Rows, trees, len(pool.Workers()))
+	scratch := numa.NewPerWorker(pool, func(numa.Worker) *forestScratch {
+		s := f.newScratch(x, b)
 		s.tables = tables
-		for {
-			lo := int(next.Add(int64(predictBlock))) - predictBlock
-			if lo >= x.Rows {
-				return nil
-			}
-			block(s, lo, min(lo+predictBlock, x.Rows))
-		}
+		return s
 	})
+	block := b.part * b.parts
+	leafOf := make([]int32, min(block, x.Rows)*trees)
+	for lo := 0; lo < x.Rows; lo += block {
+		hi := min(lo+block, x.Rows)
+		parts := (hi - lo + b.part - 1) / b.part
+		err := pool.For(trees*parts, 1, func(w numa.Worker, u, _ int) {
+			ti, a := u/parts, lo+u%parts*b.part
+			f.routeBlock(ti, x, a, min(a+b.part, hi), scratch.Get(w), leafOf[(a-lo)*trees:])
+		})
+		if err != nil {
+			return err
+		}
+		err = pool.For(hi-lo, sumChunk, func(w numa.Worker, r0, r1 int) {
+			s := scratch.Get(w)
+			for r := r0; r < r1; r++ {
+				s.touched = s.touched[:0]
+				for ti, t := range f.Trees {
+					s.touched = t.AddLeaf(leafOf[r*trees+ti], s.acc, s.touched)
+				}
+				emit(s, lo+r)
+			}
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
+
+// sumChunk is the rows a worker sums the leaves of at a time.
+const sumChunk = 64
 
 // Partial is PartialSums: a forest's partial results are the leaf sums of
 // its trees, whatever k.

@@ -40,7 +40,7 @@ func (b *treeBuilder) trySplit(id, attempt int, sp span) []int32 {
 	kept := b.classifier(sample, k)
 	// Route every instance of the node with the classifier just appended,
 	// exactly as prediction will: the kept rows of s.w hold the stored
-	// (bfloat16) weights, every other row is zero.
+	// weights, every other row is zero.
 	stride := forestmodel.DotStride(k)
 	w := s.w[:b.p.DimX*stride]
 	counts := s.counts[:k+1]
