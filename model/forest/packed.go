@@ -13,11 +13,10 @@ import (
 // PackedTree is a tree as prediction holds it: its encoding (the TRE4
 // layout of Tree.MarshalBinary), checked once, with an index of where each
 // node's entries start. Routing reads a node's weights straight from the
-// encoding, so a forest predicts without ever holding its trees decoded:
-// decoded, the trees of a 50-tree Bibtex model take several times their
-// encodings, and in a profile of a 2-rank Bibtex run decoding them cost
-// about as much as routing the test set through them, most of it first
-// touching the new memory.
+// encoding, so a forest predicts without ever holding its trees decoded,
+// which would take more memory than the encodings and, in a profile of a
+// 2-rank Bibtex run with the TRE3 encoding, about as much time as routing
+// the test set through them, most of it first touching the new memory.
 // Loaded from a model file, a PackedTree points into the file's bytes.
 type PackedTree struct {
 	X Projection // feature projection

@@ -99,11 +99,12 @@ func (f *Model) newTables(d int) *projectionTables {
 	return tab
 }
 
-// maxPart bounds the rows a worker routes together through a tree: the
-// projected non-zeros of that many rows are its scratch. Loading a node's
-// split index costs about as much as routing tens of rows through it, so
-// parts are as large as this allows.
-const maxPart = 16384
+// maxPartNonzeros and maxPartRows bound the rows a worker routes together
+// through a tree: their projected non-zeros (8 bytes each) and their
+// bookkeeping (20 bytes a row) are its scratch, so at most 32 and 5 MiB.
+// Loading a node's classifier costs about as much as routing tens of rows
+// through it, so parts are as large as this allows.
+const maxPartNonzeros, maxPartRows = 1 << 22, 1 << 18
 
 // blocking is how prediction splits the rows: blocks of parts rows × part,
 // each block routed as units of one tree and one part of its rows (see
@@ -112,13 +113,18 @@ type blocking struct {
 	part, parts int
 }
 
-// blockingFor returns the blocking of rows rows over trees trees and
-// workers workers: as many parts per block as make one unit per worker at
-// least, each as large as the rows and maxPart allow, so that a node is
-// loaded once per part whatever the number of workers.
-func blockingFor(rows, trees, workers int) blocking {
+// blockingFor returns the blocking of rows rows of nonzeros non-zeros in
+// all over trees trees and workers workers: as many parts per block as make
+// one unit per worker at least, each as large as the rows and the scratch's
+// bounds allow (for rows of the mean length), so that a node is loaded once
+// per part whatever the number of workers.
+func blockingFor(rows int, nonzeros int64, trees, workers int) blocking {
 	parts := max((workers+trees-1)/max(trees, 1), 1)
-	return blocking{part: min(max((rows+parts-1)/parts, 1), maxPart), parts: parts}
+	limit := maxPartRows
+	if nonzeros > 0 {
+		limit = min(limit, max(int(int64(rows)*maxPartNonzeros/nonzeros), 1))
+	}
+	return blocking{part: min(max((rows+parts-1)/parts, 1), limit), parts: parts}
 }
 
 func (f *Model) newScratch(x *data.CSR, b blocking) *forestScratch {
@@ -212,7 +218,7 @@ func (f *Model) Predict(x *data.CSR, k int, pool *numa.Pool) ([][]model.Scored, 
 		return nil, err
 	}
 	out := make([][]model.Scored, x.Rows)
-	err := f.forRows(x, pool, func(s *forestScratch, i int) {
+	err := f.forRows(x, pool, f.blocking(x, pool), func(s *forestScratch, i int) {
 		row := make([]model.Scored, len(s.touched))
 		for q, l := range s.touched {
 			row[q] = model.Scored{Label: l, Score: float32(s.acc[l] / float64(f.TotalTrees))}
@@ -235,7 +241,7 @@ func (f *Model) PartialSums(x *data.CSR, pool *numa.Pool) ([]model.Sparse, error
 	if err := f.checkInput(x); err != nil {
 		return nil, err
 	}
-	err := f.forRows(x, pool, func(s *forestScratch, i int) {
+	err := f.forRows(x, pool, f.blocking(x, pool), func(s *forestScratch, i int) {
 		row := model.Sparse{Labels: make([]int32, len(s.touched)), Sums: make([]float64, len(s.touched))}
 		for q, l := range s.touched {
 			row.Labels[q], row.Sums[q] = l, s.acc[l]
@@ -256,22 +262,27 @@ func (f *Model) checkInput(x *data.CSR) error {
 	return nil
 }
 
+// blocking returns the blocking of x's rows over the forest's trees and the
+// pool's workers.
+func (f *Model) blocking(x *data.CSR, pool *numa.Pool) blocking {
+	return blockingFor(x.Rows, x.Indptr[x.Rows], len(f.Trees), len(pool.Workers()))
+}
+
 // forRows calls emit(s, i) for every row i of x, on the pool's workers,
 // with the row's leaf vectors summed over the trees in s.acc (the labels
 // listed in s.touched); emit must zero the entries of s.acc it read. Each
 // worker has scratch it allocates itself (so the memory is local to its
 // NUMA domain).
 //
-// The rows go in blocks. A block's leaves are found by units of one tree
+// The rows go in blocks, as b says. A block's leaves are found by units of one tree
 // and one part of the block's rows, dealt to the workers, so that each
 // node's classifier is loaded once per part: were the workers to take
 // blocks of rows through every tree, each would load every node, and the
 // loads, most of predicting a large forest, would grow with the workers.
 // Then the workers sum the leaves of the block's rows, tree after tree.
-func (f *Model) forRows(x *data.CSR, pool *numa.Pool, emit func(s *forestScratch, i int)) error {
+func (f *Model) forRows(x *data.CSR, pool *numa.Pool, b blocking, emit func(s *forestScratch, i int)) error {
 	tables := f.tablesFor(x.Cols)
 	trees := len(f.Trees)
-	b := blockingFor(x.Rows, trees, len(pool.Workers()))
 	scratch := numa.NewPerWorker(pool, func(numa.Worker) *forestScratch {
 		s := f.newScratch(x, b)
 		s.tables = tables

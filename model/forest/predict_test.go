@@ -6,33 +6,39 @@ import (
 	"testing"
 
 	"xmc/data"
+	"xmc/model"
 	"xmc/numa"
 )
 
 func TestBlockingFor(t *testing.T) {
 	for _, c := range []struct {
-		rows, trees, workers int
-		want                 blocking
+		rows           int
+		nonzeros       int64
+		trees, workers int
+		want           blocking
 	}{
-		{1000, 50, 16, blocking{part: 1000, parts: 1}},      // a tree per unit, every row
-		{153025, 16, 16, blocking{part: maxPart, parts: 1}}, // parts bounded by the scratch
-		{153025, 2, 16, blocking{part: maxPart, parts: 8}},  // more parts than trees
-		{20, 1, 3, blocking{part: 7, parts: 3}},
-		{0, 3, 2, blocking{part: 1, parts: 1}},
+		{1000, 68000, 50, 16, blocking{part: 1000, parts: 1}},           // a tree per unit, every row
+		{153025, 75 * 153025, 16, 16, blocking{part: 55924, parts: 1}},  // bounded by the non-zeros
+		{153025, 75 * 153025, 2, 16, blocking{part: 19129, parts: 8}},   // more parts than trees
+		{1 << 20, 1 << 20, 1, 1, blocking{part: maxPartRows, parts: 1}}, // bounded by the rows
+		{100, 1 << 30, 1, 1, blocking{part: 1, parts: 1}},               // rows longer than the bound
+		{20, 100, 1, 3, blocking{part: 7, parts: 3}},
+		{0, 0, 3, 2, blocking{part: 1, parts: 1}},
 	} {
-		if got := blockingFor(c.rows, c.trees, c.workers); got != c.want {
-			t.Errorf("blockingFor(%d, %d, %d) = %+v, want %+v", c.rows, c.trees, c.workers, got, c.want)
+		if got := blockingFor(c.rows, c.nonzeros, c.trees, c.workers); got != c.want {
+			t.Errorf("blockingFor(%d, %d, %d, %d) = %+v, want %+v", c.rows, c.nonzeros, c.trees, c.workers, got, c.want)
 		}
 	}
 }
 
-// TestPredictSameOnAnyWorkers predicts more rows than a block holds with
-// fewer and more trees than workers: the scores do not depend on the
-// number of workers, as each row's leaves are summed tree after tree.
+// TestPredictSameOnAnyWorkers predicts with fewer and more trees than
+// workers, and in blocks of several parts: the leaf sums do not depend on
+// the number of workers or on the blocking, as each row's leaves are summed
+// tree after tree.
 func TestPredictSameOnAnyWorkers(t *testing.T) {
 	const D = 2000
 	r := rand.New(rand.NewPCG(3, 4))
-	x := &data.CSR{Rows: 2*maxPart + 1000, Cols: D, Indptr: []int64{0}}
+	x := &data.CSR{Rows: 5000, Cols: D, Indptr: []int64{0}}
 	for range x.Rows {
 		for range 1 + r.IntN(6) {
 			x.Indices = append(x.Indices, int32(r.IntN(D)))
@@ -57,24 +63,31 @@ func TestPredictSameOnAnyWorkers(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		var first any
+		var want []model.Sparse
 		for _, workers := range []int{1, 2, 3} {
 			pool, err := numa.NewPool(topo, workers, numa.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := f.Predict(x, 5, pool)
+			for _, b := range []blocking{f.blocking(x, pool), {part: 700, parts: 1}, {part: 600, parts: 3}} {
+				got := make([]model.Sparse, x.Rows)
+				err := f.forRows(x, pool, b, func(s *forestScratch, i int) {
+					for _, l := range s.touched {
+						got[i].Labels = append(got[i].Labels, l)
+						got[i].Sums = append(got[i].Sums, s.acc[l])
+						s.acc[l] = 0
+					}
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want == nil {
+					want = got
+				} else if !reflect.DeepEqual(got, want) {
+					t.Errorf("%d trees, %d workers, blocking %+v: other leaf sums than 1 worker's", trees, workers, b)
+				}
+			}
 			pool.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if first == nil {
-				first = got
-				continue
-			}
-			if !reflect.DeepEqual(got, first) {
-				t.Errorf("%d trees: %d workers predict other scores than 1", trees, workers)
-			}
 		}
 	}
 }
