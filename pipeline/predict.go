@@ -207,8 +207,13 @@ const (
 // PredictOnRanks each rank scores every batch with its part and rank 0
 // merges the sparse partial results (never dense L-vectors); with
 // PredictOnRoot rank 0 scores alone with whole, which only rank 0 needs to
-// hold. Every rank must pass an x of the same number of rows.
+// hold. A job of one rank scores as PredictOnRoot with its part, the whole
+// model: the partial results' encoding and merge would change nothing. Every
+// rank must pass an x of the same number of rows.
 func predict(j *job.Rank, mode string, part, whole model.Model, x *data.CSR, k int, emit func(lo int, rows [][]model.Scored) error) error {
+	if mode == PredictOnRanks && j.Comm.Size() == 1 {
+		mode, whole = PredictOnRoot, part
+	}
 	if mode == PredictOnRoot {
 		if j.ID != 0 {
 			return nil
