@@ -218,6 +218,9 @@ func EvaluateScores(test *data.Dataset, scoresPath string) (metrics.Metrics, err
 // the same data, trees and ranks.
 type CompareConfig struct {
 	Ref Reference
+	// Algo is xmc's algorithm: "forest" (the default, given Trees trees)
+	// or any other, given only XMCArgs.
+	Algo string
 	// Launcher runs xmc; its MPIRun also fills {mpirun}.
 	Launcher Launcher
 	// PeakRSS is the command prefix that fills {peakrss}, normally
@@ -275,6 +278,7 @@ type CompareRow struct {
 // Comparison is the result of RunCompare.
 type Comparison struct {
 	Reference        string       `json:"reference"`
+	Algorithm        string       `json:"algorithm"`
 	ReferenceCommand string       `json:"reference_command"`
 	XMCCommand       string       `json:"xmc_command"`
 	Train            string       `json:"train"`
@@ -304,6 +308,9 @@ var compareNotes = []string{
 // neither always runs on a warmer machine), and compares them.
 func RunCompare(ctx context.Context, cfg CompareConfig) (*Comparison, error) {
 	c := &comparer{CompareConfig: cfg}
+	if c.Algo == "" {
+		c.Algo = "forest"
+	}
 	switch {
 	case c.Repeats < 1:
 		return nil, fmt.Errorf("compare: --repeats must be at least 1, got %d", c.Repeats)
@@ -315,7 +322,7 @@ func RunCompare(ctx context.Context, cfg CompareConfig) (*Comparison, error) {
 	if err := c.Ref.Validate(); err != nil {
 		return nil, err
 	}
-	if err := checkOwnFlags(c.XMCArgs, "ranks", "threads", "summary", "data", "test", "trees"); err != nil {
+	if err := checkOwnFlags(c.XMCArgs, "algo", "ranks", "threads", "summary", "data", "test", "trees"); err != nil {
 		return nil, err
 	}
 	if err := c.Launcher.Check(); err != nil {
@@ -340,7 +347,7 @@ func RunCompare(ctx context.Context, cfg CompareConfig) (*Comparison, error) {
 		progress = io.Discard
 	}
 	cmp := &Comparison{
-		Reference: c.Ref.Name, ReferenceCommand: c.refCommand,
+		Reference: c.Ref.Name, Algorithm: c.Algo, ReferenceCommand: c.refCommand,
 		XMCCommand: ShellJoin(c.xmcCommand("SUMMARY.json")),
 		Train:      c.Train, Test: c.Test, Trees: c.Trees, Ranks: c.Ranks, Threads: c.Threads, Repeats: c.Repeats,
 		Notes: slices.Clone(compareNotes),
@@ -390,7 +397,10 @@ func rssNote(rss []int64) string {
 
 // xmcCommand is the command line of one xmc run.
 func (c *comparer) xmcCommand(summary string) []string {
-	args := []string{"--algo", "forest", "--data", c.Train, "--test", c.Test, "--trees", strconv.Itoa(c.Trees)}
+	args := []string{"--algo", c.Algo, "--data", c.Train, "--test", c.Test}
+	if c.Algo == "forest" {
+		args = append(args, "--trees", strconv.Itoa(c.Trees))
+	}
 	args = append(append(args, c.XMCArgs...), "--summary", summary)
 	return c.Launcher.Command(Layout{c.Ranks, c.Threads}, "train", args)
 }
@@ -528,8 +538,12 @@ func (c *Comparison) WriteCSV(w io.Writer) error {
 // min–max range, and the ratio.
 func (c *Comparison) WriteTable(w io.Writer) error {
 	var buf bytes.Buffer
-	fmt.Fprintf(&buf, "xmc vs %s: %d trees, %d ranks (xmc: %d thread(s)/rank), median of %d runs each\n",
-		c.Reference, c.Trees, c.Ranks, c.Threads, c.Repeats)
+	what := fmt.Sprintf("%d trees", c.Trees)
+	if c.Algorithm != "" && c.Algorithm != "forest" {
+		what = "xmc's " + c.Algorithm
+	}
+	fmt.Fprintf(&buf, "xmc vs %s: %s, %d ranks (xmc: %d thread(s)/rank), median of %d runs each\n",
+		c.Reference, what, c.Ranks, c.Threads, c.Repeats)
 	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "metric\tunit\txmc\t%s\txmc/%s\tbetter\n", c.Reference, c.Reference)
 	cell := func(s Stat) string {

@@ -277,6 +277,32 @@ cp "$5" "$4"
 	checkPlots(t, out, []string{filepath.Join(out, "compare.png"), filepath.Join(out, "compare.svg")}, "compare")
 }
 
+// TestCompareCommandAlgo compares another algorithm than the forest: xmc
+// trains it with the flags after --, without --trees.
+func TestCompareCommandAlgo(t *testing.T) {
+	needBinaries(t)
+	dir := t.TempDir()
+	script := writeFakeReference(t, dir, `echo "total duration of training :0.5"
+echo "p@1 : 50"
+`)
+	out := filepath.Join(dir, "cmp")
+	table := mustBench(t, "compare", "--launcher", "inproc", "--ref-name", "fake", "--algo", "ppdsparse",
+		"--ref-cmd", "{peakrss} /bin/sh "+script,
+		"--data", bibtexTrain, "--test", bibtexTest, "--ranks", "1", "--repeats", "1", "--out", out, "--", "--cost", "2")
+	var c Comparison
+	readJSON(t, filepath.Join(out, "compare.json"), &c)
+	if c.Algorithm != "ppdsparse" || !strings.Contains(c.XMCCommand, "--algo ppdsparse") ||
+		!strings.Contains(c.XMCCommand, "--cost 2") || strings.Contains(c.XMCCommand, "--trees") {
+		t.Errorf("algorithm %q, xmc command %q", c.Algorithm, c.XMCCommand)
+	}
+	if xmc := c.Runs[1]; xmc.Program != "xmc" || xmc.Metrics["P@1"] < 50 {
+		t.Errorf("xmc run %+v", xmc)
+	}
+	if !strings.Contains(table, "xmc's ppdsparse") {
+		t.Errorf("table:\n%s", table)
+	}
+}
+
 func TestCompareCommandDXML(t *testing.T) {
 	needBinaries(t)
 	if _, err := exec.LookPath("mpirun"); err != nil {

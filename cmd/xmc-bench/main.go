@@ -445,10 +445,10 @@ func writeFiles(dir string, files map[string]func(io.Writer) error) ([]string, e
 }
 
 func runCompare(args []string) error {
-	fs := newFlagSet("compare", "compare (--dxml-bin PATH | --ref-cmd TEMPLATE) --data TRAIN --test TEST --out DIR [--trees 50 --ranks 2 --repeats 3] [flags] [-- xmc train flags]")
+	fs := newFlagSet("compare", "compare (--dxml-bin PATH | --ref-cmd TEMPLATE) --data TRAIN --test TEST --out DIR [--algo forest --trees 50 --ranks 2 --repeats 3] [flags] [-- xmc train flags]")
 	var lf launcherFlags
 	lf.register(fs, bench.MPIRun)
-	var dxml, refCmd, refName, trainRE, scores, dataPath, testPath, out string
+	var dxml, refCmd, refName, trainRE, scores, dataPath, testPath, out, algo string
 	var trees, ranks, threads, repeats int
 	pRE := map[int]*string{}
 	fs.StringVar(&dxml, "dxml-bin", "", "the C++ DXML `program`, run as: mpirun -np RANKS PATH TRAIN TEST TREES_PER_RANK")
@@ -462,6 +462,7 @@ func runCompare(args []string) error {
 	fs.StringVar(&scores, "ref-scores", "", "score `FILE` the reference writes (XMC score format, {scores} in the template): xmc evaluates it instead of reading P@k from the output")
 	fs.StringVar(&dataPath, "data", "", "training data `FILE`")
 	fs.StringVar(&testPath, "test", "", "test data `FILE`")
+	fs.StringVar(&algo, "algo", "forest", "xmc's `algorithm`; --trees is passed to xmc for the forest only (its flags for another go after --)")
 	fs.IntVar(&trees, "trees", 50, "trees of the whole forest (DXML gets trees/ranks per rank)")
 	fs.IntVar(&ranks, "ranks", 2, "MPI ranks of both programs")
 	fs.IntVar(&threads, "threads", 1, "worker threads per xmc rank; match the threads your reference build uses per rank")
@@ -508,7 +509,7 @@ func runCompare(args []string) error {
 	ctx, stop := cli.SignalContext()
 	defer stop()
 	cmp, err := bench.RunCompare(ctx, bench.CompareConfig{
-		Ref: ref, Launcher: lf.launcher(), PeakRSS: []string{self, "peakrss", "--"},
+		Ref: ref, Algo: algo, Launcher: lf.launcher(), PeakRSS: []string{self, "peakrss", "--"},
 		Train: dataPath, Test: testPath, Trees: trees, Ranks: ranks, Threads: threads, Repeats: repeats,
 		XMCArgs: extra, Dir: out, Progress: os.Stderr,
 	})
