@@ -294,7 +294,7 @@ type Comparison struct {
 
 // compareNotes say what a comparison measures.
 var compareNotes = []string{
-	"xmc runs with --test and without --model-out: it trains, predicts and evaluates, as DXML does, and writes no model",
+	"xmc runs with --test: it trains, predicts and evaluates, as DXML does, and writes no model unless its flags after -- give --model-out",
 	"train time: xmc's train_s from its summary (slowest rank); the reference's printed training time (largest over ranks)",
 	"whole-run time: wall clock measured by bench around the whole command, launcher start-up included, alike for both",
 	"peak RSS: each process's peak resident set size (ru_maxrss); the reference's ranks are measured by xmc-bench peakrss, " +
