@@ -114,6 +114,8 @@ func (t *Tree) AppendBinaryWith(b []byte, loop func(n int, fn func(i int)) error
 		switch {
 		case k < 0 || k > MaxBranch:
 			return nil, fmt.Errorf("encode tree: node %d has %d children", i, k)
+		case k > 0 && (t.FirstChild[i] <= int32(i) || int(t.FirstChild[i]) > n-int(k)):
+			return nil, fmt.Errorf("encode tree: node %d children out of range", i)
 		case t.Size[i] < 0:
 			return nil, fmt.Errorf("encode tree: node %d has a negative size", i)
 		case t.SplitStart[i] > t.SplitStart[i+1] || t.EntryStart[i] > t.EntryStart[i+1] || t.LeafStart[i] > t.LeafStart[i+1]:

@@ -186,6 +186,7 @@ func TestTreeEncodingRejects(t *testing.T) {
 		{"leaf labels out of order", func(t *Tree) { t.LeafLabel[0], t.LeafLabel[1] = 2, 0 }},
 		{"counts short of the entries", func(t *Tree) { t.SplitCount[2] = 0 }},
 		{"offsets missing", func(t *Tree) { t.LeafStart = t.LeafStart[:2] }},
+		{"children beyond the nodes", func(t *Tree) { t.FirstChild[0] = 2 }},
 	} {
 		tr := smallTree()
 		c.break_(tr)
