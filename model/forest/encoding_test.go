@@ -9,11 +9,11 @@ import (
 	"testing"
 )
 
-// encodeV2 writes t in the previous TRE2 layout, which model files written
-// before TRE3 hold: magic, projections, counts, then every slice plain.
-func encodeV2(t *Tree) []byte {
+// legacyHeader returns the start that TRE2 and TRE3 share: the magic, the
+// projections and the node, split-dimension, entry and leaf-entry counts.
+func legacyHeader(magic uint32, t *Tree) []byte {
 	le := binary.LittleEndian
-	b := le.AppendUint32(nil, treeMagicV2)
+	b := le.AppendUint32(nil, magic)
 	for _, p := range []Projection{t.X, t.Y} {
 		b = le.AppendUint32(b, uint32(p.Dim))
 		b = le.AppendUint32(b, p.BucketSeed)
@@ -22,6 +22,14 @@ func encodeV2(t *Tree) []byte {
 	for _, v := range []int{t.Nodes(), len(t.SplitDim), len(t.SplitChild), len(t.LeafLabel)} {
 		b = le.AppendUint64(b, uint64(v))
 	}
+	return b
+}
+
+// encodeV2 writes t in the previous TRE2 layout, which model files written
+// before TRE3 hold: magic, projections, counts, then every slice plain.
+func encodeV2(t *Tree) []byte {
+	le := binary.LittleEndian
+	b := legacyHeader(treeMagicV2, t)
 	for _, s := range [][]int32{t.FirstChild, t.NumChildren, t.Size} {
 		for _, v := range s {
 			b = le.AppendUint32(b, uint32(v))
@@ -58,16 +66,7 @@ func encodeV3(t *Tree) []byte {
 		maxK = max(maxK, k)
 	}
 	m := int(maxK+7) / 8
-	b := le.AppendUint32(nil, treeMagicV3)
-	for _, p := range []Projection{t.X, t.Y} {
-		b = le.AppendUint32(b, uint32(p.Dim))
-		b = le.AppendUint32(b, p.BucketSeed)
-		b = le.AppendUint32(b, p.SignSeed)
-	}
-	for _, v := range []int{t.Nodes(), len(t.SplitDim), len(t.SplitChild), len(t.LeafLabel)} {
-		b = le.AppendUint64(b, uint64(v))
-	}
-	b = append(b, byte(m))
+	b := append(legacyHeader(treeMagicV3, t), byte(m))
 	for i := range t.Nodes() {
 		b = append(b, byte(t.NumChildren[i]))
 		for _, v := range []int64{int64(t.FirstChild[i]), int64(t.Size[i]), t.SplitStart[i+1] - t.SplitStart[i], t.LeafStart[i+1] - t.LeafStart[i]} {
