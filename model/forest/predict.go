@@ -101,10 +101,12 @@ func (f *Model) newTables(d int) *projectionTables {
 
 // maxPartNonzeros and maxPartRows bound the rows a worker routes together
 // through a tree: their projected non-zeros (8 bytes each) and their
-// bookkeeping (20 bytes a row) are its scratch, so at most 32 and 5 MiB.
-// Loading a node's classifier costs about as much as routing tens of rows
-// through it, so parts are as large as this allows.
-const maxPartNonzeros, maxPartRows = 1 << 22, 1 << 18
+// bookkeeping (20 bytes a row) are its scratch, about 32 MiB (rows of the
+// mean length) and at most 5 MiB. maxBlockLeaves bounds the leaves a block
+// records, one per row and tree (4 bytes each, 64 MiB), shared by the
+// workers. Loading a node's classifier costs about as much as routing tens
+// of rows through it, so parts are as large as this allows.
+const maxPartNonzeros, maxPartRows, maxBlockLeaves = 1 << 22, 1 << 18, 1 << 24
 
 // blocking is how prediction splits the rows: blocks of parts rows × part,
 // each block routed as units of one tree and one part of its rows (see
@@ -120,7 +122,7 @@ type blocking struct {
 // per part whatever the number of workers.
 func blockingFor(rows int, nonzeros int64, trees, workers int) blocking {
 	parts := max((workers+trees-1)/max(trees, 1), 1)
-	limit := maxPartRows
+	limit := min(maxPartRows, max(maxBlockLeaves/(max(trees, 1)*parts), 1))
 	if nonzeros > 0 {
 		limit = min(limit, max(int(int64(rows)*maxPartNonzeros/nonzeros), 1))
 	}
@@ -274,8 +276,8 @@ func (f *Model) blocking(x *data.CSR, pool *numa.Pool) blocking {
 // worker has scratch it allocates itself (so the memory is local to its
 // NUMA domain).
 //
-// The rows go in blocks, as b says. A block's leaves are found by units of one tree
-// and one part of the block's rows, dealt to the workers, so that each
+// The rows go in blocks, as b says. A block's leaves are found by units of
+// one tree and one part of the block's rows, dealt to the workers, so that each
 // node's classifier is loaded once per part: were the workers to take
 // blocks of rows through every tree, each would load every node, and the
 // loads, most of predicting a large forest, would grow with the workers.
