@@ -98,9 +98,7 @@ const encodePiece = 1 << 15
 // which loop calls fn(i) to do for every i in [0, n) (at once, on a
 // trainer's workers, or one after another); the pieces are then joined in
 // order. The bytes are those of AppendBinary. A nil loop encodes the pieces
-// one after another straight into b, without memory of their own: fresh
-// memory for each tree's pieces cost a rank of 25 Delicious trees about
-// 5% of its training time, in first-touch page faults.
+// one after another straight into b, without memory of their own.
 func (t *Tree) AppendBinaryWith(b []byte, loop func(n int, fn func(i int)) error) ([]byte, error) {
 	inline := loop == nil
 	if inline {
