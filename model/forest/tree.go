@@ -16,14 +16,15 @@ import "math"
 // costs one table lookup per non-zero of the instance plus one multiply-add
 // per centroid that uses the dimension.
 //
-// Weights are held as bfloat16, and trainers round them further, to
-// CodeMantissaBits bits of mantissa within CodeExponents binary orders of
-// magnitude of their child's largest (RoundToCode, InCodeRange), so that
-// the encoding stores each in one byte: routing only compares dot products,
-// and the rounding changes no accuracy figure beyond the spread of seeds
-// (docs/algorithms/forest.md), while the weights are most of a forest's
-// bytes. Training routes with the stored weights, so training and
-// prediction agree exactly.
+// Weights are held as bfloat16: routing only compares dot products, and
+// the 8-bit mantissa changes no accuracy figure measurably. A trainer may
+// round them further, to CodeMantissaBits bits of mantissa within
+// CodeExponents binary orders of magnitude of their child's largest
+// (RoundToCode, InCodeRange), so that the encoding stores each in one byte
+// rather than two: the weights are most of a forest's bytes, but that
+// rounding costs accuracy on some data (docs/algorithms/forest.md).
+// Training routes with the stored weights, so training and prediction agree
+// exactly.
 //
 // A leaf (NumChildren 0) stores its mean label vector in
 // LeafLabel/LeafValue[LeafStart[n]:LeafStart[n+1]], labels sorted.

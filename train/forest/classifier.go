@@ -90,7 +90,7 @@ func (b *treeBuilder) centroid(members []int32, c uint8, ents []entry) []entry {
 	touched := s.touched[:n]
 	thresh, ties := b.threshold(acc, touched)
 	scale := keptScale(acc, touched, thresh, ties)
-	return keep(acc, mark, touched, thresh, ties, scale, c, ents)
+	return keep(acc, mark, touched, thresh, ties, scale, c, b.p.CompactWeights, ents)
 }
 
 // accumulate adds the projected normalised feature vectors of the members
@@ -217,10 +217,11 @@ func keptScale(acc []float32, touched []int32, thresh float32, ties int) float32
 // keep appends to ents child's entries of the centroid acc above thresh
 // (and the first ties at it, in order of first appearance, which is
 // deterministic), multiplied by scale and rounded to the weights a tree
-// stores in a byte (forestmodel.RoundToCode), but for those too small
-// beside the child's largest to be stored (forestmodel.InCodeRange). It
-// zeroes acc and mark.
-func keep(acc []float32, mark []uint8, touched []int32, thresh float32, ties int, scale float32, child uint8, ents []entry) []entry {
+// stores, but for those that round to zero: bfloat16, or with compact the
+// 1-byte codes of the encoding (forestmodel.RoundToCode), dropping too the
+// weights too small beside the child's largest for a code
+// (forestmodel.InCodeRange). It zeroes acc and mark.
+func keep(acc []float32, mark []uint8, touched []int32, thresh float32, ties int, scale float32, child uint8, compact bool, ents []entry) []entry {
 	first, top := len(ents), float32(0)
 	for _, d := range touched {
 		v := acc[d]
@@ -232,12 +233,19 @@ func keep(acc []float32, mark []uint8, touched []int32, thresh float32, ties int
 		if m == thresh {
 			ties--
 		}
-		v = forestmodel.RoundToCode(v * scale)
+		if compact {
+			v = forestmodel.RoundToCode(v * scale)
+		} else {
+			v = forestmodel.ToBFloat16(v * scale).Float32()
+		}
 		if v == 0 {
-			continue
+			continue // too small to store
 		}
 		top = max(top, abs32(v))
 		ents = append(ents, entry{dim: d, child: child, weight: v})
+	}
+	if !compact {
+		return ents
 	}
 	kept := ents[:first]
 	for _, e := range ents[first:] {

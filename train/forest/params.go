@@ -22,6 +22,11 @@ type Params struct {
 	// instance to one child tries again, with a new sample, seeding and
 	// label projection, before it becomes a leaf; CRAFTML tries 5 times.
 	SplitRetries int `json:"split_retries"`
+	// CompactWeights rounds the classifiers' weights to the 1-byte codes
+	// of the tree encoding (forestmodel.RoundToCode) rather than to
+	// bfloat16: about half a forest's bytes, for some accuracy on data of
+	// many features a row (docs/algorithms/forest.md).
+	CompactWeights bool `json:"compact_weights,omitempty"`
 }
 
 // DefaultParams returns the defaults of CRAFTML's reference program: its

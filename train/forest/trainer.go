@@ -40,6 +40,8 @@ func (a *Trainer) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&p.Branch, "branch", p.Branch, "children per node (k of the k-means)")
 	fs.IntVar(&p.KMeansIters, "kmeans-iters", p.KMeansIters, "k-means passes per node")
 	fs.IntVar(&p.CentroidKeep, "centroid-keep", p.CentroidKeep, "largest entries kept per child classifier")
+	fs.BoolVar(&p.CompactWeights, "compact-weights", p.CompactWeights, "store each classifier weight in one byte (3 bits of mantissa) rather than two: "+
+		"about half the model, for some accuracy where rows have many features")
 	fs.IntVar(&p.LeafSize, "leaf-size", p.LeafSize, "nodes with at most this many instances become leaves")
 	fs.IntVar(&p.MaxDepth, "max-depth", p.MaxDepth, "maximum tree depth (0: unlimited)")
 	fs.IntVar(&p.SplitRetries, "split-retries", p.SplitRetries, "more attempts of a split that sends every instance to one child, before the node becomes a leaf (CRAFTML: 5)")
