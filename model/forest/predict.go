@@ -102,11 +102,18 @@ func (f *Model) newTables(d int) *projectionTables {
 // maxPartNonzeros and maxPartRows bound the rows a worker routes together
 // through a tree: their projected non-zeros (8 bytes each) and their
 // bookkeeping (20 bytes a row) are its scratch, about 32 MiB (rows of the
-// mean length) and at most 5 MiB. maxBlockLeaves bounds the leaves a block
-// records, one per row and tree (4 bytes each, 64 MiB), shared by the
-// workers. Loading a node's classifier costs about as much as routing tens
-// of rows through it, so parts are as large as this allows.
-const maxPartNonzeros, maxPartRows, maxBlockLeaves = 1 << 22, 1 << 18, 1 << 24
+// mean length) and at most 5 MiB; but a part may hold minPartRows rows
+// whatever their non-zeros, as blocks did before parts. maxBlockLeaves
+// bounds the leaves a block records, one per row and tree (4 bytes each,
+// 64 MiB), shared by the workers. Loading a node's classifier costs about
+// as much as routing tens of rows through it, so parts are as large as this
+// allows.
+const (
+	maxPartNonzeros = 1 << 22
+	maxPartRows     = 1 << 18
+	minPartRows     = 1 << 14
+	maxBlockLeaves  = 1 << 24
+)
 
 // blocking is how prediction splits the rows: blocks of parts rows × part,
 // each block routed as units of one tree and one part of its rows (see
@@ -124,7 +131,7 @@ func blockingFor(rows int, nonzeros int64, trees, workers int) blocking {
 	parts := max((workers+trees-1)/max(trees, 1), 1)
 	limit := min(maxPartRows, max(maxBlockLeaves/(max(trees, 1)*parts), 1))
 	if nonzeros > 0 {
-		limit = min(limit, max(int(int64(rows)*maxPartNonzeros/nonzeros), 1))
+		limit = min(limit, max(int(int64(rows)*maxPartNonzeros/nonzeros), minPartRows))
 	}
 	return blocking{part: min(max((rows+parts-1)/parts, 1), limit), parts: parts}
 }

@@ -22,7 +22,8 @@ func TestBlockingFor(t *testing.T) {
 		{153025, 75 * 153025, 2, 16, blocking{part: 19129, parts: 8}},   // more parts than trees
 		{1 << 20, 1 << 20, 1, 1, blocking{part: maxPartRows, parts: 1}}, // bounded by the rows
 		{1 << 20, 1 << 20, 1000, 1, blocking{part: 16777, parts: 1}},    // bounded by the leaves
-		{100, 1 << 30, 1, 1, blocking{part: 1, parts: 1}},               // rows longer than the bound
+		{100, 1 << 30, 1, 1, blocking{part: 100, parts: 1}},             // rows longer than the bound
+		{1 << 20, 1 << 30, 1, 1, blocking{part: minPartRows, parts: 1}}, // at least minPartRows
 		{20, 100, 1, 3, blocking{part: 7, parts: 3}},
 		{0, 0, 3, 2, blocking{part: 1, parts: 1}},
 	} {
