@@ -306,11 +306,15 @@ func (t *Tree) appendPiece(b []byte, weights, values byte, lo, hi int) []byte {
 			// ascending within each.
 			e0, e1 := t.EntryStart[i], t.EntryStart[i+1]
 			clear(count[:k+1])
-			clear(top[:k])
 			for e := e0; e < e1; e++ {
-				c := t.SplitChild[e]
-				count[c+1]++
-				top[c] = max(top[c], uint8(uint16(t.SplitWeight[e])>>7))
+				count[t.SplitChild[e]+1]++
+			}
+			if weights > 0 { // the codes' exponents
+				clear(top[:k])
+				for e := e0; e < e1; e++ {
+					c := t.SplitChild[e]
+					top[c] = max(top[c], uint8(uint16(t.SplitWeight[e])>>7))
+				}
 			}
 			for c := range k {
 				count[c+1] += count[c]
