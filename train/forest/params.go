@@ -24,8 +24,8 @@ type Params struct {
 	SplitRetries int `json:"split_retries"`
 	// CompactWeights rounds the classifiers' weights to the 1-byte codes
 	// of the tree encoding (forestmodel.RoundToCode) rather than to
-	// bfloat16: about half a forest's bytes, for some accuracy on data of
-	// many features a row (docs/algorithms/forest.md).
+	// bfloat16: a smaller forest, for some accuracy on data of many
+	// features a row (docs/algorithms/forest.md).
 	CompactWeights bool `json:"compact_weights,omitempty"`
 }
 

@@ -41,7 +41,7 @@ func (a *Trainer) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&p.KMeansIters, "kmeans-iters", p.KMeansIters, "k-means passes per node")
 	fs.IntVar(&p.CentroidKeep, "centroid-keep", p.CentroidKeep, "largest entries kept per child classifier")
 	fs.BoolVar(&p.CompactWeights, "compact-weights", p.CompactWeights, "store each classifier weight in one byte (3 bits of mantissa) rather than two: "+
-		"about half the model, for some accuracy where rows have many features")
+		"a smaller model, for some accuracy where rows have many features (docs/algorithms/forest.md)")
 	fs.IntVar(&p.LeafSize, "leaf-size", p.LeafSize, "nodes with at most this many instances become leaves")
 	fs.IntVar(&p.MaxDepth, "max-depth", p.MaxDepth, "maximum tree depth (0: unlimited)")
 	fs.IntVar(&p.SplitRetries, "split-retries", p.SplitRetries, "more attempts of a split that sends every instance to one child, before the node becomes a leaf (CRAFTML: 5)")
