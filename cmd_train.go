@@ -43,10 +43,11 @@ func trainFlags(fs *flag.FlagSet, c *pipeline.TrainConfig, jo *job.Options, algo
 }
 
 func runTrain(args []string) error {
-	if cli.FlagValue(args, "algo", registry.Default) == "ensemble" {
+	name := cli.FlagValue(args, "algo", registry.Default)
+	if name == "ensemble" {
 		return runTrainEnsemble(args)
 	}
-	algo, err := registry.Lookup(cli.FlagValue(args, "algo", registry.Default))
+	algo, err := registry.Lookup(name)
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"time"
 
 	"xmc/data"
@@ -415,11 +417,28 @@ func (t *training) trainPhase(run func() ([]runner.Result, bool, error)) ([]runn
 		t.work.Done(t.j.Log)
 	}
 	if t.work.Stats != nil {
-		if err := recordTrainerStats(t.j, t.work.Stats()); err != nil {
+		stats := t.work.Stats()
+		logTrainerStats(t.j, t.c.Algorithm, stats)
+		if err := recordTrainerStats(t.j, stats); err != nil {
 			return nil, false, err
 		}
 	}
 	return own, stopped, nil
+}
+
+// logTrainerStats logs a rank's trainer figures, by name, under the
+// algorithm's name: whole numbers as integers.
+func logTrainerStats(j *job.Rank, algorithm string, stats map[string]float64) {
+	attrs := make([]any, 0, 2*len(stats))
+	for _, k := range slices.Sorted(maps.Keys(stats)) {
+		v := stats[k]
+		if v == math.Trunc(v) && math.Abs(v) < 1<<53 {
+			attrs = append(attrs, k, int64(v))
+		} else {
+			attrs = append(attrs, k, v)
+		}
+	}
+	j.Log.Info(algorithm, attrs...)
 }
 
 // countedRounds is a round trainer that counts its rounds, for the

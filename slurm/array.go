@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
 	"xmc/internal/cli"
 )
 
@@ -60,15 +61,15 @@ func MergeJob(j Job, out string) (Job, error) {
 	if j.Array == "" || len(j.Args) == 0 || j.Args[0] != "train" {
 		return Job{}, fmt.Errorf("a merge follows a job array of xmc train --label-range: give --array and a train command")
 	}
-	model := cli.FlagValue(j.Args[1:], "model-out", "")
-	if !strings.Contains(model, ArrayTask) || cli.FlagValue(j.Args[1:], "label-range", "") == "" {
+	model, labels := cli.FlagValue(j.Args[1:], "model-out", ""), cli.FlagValue(j.Args[1:], "label-range", "")
+	if !strings.Contains(model, ArrayTask) || labels == "" {
 		return Job{}, fmt.Errorf("a merge needs each task's range model: give train --label-range and a --model-out with %s in it, e.g. --label-range %s/4 --model-out range-%s.model", ArrayTask, ArrayTask, ArrayTask)
 	}
 	tasks, err := ArrayTasks(j.Array)
 	if err != nil {
 		return Job{}, err
 	}
-	if err := checkParts(cli.FlagValue(j.Args[1:], "label-range", ""), tasks); err != nil {
+	if err := checkParts(labels, tasks); err != nil {
 		return Job{}, err
 	}
 	args := []string{"merge", "--out", out}

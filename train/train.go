@@ -102,8 +102,9 @@ type Work struct {
 	// Done, if set, logs what the trainer learnt of its work once training
 	// ended on this rank (iterations, unconverged labels).
 	Done func(log *slog.Logger)
-	// Stats, if set, returns figures of this rank's training for the run
-	// summary (job.Summary.TrainerStats, one map per rank), after Done.
+	// Stats, if set, returns figures of this rank's training, which the
+	// rank logs and the run summary records (job.Summary.TrainerStats, one
+	// map per rank), after Done.
 	Stats func() map[string]float64
 	// Range describes the labels trained, for a training of a label
 	// range (Env.Labels); nil for a training of every label.

@@ -9,7 +9,6 @@ package dismec
 import (
 	"flag"
 	"fmt"
-	"log/slog"
 	"math"
 	"sync"
 
@@ -327,12 +326,7 @@ func (a *Trainer) Prepare(env train.Env, ds *data.Dataset) (*train.Work, error) 
 	}
 	return &train.Work{Kind: linear.Kind{}, Params: p, Units: t.Units(), Unit: t.Work, Schedule: onevsall.Schedule,
 		Weight: func(u int) int { return len(t.Block(u)) }, Range: selected,
-		Done: func(log *slog.Logger) {
-			st := t.Stats()
-			// Every rank reports its own labels (rank 0 alone logs unless -v).
-			log.Info("dismec", "labels", st.Labels, "newton_iters", st.Newton, "cg_iters", st.CG, "unconverged", st.Unconverged,
-				"working_set_labels", st.WorkingSet)
-		},
+		// Every rank reports its own labels (rank 0 alone logs unless -v).
 		Stats: func() map[string]float64 {
 			st := t.Stats()
 			return map[string]float64{"labels": float64(st.Labels), "newton_iters": float64(st.Newton), "cg_iters": float64(st.CG),

@@ -3,7 +3,6 @@ package ppdsparse
 import (
 	"flag"
 	"fmt"
-	"log/slog"
 
 	"xmc/data"
 	"xmc/model"
@@ -60,15 +59,6 @@ func (a *Trainer) Prepare(env train.Env, ds *data.Dataset) (*train.Work, error) 
 	}
 	return &train.Work{Kind: linear.Kind{}, Params: p, Units: t.Units(), Unit: t.Work, Schedule: onevsall.Schedule,
 		Weight: func(u int) int { return len(t.Block(u)) }, Cost: t.Cost, Range: selected,
-		Done: func(log *slog.Logger) {
-			st := t.Stats()
-			mean := 0.0
-			if st.Labels > 0 {
-				mean = float64(st.ActiveRows) / float64(st.Labels)
-			}
-			log.Info("ppdsparse", "labels", st.Labels, "rounds", st.Rounds, "cd_passes", st.Passes, "dual_updates", st.Updates,
-				"index_entries_scanned", st.Scanned, "rows_rescored", st.Rescored, "mean_active_rows", fmt.Sprintf("%.0f", mean), "unconverged", st.Unconverged)
-		},
 		Stats: func() map[string]float64 {
 			st := t.Stats()
 			return map[string]float64{"labels": float64(st.Labels), "rounds": float64(st.Rounds), "cd_passes": float64(st.Passes),
