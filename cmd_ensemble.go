@@ -65,11 +65,7 @@ func runTrainEnsemble(args []string) error {
 		}
 		c.Members = append(c.Members, member)
 	}
-	if c.Train.Checkpoint == "none" {
-		c.Train.Checkpoint = ""
-	} else if c.Train.Checkpoint == "" && c.Train.ModelOut != "" {
-		c.Train.Checkpoint = c.Train.ModelOut + ".ckpt" // each member keeps its own, beside its model
-	}
+	resolveCheckpoint(&c.Train) // each member then keeps its own, beside its model
 	c.Train.ProgressBar = runner.IsTerminal(os.Stderr)
 	return pipeline.TrainEnsemble(jo, c)
 }

@@ -74,14 +74,20 @@ func runTrain(args []string) error {
 		return fmt.Errorf("--algo %q: read as %q before parsing; give --algo once, as --algo NAME", algoFlag, algo.Name)
 	}
 	c.Set = setFlags(fs)
+	resolveCheckpoint(&c)
+	c.ProgressBar = runner.IsTerminal(os.Stderr)
+	return pipeline.Train(jo, c)
+}
+
+// resolveCheckpoint sets the checkpoint directory that --checkpoint means:
+// <model-out>.ckpt by default, none (empty) for "none".
+func resolveCheckpoint(c *pipeline.TrainConfig) {
 	if c.Checkpoint == "" && c.ModelOut != "" {
 		c.Checkpoint = c.ModelOut + ".ckpt"
 	}
 	if c.Checkpoint == "none" {
 		c.Checkpoint = ""
 	}
-	c.ProgressBar = runner.IsTerminal(os.Stderr)
-	return pipeline.Train(jo, c)
 }
 
 // otherAlgorithmsFlags reports a flag of args that fs lacks but another

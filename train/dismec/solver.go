@@ -465,21 +465,13 @@ func (h *sqHinge) setSolver() *sqHinge {
 	}
 	sub, n := h.sub, len(h.set)
 	sub.x = h.setRows
-	sub.y, sub.wx, sub.xs = resize(sub.y, n), resize(sub.wx, n), resize(sub.xs, n)
-	sub.active, sub.inactive = resize(sub.active, n), resize(sub.inactive, n)
-	sub.activeXV, sub.activeXS = resize(sub.activeXV, n)[:0], resize(sub.activeXS, n)[:0]
+	sub.y, sub.wx, sub.xs = slices.Grow(sub.y[:0], n)[:n], slices.Grow(sub.wx[:0], n)[:n], slices.Grow(sub.xs[:0], n)[:n]
+	sub.active, sub.inactive = slices.Grow(sub.active[:0], n)[:n], slices.Grow(sub.inactive[:0], n)[:n]
+	sub.activeXV, sub.activeXS = slices.Grow(sub.activeXV[:0], n), slices.Grow(sub.activeXS[:0], n)
 	for k, i := range h.set {
 		sub.y[k], sub.wx[k] = h.y[i], h.wx[i]
 	}
 	return sub
-}
-
-// resize returns a slice of length n, s's memory if it is large enough.
-func resize[T any](s []T, n int) []T {
-	if cap(s) < n {
-		return make([]T, n)
-	}
-	return s[:n]
 }
 
 // add adds the iterations of r to res and takes its convergence.
