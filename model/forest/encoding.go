@@ -50,9 +50,6 @@ const treeMagic uint32 = 0x54524534 // "TRE4": child-major splits, 1-byte weight
 // identityBit marks an identity projection in an encoded dimension.
 const identityBit = 1 << 31
 
-// maxMaskBytes is the widest child mask of TRE3: MaxBranch children.
-const maxMaskBytes = (MaxBranch + 7) / 8
-
 // Value formats of leaves.
 const (
 	valuesFloat32 = 0

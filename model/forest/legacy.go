@@ -17,6 +17,9 @@ const (
 	treeMagicV2 uint32 = 0x54524532 // "TRE2": every slice of the Tree plain
 )
 
+// maxMaskBytes is the widest child mask of TRE3: MaxBranch children.
+const maxMaskBytes = (MaxBranch + 7) / 8
+
 // decodeV3 reads the TRE3 layout after its magic: projections; node,
 // split-dimension, entry and leaf-entry counts (4 × u64); the mask width
 // (u8); per node its children (u8), first child, instances, split
