@@ -291,8 +291,13 @@ func (t *Team) spin(cond func() bool) bool {
 		if cond() {
 			return true
 		}
-		if n%256 == 0 && time.Since(start) > spinFor {
+		pause(spinPauses)
+		if n%32 == 0 && time.Since(start) > spinFor {
 			return cond()
 		}
 	}
 }
+
+// spinPauses is the spin-wait hints between two polls of a spinning
+// worker: a few hundred cycles, short beside a loop's hand-out.
+const spinPauses = 8
