@@ -37,13 +37,18 @@ func (t *roundTrainer) steps(rows []int32) error {
 	solve := func(w numa.Worker, a, b int) {
 		st := t.steppers.Get(w)
 		if st.round != t.rounds {
-			st.moves, st.round = st.moves[:0], t.rounds
+			st.moves, st.cuts, st.round = st.moves[:0], st.cuts[:0], t.rounds
 		}
 		for k := a; k < b; k++ {
 			rs := &t.rowSteps[k]
 			rs.st, rs.mlo = st, len(st.moves)
 			rs.err = t.solve(st, rows[rs.q], t.entries[rs.lo:rs.hi])
 			rs.mhi = len(st.moves)
+			if rs.mhi > rs.mlo {
+				rs.idx, rs.val = t.x.Row(int(rows[rs.q]))
+				rs.cut = len(st.cuts)
+				st.cuts = appendCuts(st.cuts, rs.idx, t.shards)
+			}
 		}
 	}
 	if !t.team.Spins() {
@@ -61,10 +66,49 @@ func (t *roundTrainer) steps(rows []int32) error {
 		adds += (rs.mhi - rs.mlo) * int(t.x.Indptr[rows[rs.q]+1]-t.x.Indptr[rows[rs.q]])
 	}
 	if t.team.Workers() == 1 || (!t.team.Spins() && adds < t.parallelAdds) {
-		t.apply(t.team.Lead(), rows, 0, len(t.shards)-1)
+		t.apply(t.team.Lead(), 0, len(t.shards)-1)
 		return nil
 	}
-	return t.team.For(len(t.shards)-1, 1, func(w numa.Worker, s, _ int) { t.apply(w, rows, s, s+1) })
+	return t.applyShards()
+}
+
+// applyShards applies the round's steps on the team, a shard at a time:
+// each worker takes the shards of its own group first, the same every
+// round, so that their weights stay in its core's cache, then what is left
+// of the other groups. Dealt from one counter, a shard went to any worker
+// each round, and the additions took 1.7 times their CPU at 16 workers
+// against 1 (wordnet-mc).
+func (t *roundTrainer) applyShards() error {
+	n, groups := len(t.shards)-1, len(t.nextShard)
+	for g := range t.nextShard {
+		t.nextShard[g].Store(int32(g * n / groups))
+	}
+	return t.team.Run(func(w numa.Worker) error {
+		for k := range groups {
+			g := (w.ID + k) % groups
+			end := int32((g + 1) * n / groups)
+			for s := t.nextShard[g].Add(1) - 1; s < end; s = t.nextShard[g].Add(1) - 1 {
+				t.apply(w, int(s), int(s)+1)
+			}
+		}
+		return nil
+	})
+}
+
+// appendCuts appends to cuts, for each bound of shards (a feature), the
+// first position of the sorted features idx at or above it: O(len(idx) +
+// len(shards)), once per row, where each shard searching every row of the
+// round took 5 times the CPU of the additions at 16 workers (a CPU profile
+// of wordnet-mc, 64 shards).
+func appendCuts(cuts []int32, idx []int32, shards []int32) []int32 {
+	e := 0
+	for _, bound := range shards {
+		for e < len(idx) && idx[e] < bound {
+			e++
+		}
+		cuts = append(cuts, int32(e))
+	}
+	return cuts
 }
 
 // solvePiece is the rows of a round a worker takes at a time to solve.
@@ -85,17 +129,18 @@ const shardsPerWorker = 4
 // apply applies the round's steps to the weights of the features of shards
 // lo to hi, row after row, with the scratch of worker w (the calling
 // goroutine's, or w's own).
-func (t *roundTrainer) apply(w numa.Worker, rows []int32, lo, hi int) {
+func (t *roundTrainer) apply(w numa.Worker, lo, hi int) {
 	st := t.steppers.Get(w)
-	flo, fhi := t.shards[lo], t.shards[hi]
-	for _, rs := range t.rowSteps {
+	for k := range t.rowSteps {
+		rs := &t.rowSteps[k]
 		if rs.mlo == rs.mhi {
 			continue
 		}
-		idx, val := t.x.Row(int(rows[rs.q]))
-		a, _ := slices.BinarySearch(idx, flo)
-		b, _ := slices.BinarySearch(idx, fhi)
-		idx, val = idx[a:b], val[a:b]
+		a, b := rs.st.cuts[rs.cut+lo], rs.st.cuts[rs.cut+hi]
+		if a == b {
+			continue
+		}
+		idx, val := rs.idx[a:b], rs.val[a:b]
 		if t.dense != nil {
 			t.applyDense(idx, val, rs.st.moves[rs.mlo:rs.mhi])
 			continue

@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 
 	"xmc/data"
 	"xmc/mpi"
@@ -117,6 +118,16 @@ type roundTrainer struct {
 	// at least parallelAdds additions (parallelStepAdds but in tests).
 	shards       []int32
 	parallelAdds int
+	// nextShard is, per worker, the next shard of its group to apply
+	// (see applyShards).
+	nextShard []paddedCounter
+}
+
+// paddedCounter is a counter alone in its cache line, so that workers
+// taking shards of different groups do not contend for one line.
+type paddedCounter struct {
+	atomic.Int32
+	_ [60]byte
 }
 
 // stepper is a worker's memory for the steps of a round's rows: its
@@ -127,7 +138,10 @@ type stepper struct {
 	at                 []int32
 	simplex            simplexScratch
 	moves              []dualMove
-	round              int // the round moves belongs to
+	// cuts holds, for each row of the round with moves, where the row's
+	// features enter each feature shard (see rowStep.cuts).
+	cuts  []int32
+	round int // the round moves and cuts belong to
 }
 
 // dualMove is a step of a row's dual variable for an owned class: d added to
@@ -139,11 +153,17 @@ type dualMove struct {
 
 // rowStep is a row of the round (the q-th of its batch): its entries,
 // t.entries[lo:hi], and the moves its step found, moves[mlo:mhi] of
-// stepper st, or the error it met.
+// stepper st, or the error it met. For a row with moves, idx and val are
+// its features and st.cuts[cut+s] the first of them in feature shard s
+// (len(t.shards) cuts), so that applying the row's steps to a shard
+// costs no search.
 type rowStep struct {
 	q, lo, hi int
 	st        *stepper
 	mlo, mhi  int
+	idx       []int32
+	val       []float32
+	cut       int
 	err       error
 }
 
@@ -196,6 +216,7 @@ func (t *roundTrainer) Start(units []int, _ int, state [][]byte, shared []byte) 
 	t.searchers = numa.NewPerWorker(t.pool, func(numa.Worker) *searcher { return newSearcher(k) })
 	t.steppers = numa.NewPerWorker(t.pool, func(numa.Worker) *stepper { return &stepper{round: -1} })
 	t.shards = featureShards(&t.x, shardsPerWorker*len(t.pool.Workers()))
+	t.nextShard = make([]paddedCounter, len(t.pool.Workers()))
 	t.act = make([][]dualVar, t.x.Rows)
 	t.epochs, t.bestAcc, t.sinceBest, t.bestWt = 0, -1, 0, nil
 	for i := range t.act {
