@@ -1,7 +1,6 @@
 package train
 
 import (
-	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -37,14 +36,53 @@ func DecodeEntries(b []byte, into []RoundEntry) ([]RoundEntry, error) {
 	if len(b)%RoundEntryBytes != 0 {
 		return nil, fmt.Errorf("reports of %d bytes, not whole %d-byte entries", len(b), RoundEntryBytes)
 	}
-	into = into[:0]
-	for ; len(b) > 0; b = b[RoundEntryBytes:] {
-		into = append(into, RoundEntry{Row: int32(binary.LittleEndian.Uint32(b)),
-			Class: int32(binary.LittleEndian.Uint32(b[4:])), Kind: int32(binary.LittleEndian.Uint32(b[8:])),
-			Score: math.Float64frombits(binary.LittleEndian.Uint64(b[12:]))})
+	n := len(b) / RoundEntryBytes
+	// The upper half is the merges' scratch.
+	into = slices.Grow(into[:0], 2*n)[:n]
+	var runs []int // where each run of rows in increasing order starts
+	for k := range n {
+		e := b[k*RoundEntryBytes:]
+		into[k] = RoundEntry{Row: int32(binary.LittleEndian.Uint32(e)),
+			Class: int32(binary.LittleEndian.Uint32(e[4:])), Kind: int32(binary.LittleEndian.Uint32(e[8:])),
+			Score: math.Float64frombits(binary.LittleEndian.Uint64(e[12:]))}
+		if k == 0 || into[k].Row < into[k-1].Row {
+			runs = append(runs, k)
+		}
 	}
-	slices.SortStableFunc(into, func(a, b RoundEntry) int { return cmp.Compare(a.Row, b.Row) })
-	return into, nil
+	return mergeRuns(into, into[n:2*n], append(runs, n)), nil
+}
+
+// mergeRuns orders entries by row, stably, given the bounds of its runs of
+// rows in increasing order (every rank reports its rows in order, so the
+// runs are at most the ranks): adjacent runs are merged pairwise into
+// scratch, of the same length, and back, O(n log runs). A stable sort of
+// the whole took 7% of the CPU of PD-Sparse on 4 ranks, on every rank.
+func mergeRuns(entries, scratch []RoundEntry, bounds []int) []RoundEntry {
+	src, dst := entries, scratch
+	for len(bounds) > 2 {
+		next := bounds[:0:0]
+		for r := 0; r+1 < len(bounds); r += 2 {
+			lo, mid, hi := bounds[r], bounds[r+1], bounds[min(r+2, len(bounds)-1)]
+			next = append(next, lo)
+			i, j, k := lo, mid, lo
+			for i < mid && j < hi {
+				if src[j].Row < src[i].Row {
+					dst[k], j = src[j], j+1
+				} else {
+					dst[k], i = src[i], i+1
+				}
+				k++
+			}
+			k += copy(dst[k:], src[i:mid])
+			copy(dst[k:], src[j:hi])
+		}
+		bounds = append(next, bounds[len(bounds)-1])
+		src, dst = dst, src
+	}
+	if len(entries) > 0 && &src[0] != &entries[0] {
+		copy(entries, src)
+	}
+	return entries
 }
 
 // ForEachRow calls f with the entries of each row, in row order.
