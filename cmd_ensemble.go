@@ -65,7 +65,9 @@ func runTrainEnsemble(args []string) error {
 		}
 		c.Members = append(c.Members, member)
 	}
-	resolveCheckpoint(&c.Train) // each member then keeps its own, beside its model
+	// The ensemble's checkpoint records the finished members; each member
+	// keeps its own, beside its model.
+	resolveCheckpoint(&c.Train)
 	c.Train.ProgressBar = runner.IsTerminal(os.Stderr)
 	return pipeline.TrainEnsemble(jo, c)
 }

@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 
+	"xmc/atomicfile"
 	"xmc/data"
 	"xmc/job"
 	"xmc/model"
@@ -102,7 +104,7 @@ func trainEnsembleRank(j *job.Rank, c EnsembleTrainConfig) error {
 	for i, m := range c.Members {
 		mc := c.memberConfig(i, m)
 		j.Log.Info("ensemble member", "member", i, "algorithm", m.Algorithm, "model", mc.ModelOut)
-		t, err := trainModel(j, mc)
+		t, err := trainMember(j, c.Train.Checkpoint, i, mc)
 		if err != nil {
 			return fmt.Errorf("ensemble member %d (%s): %w", i, m.Algorithm, err)
 		}
@@ -118,6 +120,17 @@ func trainEnsembleRank(j *job.Rank, c EnsembleTrainConfig) error {
 	e, h, err := fitEnsemble(j, c.Train.ModelOut, paths, held, c.Train.Seed, params, c.Train.Eval.TopK)
 	if err != nil {
 		return err
+	}
+	if c.Train.Checkpoint != "" {
+		// The ensemble file is written: its members need no resuming.
+		if err := j.Comm.Barrier(); err != nil {
+			return err
+		}
+		if j.ID == 0 {
+			if err := runner.RemoveCheckpoint(c.Train.Checkpoint); err != nil {
+				j.Log.Warn(err.Error())
+			}
+		}
 	}
 	j.Summary.Algorithm, j.Summary.Params = ensemble.Algorithm, h.Params
 	if last.test == nil {
@@ -138,6 +151,75 @@ func trainEnsembleRank(j *job.Rank, c EnsembleTrainConfig) error {
 		}
 	}
 	return last.evaluateWith(e, whole)
+}
+
+// trainMember trains member i of an ensemble as mc configures it, unless
+// a run before this one finished it: then its model file is that run's
+// and its record in the ensemble's checkpoint directory (none: no
+// resuming) names the same algorithm, parameters and training rows. A
+// member just trained is recorded there, so that an ensemble interrupted
+// in a later member resumes without training it again. Either way the
+// data are loaded and the held-out rows drawn, which the ensemble's fit
+// needs.
+func trainMember(j *job.Rank, checkpoint string, i int, mc TrainConfig) (*training, error) {
+	t := &training{j: j, c: mc}
+	if checkpoint == "" {
+		return t, t.run()
+	}
+	if err := t.prepare(); err != nil {
+		return nil, err
+	}
+	record := filepath.Join(checkpoint, "member-"+strconv.Itoa(i)+".done")
+	done, err := memberDone(j, record, t.fingerprint, mc.ModelOut)
+	if err != nil {
+		return nil, err
+	}
+	if done {
+		j.Log.Info("ensemble member trained before: its model is kept", "member", i, "model", mc.ModelOut)
+		return t, nil
+	}
+	if err := t.trainPrepared(); err != nil {
+		return nil, err
+	}
+	if j.ID == 0 {
+		info, err := os.Stat(mc.ModelOut)
+		if err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(checkpoint, 0o755); err != nil {
+			return nil, fmt.Errorf("checkpoint: %w", err)
+		}
+		if err := atomicfile.WriteBytes(record, []byte(memberRecord(t.fingerprint, info.Size()))); err != nil {
+			return nil, fmt.Errorf("checkpoint: %w", err)
+		}
+	}
+	return t, nil
+}
+
+// memberRecord is the content of a finished member's record: the run's
+// fingerprint (algorithm, parameters, training rows) and the size of the
+// model file it wrote.
+func memberRecord(fingerprint string, size int64) string {
+	return fmt.Sprintf("%s\nmodel bytes %d\n", fingerprint, size)
+}
+
+// memberDone reports, the same on every rank (rank 0 reads), whether the
+// record at path says that a run of this fingerprint wrote the model file
+// at model, as it is now.
+func memberDone(j *job.Rank, path, fingerprint, model string) (bool, error) {
+	flag := []byte{0}
+	if j.ID == 0 {
+		b, err := os.ReadFile(path)
+		info, statErr := os.Stat(model)
+		if err == nil && statErr == nil && string(b) == memberRecord(fingerprint, info.Size()) {
+			flag[0] = 1
+		}
+	}
+	flag, err := j.Comm.Bcast(flag, 0)
+	if err != nil {
+		return false, err
+	}
+	return len(flag) == 1 && flag[0] == 1, nil
 }
 
 // fitEnsemble loads this rank's part of the members at paths, predicts the

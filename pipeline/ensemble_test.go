@@ -2,11 +2,14 @@ package pipeline
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"xmc/job"
 	"xmc/model"
 	"xmc/model/ensemble"
 	"xmc/model/kinds"
@@ -150,5 +153,53 @@ func TestEnsembleErrors(t *testing.T) {
 	}
 	if _, _, err := kinds.Load(c.Train.ModelOut, nil); err == nil || !strings.Contains(err.Error(), "member 0") {
 		t.Errorf("a missing member: %v", err)
+	}
+}
+
+// TestEnsembleMemberResume checks that a member trained by a run before,
+// with the same algorithm, parameters and rows, is kept rather than
+// trained again, that one of other parameters is trained again, and that
+// a finished ensemble leaves no checkpoint behind.
+func TestEnsembleMemberResume(t *testing.T) {
+	dir := t.TempDir()
+	c := ensembleConfig(t, dir)
+	c.Train.Checkpoint = filepath.Join(dir, "e.model.ckpt")
+	mc := c.memberConfig(0, c.Members[0])
+	long := time.Now().Add(-time.Hour).Truncate(time.Second)
+	train := func(mc TrainConfig) (modified time.Time) {
+		t.Helper()
+		err := job.Run("train", options(2), func(j *job.Rank) error {
+			tr, err := trainMember(j, c.Train.Checkpoint, 0, mc)
+			if err == nil && tr.held == nil {
+				err = errors.New("no held-out rows")
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := os.Stat(mc.ModelOut)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(mc.ModelOut, long, long); err != nil {
+			t.Fatal(err)
+		}
+		return info.ModTime()
+	}
+	train(mc)
+	if got := train(mc); !got.Equal(long) {
+		t.Errorf("the member was trained again (model written at %v)", got)
+	}
+	other := mc
+	other.Seed++
+	if got := train(other); got.Equal(long) {
+		t.Error("a member of another seed was not trained again")
+	}
+	if err := TrainEnsemble(options(1), c); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(c.Train.Checkpoint); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the finished ensemble left its checkpoint: %v", err)
 	}
 }

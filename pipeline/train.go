@@ -145,10 +145,16 @@ func trainModel(j *job.Rank, c TrainConfig) (*training, error) {
 
 // run trains, writes the model and evaluates it, as configured.
 func (t *training) run() error {
-	j, c := t.j, t.c
 	if err := t.prepare(); err != nil {
 		return err
 	}
+	return t.trainPrepared()
+}
+
+// trainPrepared is run once prepare has loaded the data and prepared the
+// trainer.
+func (t *training) trainPrepared() error {
+	j, c := t.j, t.c
 	w := t.work
 	j.Log.Info(c.Algorithm, t.kind.Unit()+"s", w.Units, "ranks", j.Size, "threads_per_rank", j.Threads,
 		"numa_domains", len(j.Topo.Domains), "seed", c.Seed)
