@@ -5,6 +5,9 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"xmc/data"
+	"xmc/numa"
 )
 
 // TestDecodeEntries checks that the reports of several ranks, each in row
@@ -50,5 +53,64 @@ func TestDecodeEntries(t *testing.T) {
 	}
 	if _, err := DecodeEntries(make([]byte, RoundEntryBytes+1), nil); err == nil {
 		t.Error("a report of a partial entry decoded without error")
+	}
+}
+
+// TestBatchReports checks that the rows' reports come back in row order
+// whatever the workers, and that one worker takes the rows of more
+// features first (ties in row order).
+func TestBatchReports(t *testing.T) {
+	topo, err := numa.Detect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Rows of 0 to 5 features; the round takes rows 7, 2, 5, 0, 3, 6.
+	x := data.CSR{Rows: 8, Cols: 5, Indptr: []int64{0, 1, 3, 3, 8, 11, 13, 13, 17}}
+	x.Indices = make([]int32, x.Indptr[x.Rows])
+	x.Values = make([]float32, x.Indptr[x.Rows])
+	rows := []int32{7, 2, 5, 0, 3, 6}
+	for _, workers := range []int{1, 2, 3} {
+		pool, err := numa.NewPool(topo, workers, numa.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reports := make([]RowReports, workers)
+		var dealt []int32 // by worker 0 alone, where there is one
+		var b BatchReports
+		var got []byte
+		err = pool.Together(func(team *numa.Team) error {
+			for range 2 { // a second round reuses the memory
+				dealt = dealt[:0]
+				got, err = b.Run(team, &x, rows, func(w numa.Worker) *RowReports { return &reports[w.ID] },
+					func(w numa.Worker, q int, r *RowReports) {
+						if workers == 1 {
+							dealt = append(dealt, rows[q])
+						}
+						for k := range q % 3 { // 0 to 2 entries a row
+							r.Msg = AppendEntry(r.Msg, RoundEntry{Row: int32(q), Class: int32(k)})
+						}
+					}, got)
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		pool.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []byte
+		for q := range rows {
+			for k := range q % 3 {
+				want = AppendEntry(want, RoundEntry{Row: int32(q), Class: int32(k)})
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%d workers: the reports are not in row order", workers)
+		}
+		if workers == 1 && !slices.Equal(dealt, []int32{3, 7, 5, 0, 2, 6}) {
+			t.Errorf("one worker took the rows %v, want those of more features first", dealt)
+		}
 	}
 }

@@ -87,7 +87,7 @@ func (t *roundTrainer) Round(_ context.Context, r int, team *numa.Team) (bool, e
 // the batch.
 func (t *roundTrainer) search(rows []int32) error {
 	var err error
-	t.msg, err = t.batch.Run(t.team, len(rows), 1,
+	t.msg, err = t.batch.Run(t.team, &t.x, rows,
 		func(w numa.Worker) *train.RowReports { return &t.searchers.Get(w).RowReports },
 		func(w numa.Worker, q int, _ *train.RowReports) { t.report(t.searchers.Get(w), int32(q), rows[q]) }, t.msg)
 	return err

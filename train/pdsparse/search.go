@@ -165,11 +165,11 @@ func isActive(active []dualVar, l int32) bool {
 }
 
 // search fills t.msg with this rank's entries for the rows, in row order:
-// the rank's workers search pieces of the batch at once, each with its own
+// the rank's workers search the batch's rows at once, each with its own
 // scratch.
 func (t *roundTrainer) search(rows []int32) error {
 	var err error
-	t.msg, err = t.batch.Run(t.team, len(rows), 1,
+	t.msg, err = t.batch.Run(t.team, &t.x, rows,
 		func(w numa.Worker) *train.RowReports { return &t.searchers.Get(w).RowReports },
 		func(w numa.Worker, q int, _ *train.RowReports) { t.report(t.searchers.Get(w), int32(q), rows[q]) }, t.msg)
 	return err
