@@ -57,8 +57,8 @@ func DecodeEntries(b []byte, into []RoundEntry) ([]RoundEntry, error) {
 // mergeRuns orders entries by row, stably, given the bounds of its runs of
 // rows in increasing order (every rank reports its rows in order, so the
 // runs are at most the ranks): adjacent runs are merged pairwise into
-// scratch, of the same length, and back, O(n log runs). A stable sort of
-// the whole took 7% of the CPU of PD-Sparse on 4 ranks, on every rank.
+// scratch, of the same length, and back, O(n log runs), where a stable
+// sort of the whole, which every rank makes, cost O(n log² n).
 func mergeRuns(entries, scratch []RoundEntry, bounds []int) []RoundEntry {
 	src, dst := entries, scratch
 	for len(bounds) > 2 {
@@ -159,12 +159,10 @@ type reportPiece struct {
 // reports (reports(w)); it returns every row's entries, in row order, in
 // dst[:0].
 //
-// Dealt in their order, a round's rows left the workers of a 16-thread
-// team waiting for a long row dealt last: dealing the per-row search
-// times of PD-Sparse on wordnet-mc (batches of 64 rows, measured at 1
-// thread) to 16 workers in simulation gives 0.71 of the ideal in their
-// order, 0.79 with the rows of more features first and 0.87 with an
-// oracle's order (docs/scaling/16-core.md).
+// Dealt in row order, a long row taken last left the other workers of a
+// large team waiting for it; a row's features are the cheapest guide to
+// its cost (docs/scaling/16-core.md deals measured search times in
+// simulation).
 func (b *BatchReports) Run(team *numa.Team, x *data.CSR, rows []int32, reports func(numa.Worker) *RowReports,
 	report func(w numa.Worker, q int, r *RowReports), dst []byte) ([]byte, error) {
 	n := len(rows)

@@ -76,8 +76,7 @@ func (t *roundTrainer) steps(rows []int32) error {
 // each worker takes the shards of its own group first, the same every
 // round, so that their weights stay in its core's cache, then what is left
 // of the other groups. Dealt from one counter, a shard went to any worker
-// each round, and the additions took 1.7 times their CPU at 16 workers
-// against 1 (wordnet-mc).
+// each round, and its weights with it from one core's cache to another's.
 func (t *roundTrainer) applyShards() error {
 	n, groups := len(t.shards)-1, len(t.nextShard)
 	for g := range t.nextShard {
@@ -97,9 +96,9 @@ func (t *roundTrainer) applyShards() error {
 
 // appendCuts appends to cuts, for each bound of shards (a feature), the
 // first position of the sorted features idx at or above it: O(len(idx) +
-// len(shards)), once per row, where each shard searching every row of the
-// round took 5 times the CPU of the additions at 16 workers (a CPU profile
-// of wordnet-mc, 64 shards).
+// len(shards)), once per row, rather than each shard searching every row
+// of the round: with 64 shards (16 workers) the searches cost more than
+// the additions (docs/scaling/16-core.md, run 5).
 func appendCuts(cuts []int32, idx []int32, shards []int32) []int32 {
 	e := 0
 	for _, bound := range shards {
