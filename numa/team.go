@@ -21,37 +21,57 @@ import (
 // in-process ranks of 2 workers each growing a tree together trained 25-35%
 // slower with spinning than without.
 //
+// A loop of For ends when its chunks are done, not when every member has
+// checked in: where the members park (long loops), a member that wakes
+// after the others took every chunk no longer holds the loop up.
+//
 // A Team is used only by its lead, from the function given to Together;
 // once that function returns, the team's Run and For return ErrClosed.
 type Team struct {
 	// spinFor is how long to spin before parking, in nanoseconds:
 	// TeamSpin while the loops are short, 0 once they are long (see
-	// Run); loopNs is the loops' mean wall time, an exponential average
+	// adaptSpin); loopNs is the loops' mean wall time, an exponential average
 	// the lead keeps.
 	spinFor atomic.Int64
 	loopNs  float64
 	lead    Worker
 	members []Worker // the workers other than the lead
-	// gen numbers the loops handed out; fn is the current one, written
-	// before gen moves, and pending counts the members still in it.
-	gen     atomic.Uint64
-	fn      func(Worker) error
-	pending atomic.Int32
-	closed  atomic.Bool
+	// cur is the loop handed out last, a new one each time: a member
+	// takes part in each loop it finds there once.
+	cur    atomic.Pointer[teamLoop]
+	closed atomic.Bool
 	// A member that stopped spinning sets its parked flag and waits on
-	// its wake channel; so does the lead waiting for the members.
+	// its wake channel; so does the lead waiting for a loop's end.
 	parked     []atomic.Bool
 	wake       []chan struct{}
 	leadParked atomic.Bool
 	leadWake   chan struct{}
 
-	mu  sync.Mutex
-	err error // the first error of a member in the current loop
-
 	prof *profile // the pool's
 	// pool is set, for a team that Together's caller leads (see
 	// Together), to the pool that runs the team's loops.
 	pool *Pool
+}
+
+// teamLoop is one loop of a Team. A loop of Run ends when every member
+// has called fn (pending counts those yet to). A loop of For ends when its
+// chunks are done, whoever did them: a member that wakes from parking
+// after the others took every chunk is not waited for.
+type teamLoop struct {
+	fn      func(Worker) error // every worker's part, timed
+	pending atomic.Int32
+
+	// For's: body over chunks of chunk indices of [0, n), chunks of them;
+	// next is the next chunk to take, done those finished, active the
+	// workers dealing; failed stops the dealing after an error.
+	body       func(w Worker, lo, hi int)
+	n, chunk   int
+	chunks     int64
+	next, done atomic.Int64
+	active     atomic.Int32
+	failed     atomic.Bool
+	mu         sync.Mutex
+	err        error // the first error of a member
 }
 
 // TeamSpin is how long a worker of a Team spins for the next loop, or the
@@ -150,35 +170,77 @@ func (t *Team) Run(fn func(w Worker) error) error {
 	if t.pool != nil {
 		return t.pool.loop(fn)
 	}
-	start := time.Now()
-	defer func() {
-		d := time.Since(start)
-		t.prof.loop(d)
-		t.adaptSpin(d)
-	}()
-	fn = t.prof.timed(fn)
-	t.mu.Lock()
-	t.err = nil
-	t.mu.Unlock()
-	t.fn = fn
-	t.pending.Store(int32(len(t.members)))
-	t.gen.Add(1)
-	t.wakeMembers()
-	first := call(t.lead, fn)
-	t.awaitMembers()
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if first == nil {
-		first = t.err
-	}
-	return first
+	d := &teamLoop{fn: t.prof.timed(fn)}
+	d.pending.Store(int32(len(t.members)))
+	return t.hand(d, func() bool { return d.pending.Load() == 0 })
 }
 
 // For is Pool.For on the team's workers: it deals the range [0, n) in
 // chunks of chunk, each worker taking the next chunk when done with one,
-// and returns when all are done.
+// and returns when every chunk is done, without waiting for members that
+// took none (a member woken from parking after the others took every
+// chunk). It returns the first error, as Run does.
 func (t *Team) For(n, chunk int, fn func(w Worker, lo, hi int)) error {
-	return t.Run(chunks(n, chunk, fn))
+	if t.closed.Load() {
+		return ErrClosed
+	}
+	if t.pool != nil {
+		return t.pool.For(n, chunk, fn)
+	}
+	chunk = max(chunk, 1)
+	d := &teamLoop{body: fn, n: n, chunk: chunk, chunks: int64((n + chunk - 1) / chunk)}
+	d.fn = t.prof.timed(d.deal)
+	return t.hand(d, d.finished)
+}
+
+// hand hands loop d out to the members, runs the lead's part and waits
+// until ended reports the loop's end.
+func (t *Team) hand(d *teamLoop, ended func() bool) error {
+	start := time.Now()
+	defer func() {
+		e := time.Since(start)
+		t.prof.loop(e)
+		t.adaptSpin(e)
+	}()
+	t.cur.Store(d)
+	t.wakeMembers()
+	first := call(t.lead, d.fn)
+	if first != nil && d.body != nil {
+		d.fail()
+	}
+	t.await(ended)
+	if first != nil {
+		return first
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.err
+}
+
+// deal is a For loop's part of worker w: it takes the next chunk until
+// none is left or a worker failed.
+func (d *teamLoop) deal(w Worker) error {
+	d.active.Add(1)
+	defer d.active.Add(-1)
+	for {
+		k := d.next.Add(1) - 1
+		if k >= d.chunks || d.failed.Load() {
+			return nil
+		}
+		lo := int(k) * d.chunk
+		d.body(w, lo, min(lo+d.chunk, d.n))
+		d.done.Add(1)
+	}
+}
+
+// fail stops a For loop's dealing after an error: the loop then ends when
+// the workers still dealing have left it.
+func (d *teamLoop) fail() { d.failed.Store(true) }
+
+// finished reports whether a For loop has ended: every chunk done, or a
+// failure and no worker left dealing.
+func (d *teamLoop) finished() bool {
+	return d.done.Load() == d.chunks || (d.failed.Load() && d.active.Load() == 0)
 }
 
 // wakeMembers wakes the members that parked.
@@ -193,19 +255,19 @@ func (t *Team) wakeMembers() {
 	}
 }
 
-// awaitMembers returns once every member has finished the current loop.
-func (t *Team) awaitMembers() {
-	done := func() bool { return t.pending.Load() == 0 }
-	if t.spin(done) {
+// await returns once ended reports the current loop's end, spinning, then
+// parked until a member wakes the lead.
+func (t *Team) await(ended func() bool) {
+	if t.spin(ended) {
 		return
 	}
 	for {
 		t.leadParked.Store(true)
-		if done() {
+		if ended() {
 			break
 		}
 		<-t.leadWake
-		if done() {
+		if ended() {
 			break
 		}
 	}
@@ -222,9 +284,9 @@ func (t *Team) serve(w Worker) {
 	if i > t.lead.ID {
 		i-- // members are the workers in order, less the lead
 	}
-	seen := uint64(0)
+	var last *teamLoop
 	for {
-		moved := func() bool { return t.gen.Load() != seen }
+		moved := func() bool { return t.cur.Load() != last }
 		if !t.spin(moved) {
 			for {
 				t.parked[i].Store(true)
@@ -241,15 +303,18 @@ func (t *Team) serve(w Worker) {
 		if t.closed.Load() {
 			return
 		}
-		seen = t.gen.Load()
-		if err := call(w, t.fn); err != nil {
-			t.mu.Lock()
-			if t.err == nil {
-				t.err = prefixed(w, err)
+		d := t.cur.Load()
+		last = d
+		if err := call(w, d.fn); err != nil {
+			d.record(w, err) // before fail, which may end a loop of For
+			if d.body != nil {
+				d.fail()
 			}
-			t.mu.Unlock()
 		}
-		if t.pending.Add(-1) == 0 && t.leadParked.Load() {
+		if d.body == nil {
+			d.pending.Add(-1)
+		}
+		if t.leadParked.Load() {
 			select {
 			case t.leadWake <- struct{}{}:
 			default:
@@ -258,10 +323,19 @@ func (t *Team) serve(w Worker) {
 	}
 }
 
+// record keeps member w's error if it is the loop's first.
+func (d *teamLoop) record(w Worker, err error) {
+	d.mu.Lock()
+	if d.err == nil {
+		d.err = prefixed(w, err)
+	}
+	d.mu.Unlock()
+}
+
 // close ends the team: its members return from serve.
 func (t *Team) close() {
 	t.closed.Store(true)
-	t.gen.Add(1)
+	t.cur.Store(&teamLoop{})
 	t.wakeMembers()
 }
 

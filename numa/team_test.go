@@ -121,3 +121,61 @@ func testTogether(t *testing.T, sharing int) {
 		})
 	}
 }
+
+// TestTeamFor deals loops of chunks on a Team whose members spin between
+// loops or park (a pause longer than TeamSpin), between loops of Run:
+// every index is done once per loop, every worker runs each loop of Run
+// once, and a chunk that panics fails its loop, the next loops working.
+func TestTeamFor(t *testing.T) {
+	topo := Topology{Domains: []Domain{{CPUs: []int{0, 1}}, {CPUs: []int{2, 3}}}}
+	p := unpinnedPool(t, topo, 4, Options{})
+	for _, pause := range []time.Duration{0, 3 * TeamSpin} {
+		t.Run(fmt.Sprintf("pause %v", pause), func(t *testing.T) {
+			const n, chunk, loops = 37, 3, 12
+			var err error
+			within(t, func() {
+				err = p.Together(func(team *Team) error {
+					for loop := range loops {
+						time.Sleep(pause)
+						var seen [n]atomic.Int32
+						if err := team.For(n, chunk, func(_ Worker, lo, hi int) {
+							for i := lo; i < hi; i++ {
+								seen[i].Add(1)
+							}
+						}); err != nil {
+							return err
+						}
+						for i := range seen {
+							if c := seen[i].Load(); c != 1 {
+								return fmt.Errorf("loop %d: index %d done %d times", loop, i, c)
+							}
+						}
+						var calls [4]atomic.Int32
+						if err := team.Run(func(w Worker) error { calls[w.ID].Add(1); return nil }); err != nil {
+							return err
+						}
+						for id := range calls {
+							if c := calls[id].Load(); c != 1 {
+								return fmt.Errorf("loop %d: Run called worker %d %d times", loop, id, c)
+							}
+						}
+						if loop%4 == 3 {
+							err := team.For(n, 1, func(_ Worker, lo, _ int) {
+								if lo == 5 {
+									panic("boom")
+								}
+							})
+							if err == nil || !strings.Contains(err.Error(), "panic: boom") {
+								return fmt.Errorf("loop %d: a panicking chunk gave %v", loop, err)
+							}
+						}
+					}
+					return nil
+				})
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
