@@ -62,7 +62,9 @@ func DecodeEntries(b []byte, into []RoundEntry) ([]RoundEntry, error) {
 func mergeRuns(entries, scratch []RoundEntry, bounds []int) []RoundEntry {
 	src, dst := entries, scratch
 	for len(bounds) > 2 {
-		next := bounds[:0:0]
+		// The merged runs' bounds overwrite bounds in place: the r/2-th is
+		// written once the r-th and later are read.
+		next := bounds[:0]
 		for r := 0; r+1 < len(bounds); r += 2 {
 			lo, mid, hi := bounds[r], bounds[r+1], bounds[min(r+2, len(bounds)-1)]
 			next = append(next, lo)
@@ -78,7 +80,8 @@ func mergeRuns(entries, scratch []RoundEntry, bounds []int) []RoundEntry {
 			k += copy(dst[k:], src[i:mid])
 			copy(dst[k:], src[j:hi])
 		}
-		bounds = append(next, bounds[len(bounds)-1])
+		last := bounds[len(bounds)-1]
+		bounds = append(next, last)
 		src, dst = dst, src
 	}
 	if len(entries) > 0 && &src[0] != &entries[0] {

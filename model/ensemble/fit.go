@@ -203,6 +203,7 @@ type table struct {
 	labels  [][]int32   // row, candidate
 	scores  [][]float64 // row, candidate × members
 	fused   []model.Scored
+	top     []model.Scored // the fused row's best, reused from row to row
 }
 
 // newTable builds the table of the members' lists, calibrated by cals,
@@ -239,7 +240,8 @@ func (t *table) objective(w []float64, truth [][]int32) float64 {
 			}
 			t.fused = append(t.fused, model.Scored{Label: l, Score: float32(v)})
 		}
-		top := model.TopK(t.fused, ks[len(ks)-1])
+		t.top = model.TopKInto(t.top, t.fused, ks[len(ks)-1])
+		top := t.top
 		for _, k := range ks {
 			hits := 0
 			for _, s := range top[:min(k, len(top))] {
