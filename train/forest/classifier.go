@@ -82,13 +82,14 @@ func clusterSize(ends []int32, c int) int32 {
 
 // centroid appends to ents child c's entries of the node's classifier: the
 // sum of the members' projected normalised feature vectors, reduced to its
-// CentroidKeep largest-magnitude entries and normalised (see keep).
+// CentroidKeep largest-magnitude entries less its lightest (CentroidDrop),
+// and normalised (see keep).
 func (b *treeBuilder) centroid(members []int32, c uint8, ents []entry) []entry {
 	s, dimX := b.s, b.p.DimX
 	acc, mark := s.accX[:dimX], s.markC[:dimX]
 	n := accumulate(&b.rows.px, members, b.rows.xInv, acc, mark, s.touched[:dimX+1])
 	touched := s.touched[:n]
-	thresh, ties := b.threshold(acc, touched)
+	thresh, ties := b.threshold(acc, touched, len(members))
 	scale := keptScale(acc, touched, thresh, ties)
 	return keep(acc, mark, touched, thresh, ties, scale, c, b.p.CompactWeights, ents)
 }
@@ -115,13 +116,17 @@ func accumulate(x *projectedRows, members []int32, xInv []float32, acc []float32
 	return n
 }
 
-// threshold returns the magnitude of the CentroidKeep-th largest entry of
-// the centroid acc over its touched dimensions (0 when it has no more
-// entries than that), and how many entries of exactly that magnitude are
-// kept.
-func (b *treeBuilder) threshold(acc []float32, touched []int32) (thresh float32, ties int) {
-	keep := b.p.CentroidKeep
-	if len(touched) <= keep {
+// threshold returns the magnitude of the smallest entry the centroid acc of
+// a child of the given sampled rows keeps over its touched dimensions (0
+// when it keeps every entry), and how many entries of exactly that
+// magnitude are kept: its CentroidKeep largest, less, with CentroidDrop in
+// a child of at most CentroidDropRows rows, its lightest (see dropLight).
+func (b *treeBuilder) threshold(acc []float32, touched []int32, rows int) (thresh float32, ties int) {
+	keep, drop := b.p.CentroidKeep, b.p.CentroidDrop
+	if rows > b.p.CentroidDropRows {
+		drop = 0
+	}
+	if len(touched) <= keep && drop == 0 {
 		return 0, len(touched)
 	}
 	mags := b.s.mags[:0]
@@ -129,16 +134,65 @@ func (b *treeBuilder) threshold(acc []float32, touched []int32) (thresh float32,
 		mags = append(mags, abs32(acc[d]))
 	}
 	b.s.mags = mags
-	// The keep-th largest, by selection rather than a sort: centroids of
-	// thousands of dimensions were a tenth of training a Bibtex tree.
-	thresh = nthSmallest(mags, len(mags)-keep)
-	above := 0
-	for _, m := range mags {
-		if m > thresh {
-			above++
+	kept := mags
+	thresh, ties = 0, len(touched)
+	if len(mags) > keep {
+		// The keep-th largest, by selection rather than a sort: centroids
+		// of thousands of dimensions were a tenth of training a Bibtex
+		// tree. Selection leaves the keep largest at the end.
+		thresh = nthSmallest(mags, len(mags)-keep)
+		kept = mags[len(mags)-keep:]
+		above := 0
+		for _, m := range kept {
+			if m > thresh {
+				above++
+			}
+		}
+		ties = keep - above
+	}
+	if drop > 0 {
+		if t, n, ok := dropLight(kept, drop); ok {
+			thresh, ties = t, n
 		}
 	}
-	return thresh, keep - above
+	return thresh, ties
+}
+
+// dropLight sorts the magnitudes of a centroid's kept entries and finds the
+// lightest ones that together carry at most drop of their squared norm,
+// whole groups of equal magnitude at a time, so that which entries go does
+// not depend on their order. It returns the smallest magnitude left and how
+// many entries have it, or false when nothing goes.
+func dropLight(mags []float32, drop float64) (thresh float32, ties int, ok bool) {
+	slices.Sort(mags)
+	var total float64
+	for _, m := range mags {
+		total += float64(m) * float64(m)
+	}
+	budget, i := drop*total, 0
+	for i < len(mags) {
+		j, group := i, 0.0
+		for j < len(mags) && mags[j] == mags[i] {
+			group += float64(mags[j]) * float64(mags[j])
+			j++
+		}
+		if group > budget || j == len(mags) {
+			break
+		}
+		budget -= group
+		i = j
+	}
+	if i == 0 {
+		return 0, 0, false
+	}
+	n := 0
+	for _, m := range mags[i:] {
+		if m != mags[i] {
+			break
+		}
+		n++
+	}
+	return mags[i], n, true
 }
 
 // nthSmallest returns the value that sorting a would put at index n,

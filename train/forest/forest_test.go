@@ -90,19 +90,18 @@ func TestForestBibtexAccuracy(t *testing.T) {
 	}
 }
 
-// TestForestCompactWeights trains the same trees with weights rounded to
-// the 1-byte codes (--compact-weights): their encodings are at most 0.75 of
-// the bfloat16 trees', and their P@1 on Bibtex within 2 points.
-func TestForestCompactWeights(t *testing.T) {
+// TestForestSmallerTrees trains the same trees with weights rounded to the
+// 1-byte codes (--compact-weights), then also thinned (--centroid-drop): their
+// encodings are at most a bound of the bfloat16 trees', and their P@1 on
+// Bibtex within 2 points.
+func TestForestSmallerTrees(t *testing.T) {
 	tr, te := traintest.Bibtex(t)
 	pool := numatest.Pool(t, 2, 1)
-	size, p1 := map[bool]int{}, map[bool]float64{}
-	for _, compact := range []bool{false, true} {
-		p := DefaultParams()
-		p.Trees, p.Seed, p.CompactWeights = 10, 7, compact
+	grow := func(p Params) (size int, p1 float64) {
+		p.Trees, p.Seed = 10, 7
 		f := &forestmodel.Model{D: tr.D(), L: tr.L(), TotalTrees: p.Trees}
 		for _, b := range trainTrees(t, tr, p, pool) {
-			size[compact] += len(b)
+			size += len(b)
 			if err := f.AddTree(b); err != nil {
 				t.Fatal(err)
 			}
@@ -115,11 +114,53 @@ func TestForestCompactWeights(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p1[compact] = m["P@1"]
+		return size, m["P@1"]
 	}
-	t.Logf("bytes %d (compact) against %d, P@1 %.2f against %.2f", size[true], size[false], p1[true], p1[false])
-	if float64(size[true]) > 0.75*float64(size[false]) || p1[true] < p1[false]-2 {
-		t.Errorf("compact trees take %d bytes against %d, P@1 %.2f against %.2f", size[true], size[false], p1[true], p1[false])
+	refSize, refP1 := grow(DefaultParams())
+	for _, c := range []struct {
+		name     string
+		drop     float64
+		maxRatio float64
+	}{{"compact weights", 0, 0.75}, {"compact weights, centroid drop", 0.05, 0.6}} {
+		p := DefaultParams()
+		p.CompactWeights, p.CentroidDrop = true, c.drop
+		size, p1 := grow(p)
+		t.Logf("%s: bytes %d against %d, P@1 %.2f against %.2f", c.name, size, refSize, p1, refP1)
+		if float64(size) > c.maxRatio*float64(refSize) || p1 < refP1-2 {
+			t.Errorf("%s: trees take %d bytes against %d (at most %.2f of them), P@1 %.2f against %.2f",
+				c.name, size, refSize, c.maxRatio, p1, refP1)
+		}
+	}
+}
+
+// TestDropLight checks the lightest entries dropped from a centroid: whole
+// groups of equal magnitude within the budget, never every entry, whatever
+// their order.
+func TestDropLight(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		mags   []float32
+		drop   float64
+		thresh float32
+		ties   int
+		ok     bool
+	}{
+		{"nothing within the budget", []float32{1, 2, 3}, 0.05, 0, 0, false},
+		{"the lightest", []float32{3, 1, 2, 0.5}, 0.02, 1, 1, true}, // 0.25 of 14.25
+		{"a group of ties whole", []float32{1, 1, 10, 1}, 0.03, 10, 1, true}, // 3 of 103
+		{"a group of ties over the budget", []float32{1, 1, 10, 1}, 0.02, 0, 0, false},
+		{"two groups", []float32{0.1, 0.2, 0.2, 5, 5}, 0.01, 5, 2, true},
+		{"never every entry", []float32{1, 1, 1}, 0.9, 0, 0, false},
+		{"zeros go", []float32{0, 0, 4}, 1e-9, 4, 1, true},
+	} {
+		for trial := range 3 {
+			mags := slices.Clone(c.mags)
+			rand.New(rand.NewPCG(uint64(trial), 1)).Shuffle(len(mags), func(i, j int) { mags[i], mags[j] = mags[j], mags[i] })
+			thresh, ties, ok := dropLight(mags, c.drop)
+			if thresh != c.thresh || ties != c.ties || ok != c.ok {
+				t.Errorf("%s, order %v: got %v, %d, %v, want %v, %d, %v", c.name, mags, thresh, ties, ok, c.thresh, c.ties, c.ok)
+			}
+		}
 	}
 }
 
@@ -128,7 +169,20 @@ func TestForestCompactWeights(t *testing.T) {
 // whether each worker grows trees alone or all grow each tree together.
 func TestForestDeterministic(t *testing.T) {
 	tr, _ := traintest.Bibtex(t)
+	for _, p := range []Params{DefaultParams(), smallTrees()} {
+		forestDeterministic(t, tr, p)
+	}
+}
+
+// smallTrees returns the parameters of the smallest trees: compact weights,
+// thinned centroids.
+func smallTrees() Params {
 	p := DefaultParams()
+	p.CompactWeights, p.CentroidDrop = true, 0.05
+	return p
+}
+
+func forestDeterministic(t *testing.T, tr *data.Dataset, p Params) {
 	p.Trees = 4
 	p.Seed = 3
 	ref := trainTrees(t, tr, p, numatest.Pool(t, 1, 1))
@@ -143,7 +197,7 @@ func TestForestDeterministic(t *testing.T) {
 		}
 		for i := range ref {
 			if !bytes.Equal(ref[i], got[i]) {
-				t.Errorf("%d threads, %d domains, together %v: tree %d differs", c.threads, c.domains, c.together, i)
+				t.Errorf("drop %g, %d threads, %d domains, together %v: tree %d differs", p.CentroidDrop, c.threads, c.domains, c.together, i)
 			}
 		}
 	}
@@ -180,10 +234,16 @@ func TestForestTogetherInPieces(t *testing.T) {
 
 // TestForestRoutesAsPrediction checks that training routes instances as
 // prediction does: every training instance, routed through a trained tree
-// by forestmodel.SplitIndex, reaches nodes whose Size counts exactly it.
+// by forestmodel.SplitIndex, reaches nodes whose Size counts exactly it,
+// with every entry kept or the smallest trees' thinned ones.
 func TestForestRoutesAsPrediction(t *testing.T) {
 	tr, _ := traintest.Bibtex(t)
-	p := DefaultParams()
+	for _, p := range []Params{DefaultParams(), smallTrees()} {
+		routesAsPrediction(t, tr, p)
+	}
+}
+
+func routesAsPrediction(t *testing.T, tr *data.Dataset, p Params) {
 	p.Trees = 1
 	p.Seed = 11
 	err := p.Validate()

@@ -27,6 +27,14 @@ type Params struct {
 	// bfloat16: a smaller forest, for some accuracy on data of many
 	// features a row (docs/algorithms/forest.md).
 	CompactWeights bool `json:"compact_weights,omitempty"`
+	// CentroidDrop is the share of a child classifier's squared norm that
+	// its smallest entries may carry and still be dropped (after the cut to
+	// CentroidKeep), in the children of at most CentroidDropRows sampled
+	// rows: the many light entries of the nodes of few rows are most of a
+	// large tree's bytes, while a wrong turn there costs less than near the
+	// root (docs/algorithms/forest.md). 0 keeps every entry.
+	CentroidDrop     float64 `json:"centroid_drop,omitempty"`
+	CentroidDropRows int     `json:"centroid_drop_rows,omitempty"`
 }
 
 // DefaultParams returns the defaults of CRAFTML's reference program: its
@@ -38,7 +46,7 @@ type Params struct {
 // a hash (docs/algorithms/forest.md compares the two).
 func DefaultParams() Params {
 	return Params{Trees: 50, DimX: defaultProjectedDim, DimY: defaultProjectedDim, Sample: 20000, Branch: 10,
-		KMeansIters: 5, CentroidKeep: 1000, LeafSize: 10, SplitRetries: 5}
+		KMeansIters: 5, CentroidKeep: 1000, CentroidDropRows: 256, LeafSize: 10, SplitRetries: 5}
 }
 
 // maxSplitRetries bounds SplitRetries: an attempt's number takes 8 bits of
@@ -63,6 +71,10 @@ func (p Params) Validate() error {
 		return fmt.Errorf("--kmeans-iters must be at least 1, got %d", p.KMeansIters)
 	case p.CentroidKeep < 1:
 		return fmt.Errorf("--centroid-keep must be at least 1, got %d", p.CentroidKeep)
+	case !(p.CentroidDrop >= 0 && p.CentroidDrop < 1):
+		return fmt.Errorf("--centroid-drop must be at least 0 and below 1, got %g", p.CentroidDrop)
+	case p.CentroidDrop > 0 && p.CentroidDropRows < 1:
+		return fmt.Errorf("--centroid-drop-rows must be at least 1, got %d", p.CentroidDropRows)
 	case p.LeafSize < 1:
 		return fmt.Errorf("--leaf-size must be at least 1, got %d", p.LeafSize)
 	case p.MaxDepth < 0:

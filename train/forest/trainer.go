@@ -40,6 +40,9 @@ func (a *Trainer) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&p.Branch, "branch", p.Branch, "children per node (k of the k-means)")
 	fs.IntVar(&p.KMeansIters, "kmeans-iters", p.KMeansIters, "k-means passes per node")
 	fs.IntVar(&p.CentroidKeep, "centroid-keep", p.CentroidKeep, "largest entries kept per child classifier")
+	fs.Float64Var(&p.CentroidDrop, "centroid-drop", p.CentroidDrop, "share of each child classifier's squared norm that its smallest entries may carry "+
+		"and be dropped, in children of at most --centroid-drop-rows sampled rows: a smaller model (docs/algorithms/forest.md); 0 keeps every entry")
+	fs.IntVar(&p.CentroidDropRows, "centroid-drop-rows", p.CentroidDropRows, "the largest child, in sampled rows, whose classifier --centroid-drop thins")
 	fs.BoolVar(&p.CompactWeights, "compact-weights", p.CompactWeights, "store each classifier weight in one byte (3 bits of mantissa) rather than two: "+
 		"a smaller model, for some accuracy where rows have many features (docs/algorithms/forest.md)")
 	fs.IntVar(&p.LeafSize, "leaf-size", p.LeafSize, "nodes with at most this many instances become leaves")
@@ -56,6 +59,10 @@ func (a *Trainer) Prepare(env train.Env, ds *data.Dataset) (*train.Work, error) 
 	p.Seed = env.Seed
 	if err := p.Validate(); err != nil {
 		return nil, err
+	}
+	if p.CentroidDrop == 0 {
+		// Without a drop its bound does nothing: the model records neither.
+		p.CentroidDropRows = 0
 	}
 	if a.grow != GrowAuto && a.grow != GrowAlone && a.grow != GrowTogether {
 		return nil, fmt.Errorf("--grow %q: want %s, %s or %s", a.grow, GrowAuto, GrowAlone, GrowTogether)
