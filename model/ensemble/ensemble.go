@@ -116,7 +116,7 @@ func (e *Model) Predict(x *data.CSR, k int, pool *numa.Pool) ([][]model.Scored, 
 			return nil, fmt.Errorf("member %d (%s): %w", m, e.spec[m].Path, err)
 		}
 	}
-	return e.fuse(lists, x.Rows, k), nil
+	return e.fuse(lists, x.Rows, k, pool)
 }
 
 // Partial returns every member's partial result for Candidates(k), its
@@ -167,24 +167,40 @@ func (e *Model) Merge(parts [][]byte, rows, k int) ([][]model.Scored, error) {
 			return nil, fmt.Errorf("member %d (%s): %w", m, e.spec[m].Path, err)
 		}
 	}
-	return e.fuse(lists, rows, k), nil
+	return e.fuse(lists, rows, k, nil)
 }
 
 // fuse returns every row's k best labels by the weighted calibrated sum
-// of the members' lists (member, row, labels).
-func (e *Model) fuse(lists [][][]model.Scored, rows, k int) [][]model.Scored {
+// of the members' lists (member, row, labels), on the pool's workers, or on
+// the caller with a nil pool. The rows are independent: fused on one
+// goroutine while the members predict on every worker, they were the part
+// of an ensemble's prediction that more workers do not shorten.
+func (e *Model) fuse(lists [][][]model.Scored, rows, k int, pool *numa.Pool) ([][]model.Scored, error) {
 	weights := make([]float64, len(e.spec))
 	cals := make([]Calibration, len(e.spec))
 	for m, s := range e.spec {
 		weights[m], cals[m] = s.Weight, s.Calibration
 	}
 	out := make([][]model.Scored, rows)
-	var f fuser
-	for i := range rows {
-		out[i] = f.row(lists, i, weights, cals, Candidates(k), k)
+	if pool == nil {
+		var f fuser
+		for i := range rows {
+			out[i] = f.row(lists, i, weights, cals, Candidates(k), k)
+		}
+		return out, nil
 	}
-	return out
+	fusers := numa.NewPerWorker(pool, func(numa.Worker) *fuser { return new(fuser) })
+	err := pool.For(rows, fuseRows, func(w numa.Worker, lo, hi int) {
+		f := fusers.Get(w)
+		for i := lo; i < hi; i++ {
+			out[i] = f.row(lists, i, weights, cals, Candidates(k), k)
+		}
+	})
+	return out, err
 }
+
+// fuseRows is the rows a worker fuses at a time.
+const fuseRows = 256
 
 // Summary names the members with their weights.
 func (e *Model) Summary() string {

@@ -3,11 +3,13 @@ package ensemble
 import (
 	"bytes"
 	"math"
+	"math/rand/v2"
 	"reflect"
 	"testing"
 
 	"xmc/data"
 	"xmc/model"
+	"xmc/numa/numatest"
 )
 
 // TestSplitSums checks that the partial rows of two members, numbered as
@@ -118,5 +120,37 @@ func TestFuseFloors(t *testing.T) {
 	want := []model.Scored{{Label: 3, Score: float32(0.5*0.5 + 0.5*0.8)}, {Label: 1, Score: 0.45}, {Label: 2, Score: 0.25}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("fused %v, want %v", got, want)
+	}
+}
+
+// TestFuseOnPool checks that rows fused on a pool's workers are those fused
+// on the caller, for pools of 1 and 3 workers and more rows than a worker
+// takes at a time.
+func TestFuseOnPool(t *testing.T) {
+	const rows, members, k = 3*fuseRows + 17, 2, 5
+	rng := rand.New(rand.NewPCG(3, 4))
+	lists := make([][][]model.Scored, members)
+	for m := range lists {
+		lists[m] = make([][]model.Scored, rows)
+		for i := range lists[m] {
+			for _, l := range rng.Perm(200)[:rng.IntN(Candidates(k)+1)] {
+				lists[m][i] = append(lists[m][i], model.Scored{Label: int32(l), Score: rng.Float32()})
+			}
+			model.SortScored(lists[m][i])
+		}
+	}
+	e := &Model{spec: []Member{{Weight: 0.7, Calibration: Identity}, {Weight: 0.3, Calibration: Calibration{Scale: 2, Shift: -1, Sigmoid: true}}}, L: 200}
+	want, err := e.fuse(lists, rows, k, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, workers := range []int{1, 3} {
+		got, err := e.fuse(lists, rows, k, numatest.Pool(t, workers, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%d workers: fused rows differ from the caller's", workers)
+		}
 	}
 }
