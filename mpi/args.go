@@ -12,12 +12,13 @@ const (
 	opAllreduce
 	opGather
 	opGatherv
+	opAllgatherv
 	opSend
 	opRecv
 	numOps
 )
 
-var opNames = [numOps]string{"barrier", "bcast", "reduce", "allreduce", "gather", "gatherv", "send", "recv"}
+var opNames = [numOps]string{"barrier", "bcast", "reduce", "allreduce", "gather", "gatherv", "allgatherv", "send", "recv"}
 
 func (k opKind) String() string { return opNames[k] }
 

@@ -40,8 +40,8 @@
 //
 // MPI counts are C ints. Bcast, Reduce and Allreduce split larger buffers
 // into several calls; a single Send, one rank's Gather contribution, and
-// the total that Gatherv collects on the root must each stay below 2 GiB on
-// the MPI backend.
+// the total that Gatherv collects on the root or Allgatherv on each rank
+// must each stay below 2 GiB on the MPI backend.
 package mpi
 
 import "errors"
@@ -82,7 +82,7 @@ var ErrAborted = errors.New("mpi: job aborted")
 // issued concurrently with each other on the same rank.
 //
 // Received buffers (from Bcast on other ranks than the root, Gather,
-// Gatherv and Recv) are new memory, never nil, never shared with the sender
+// Gatherv, Allgatherv and Recv) are new memory, never nil, never shared with the sender
 // or another receiver. Arguments are checked before any communication, so
 // that ranks passing the same invalid argument all get the same error.
 type Comm interface {
@@ -116,6 +116,13 @@ type Comm interface {
 	// so that its rounds leave no garbage behind, and must be done with one
 	// round's buffers before the next.
 	Gatherv(buf []byte, root int, into []byte) ([][]byte, error)
+	// Allgatherv gives every rank the buffers of all ranks, whose lengths
+	// may differ, indexed by rank: one collective where a Gatherv and a
+	// Bcast take two or more, which is what a trainer of rounds pays every
+	// round. Every rank receives the buffers one after another in into
+	// when its capacity holds them all, and in a new buffer otherwise, as
+	// Gatherv's root does.
+	Allgatherv(buf []byte, into []byte) ([][]byte, error)
 	// Send delivers buf to rank dest with tag (tag >= 0). buf may be reused
 	// once Send returns. Under MPI, Send may block until the matching Recv
 	// starts (large messages); in-process it never blocks.

@@ -296,6 +296,22 @@ func (c *Counted) endGather(f inFlight, err error, buf []byte, out [][]byte, roo
 	c.end(f, err, c.others(), 0, recv)
 }
 
+// Allgatherv is the wrapped Allgatherv, counted and watched as if every
+// rank sent its buffer to each other rank and received each other's.
+func (c *Counted) Allgatherv(buf []byte, into []byte) ([][]byte, error) {
+	f := c.begin(opAllgatherv, 0, 0, true)
+	out, err := c.inner.Allgatherv(buf, into)
+	var recv int64
+	for q, b := range out {
+		if q != c.Rank() {
+			recv += int64(len(b))
+		}
+	}
+	p := c.others()
+	c.end(f, err, 2*p, int64(len(buf))*p, recv)
+	return out, err
+}
+
 // Send is the wrapped Send, counted and watched.
 func (c *Counted) Send(buf []byte, dest, tag int) error {
 	f := c.begin(opSend, dest, tag, true)

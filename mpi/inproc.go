@@ -245,7 +245,7 @@ func matchParts(parts []part) error {
 		if p.op != first.op || p.root != first.root || p.redOp != first.redOp || p.elem != first.elem {
 			return fmt.Errorf("mpi: mismatched collective calls: rank 0 called %v, rank %d called %v", first, q, p)
 		}
-		if p.n != first.n && p.op != opBcast && p.op != opGatherv {
+		if p.n != first.n && p.op != opBcast && p.op != opGatherv && p.op != opAllgatherv {
 			return fmt.Errorf("mpi: %s lengths differ: rank 0 passed %d, rank %d passed %d", p.op, first.n, q, p.n)
 		}
 	}
@@ -481,6 +481,40 @@ func (c *inprocComm) gather(op opKind, buf []byte, root int, into []byte) ([][]b
 		out[q] = p.bytes
 	}
 	return packInto(into, out), nil
+}
+
+// Allgatherv has every rank publish a copy of its buffer and, after a
+// single wait, copy every rank's into its own result: the parts of this
+// collective stay untouched until every rank has entered the next one (see
+// world), so no second wait is needed, and no rank's result is shared with
+// another's.
+func (c *inprocComm) Allgatherv(buf []byte, into []byte) ([][]byte, error) {
+	if err := c.w.checkSize(opAllgatherv, len(buf)); err != nil {
+		return nil, err
+	}
+	own := make([]byte, len(buf))
+	copy(own, buf)
+	parts, _, err := c.enter(part{op: opAllgatherv, n: len(buf), bytes: own}, nil)
+	if err != nil {
+		return nil, err
+	}
+	total := 0
+	for _, p := range parts {
+		total += p.n
+	}
+	if err := c.w.checkSize(opAllgatherv, total); err != nil {
+		return nil, fmt.Errorf("%w (the total received by each rank)", err)
+	}
+	all := into[:0]
+	if into == nil || cap(into) < total {
+		all = make([]byte, 0, total) // never nil: received buffers are not
+	}
+	out := make([][]byte, len(parts))
+	for q, p := range parts {
+		all = append(all, p.bytes...)
+		out[q] = all[len(all)-p.n : len(all) : len(all)]
+	}
+	return out, nil
 }
 
 // mailbox holds the messages sent to one rank, in arrival order.

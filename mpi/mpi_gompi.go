@@ -72,6 +72,10 @@ static int xmc_gatherv(void *send, int n, void *recv, int *counts, int *displs, 
 	return MPI_Gatherv(xmc_buf(send), n, MPI_BYTE, xmc_buf(recv), counts, displs, MPI_BYTE, root, MPI_COMM_WORLD);
 }
 
+static int xmc_allgatherv(void *send, int n, void *recv, int *counts, int *displs) {
+	return MPI_Allgatherv(xmc_buf(send), n, MPI_BYTE, xmc_buf(recv), counts, displs, MPI_BYTE, MPI_COMM_WORLD);
+}
+
 static int xmc_send(void *buf, int n, int dest, int tag) {
 	return MPI_Send(xmc_buf(buf), n, MPI_BYTE, dest, tag, MPI_COMM_WORLD);
 }
@@ -388,6 +392,44 @@ func (m *mpiComm) Gatherv(buf []byte, root int, into []byte) ([][]byte, error) {
 	}
 	if m.rank != root {
 		return nil, nil
+	}
+	return split(all, func(q int) int { return int(lens[q]) }, m.size), nil
+}
+
+// Allgatherv calls MPI_Allgather for the lengths, then MPI_Allgatherv: two
+// collectives where Gatherv and Bcast take four.
+func (m *mpiComm) Allgatherv(buf []byte, into []byte) ([][]byte, error) {
+	lens := make([]int64, m.size)
+	rc := C.xmc_allgather_int64(C.longlong(len(buf)), (*C.longlong)(unsafe.Pointer(&lens[0])))
+	if err := mpiErr(opAllgatherv, rc); err != nil {
+		return nil, err
+	}
+	var total int64
+	for _, n := range lens {
+		total += n
+	}
+	if total > math.MaxInt32 {
+		return nil, fmt.Errorf("mpi: allgatherv: %d bytes in all exceed MPI's limit of %d: gather in parts", total, math.MaxInt32)
+	}
+	all := into[:0]
+	if into == nil || int64(cap(into)) < total {
+		all = make([]byte, 0, total) // never nil: received buffers are not
+		if total > 0 {
+			all = numa.LargeBytes(int(total))
+		}
+	}
+	all = all[:total]
+	counts, displs := make([]C.int, m.size), make([]C.int, m.size)
+	off := 0
+	for q, n := range lens {
+		counts[q], displs[q] = C.int(n), C.int(off)
+		off += int(n)
+	}
+	if total > 0 {
+		rc := C.xmc_allgatherv(ptr(buf), C.int(len(buf)), ptr(all), ptrC(counts), ptrC(displs))
+		if err := mpiErr(opAllgatherv, rc); err != nil {
+			return nil, err
+		}
 	}
 	return split(all, func(q int) int { return int(lens[q]) }, m.size), nil
 }

@@ -167,6 +167,23 @@ func (s *splitComm) Gatherv(buf []byte, root int, into []byte) ([][]byte, error)
 	return packInto(into, out), nil
 }
 
+func (s *splitComm) Allgatherv(buf []byte, into []byte) ([][]byte, error) {
+	longest := []int64{int64(len(buf))}
+	if err := s.Comm.AllreduceInt64(longest, Max); err != nil {
+		return nil, err
+	}
+	if int(longest[0])*s.Size() <= s.limit {
+		return s.Comm.Allgatherv(buf, into)
+	}
+	// As a split Gatherv: every rank assembles the rounds, as a root.
+	allgatherv := func(b []byte, _ int) ([][]byte, error) { return s.Comm.Allgatherv(b, nil) }
+	out, err := s.gatherRounds(allgatherv, buf, int(longest[0]), s.Rank())
+	if err != nil {
+		return nil, err
+	}
+	return packInto(into, out), nil
+}
+
 // gatherRounds gathers buf in rounds with gather, each rank sending the
 // next limit/P bytes of it in each, until the longest contribution, of
 // longest bytes, is through.

@@ -106,30 +106,34 @@ func ForEachRow(entries []RoundEntry, f func(q int32, rowEntries []RoundEntry) e
 }
 
 // AllGather gives every rank the messages of all ranks, one after another
-// in rank order: rank 0 gathers them and broadcasts the whole. It keeps its
-// buffers from round to round, so that rounds leave no garbage behind; the
-// result is valid until the next call.
+// in rank order, by one Allgatherv: a round's exchange is one collective
+// (two under MPI, the lengths then the bytes) where a gather to rank 0 and
+// its broadcast were two (four). It keeps its buffer from round to round,
+// so that rounds leave no garbage behind; the result is valid until the
+// next call.
 type AllGather struct {
-	into, all []byte
+	all []byte
 }
 
 // Exchange gives every rank of c the messages msg of all ranks, one after
 // another in rank order; the result is valid until the next call.
 func (g *AllGather) Exchange(c mpi.Comm, msg []byte) ([]byte, error) {
-	parts, err := c.Gatherv(msg, 0, g.into)
+	parts, err := c.Allgatherv(msg, g.all[:0])
 	if err != nil {
 		return nil, err
 	}
-	if c.Rank() == 0 {
-		g.all = g.all[:0]
-		for _, p := range parts {
-			g.all = append(g.all, p...)
-		}
-		if len(parts) > 0 && len(parts[0]) > 0 {
-			g.into = parts[0][:0:cap(parts[0])]
-		}
+	total := 0
+	for _, p := range parts {
+		total += len(p)
 	}
-	return c.Bcast(g.all, 0)
+	if total <= cap(g.all) {
+		return g.all[:total], nil // the parts lie there, one after another
+	}
+	g.all = slices.Grow(g.all[:0], total)
+	for _, p := range parts {
+		g.all = append(g.all, p...)
+	}
+	return g.all, nil
 }
 
 // RowReports is what a worker reported of the rows it searched in a round:

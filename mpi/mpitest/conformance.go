@@ -40,6 +40,7 @@ func Conformance(c *mpi.Counted) error {
 		{"reduce and allreduce", s.reductions},
 		{"gather", s.gather},
 		{"gatherv", s.gatherv},
+		{"allgatherv", s.allgatherv},
 		{"send and recv", s.pointToPoint},
 		{"ordering", s.ordering},
 		{"any source", s.anySource},
@@ -397,6 +398,81 @@ func (s *suite) gatherOne(variable bool, lens []int, root, seed int, into []byte
 	for q := 0; q+1 < s.size; q++ {
 		got[q] = append(got[q], 0xAA, 0xBB, 0xCC)
 		if err := diff(got[q+1], pattern(lens[q+1], seed+q+1)); err != nil {
+			return fmt.Errorf("append to the buffer of rank %d changed rank %d's: %w", q, q+1, err)
+		}
+	}
+	return nil
+}
+
+// allgatherv gives every rank pattern(lens[q], seed+q) of every rank q,
+// into nothing, into a buffer one byte short and into one large enough,
+// where the buffers must then lie one after another.
+func (s *suite) allgatherv() error {
+	cases := [][]int{make([]int, s.size), make([]int, s.size), make([]int, s.size), make([]int, s.size)}
+	for q := range s.size {
+		cases[0][q] = 100 * q // rank 0 sends nothing
+		cases[1][q] = 0       // nobody sends anything
+		cases[2][q] = (1 << 20) * q
+		if q == s.size-1 {
+			cases[3][q] = smallBytes + 3 // only the last rank sends
+		}
+	}
+	for k, lens := range cases {
+		total := 0
+		for _, n := range lens {
+			total += n
+		}
+		for _, into := range [][]byte{nil, make([]byte, 0, max(total-1, 0)), make([]byte, 3, total+7)} {
+			if err := s.allgatherOne(lens, 70+k, into); err != nil {
+				return fmt.Errorf("lengths %v, into of capacity %d: %w", lens, cap(into), err)
+			}
+		}
+	}
+	return nil
+}
+
+func (s *suite) allgatherOne(lens []int, seed int, into []byte) error {
+	buf := pattern(lens[s.rank], seed+s.rank)
+	got, err := s.c.Allgatherv(buf, into)
+	if err != nil {
+		return err
+	}
+	s.want.allgatherv(lens)
+	if len(got) != s.size {
+		return fmt.Errorf("got %d buffers, want %d", len(got), s.size)
+	}
+	fill(buf, seed+s.rank+1) // this rank's own entry must be a copy
+	total := 0
+	for q, b := range got {
+		if err := diff(b, pattern(lens[q], seed+q)); err != nil {
+			return fmt.Errorf("buffer of rank %d: %w", q, err)
+		}
+		if b == nil {
+			return fmt.Errorf("buffer of rank %d is nil, want an empty buffer", q)
+		}
+		total += len(b)
+	}
+	if cap(into) >= total && total > 0 {
+		whole := into[:total]
+		off := 0
+		for q, b := range got {
+			if len(b) > 0 && &b[0] != &whole[off] {
+				return fmt.Errorf("buffer of rank %d is not at offset %d of into (capacity %d)", q, off, cap(into))
+			}
+			off += len(b)
+		}
+	}
+	// No rank may see another's result: this rank overwrites its own, and
+	// after a barrier every rank checks its own again.
+	for _, b := range got {
+		fill(b, 255)
+	}
+	if err := s.barrier(); err != nil {
+		return err
+	}
+	for q := 0; q+1 < s.size; q++ {
+		got[q] = append(got[q], 0xAA, 0xBB, 0xCC)
+		if err := diff(got[q+1], fill(make([]byte, lens[q+1]), 255)); err != nil {
 			return fmt.Errorf("append to the buffer of rank %d changed rank %d's: %w", q, q+1, err)
 		}
 	}

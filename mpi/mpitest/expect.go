@@ -79,5 +79,17 @@ func (e *expect) gather(variable bool, root int, lens []int) {
 	e.add(op, e.size-1, 0, recv)
 }
 
+// allgatherv accounts an Allgatherv where rank q contributed lens[q] bytes:
+// each rank sends its own to every other rank and receives theirs.
+func (e *expect) allgatherv(lens []int) {
+	recv := 0
+	for q, n := range lens {
+		if q != e.rank {
+			recv += n
+		}
+	}
+	e.add("allgatherv", 2*(e.size-1), lens[e.rank]*(e.size-1), recv)
+}
+
 func (e *expect) send(n int) { e.add("send", 1, n, 0) }
 func (e *expect) recv(n int) { e.add("recv", 1, 0, n) }
