@@ -146,7 +146,7 @@ func TestDropLight(t *testing.T) {
 		ok     bool
 	}{
 		{"nothing within the budget", []float32{1, 2, 3}, 0.05, 0, 0, false},
-		{"the lightest", []float32{3, 1, 2, 0.5}, 0.02, 1, 1, true}, // 0.25 of 14.25
+		{"the lightest", []float32{3, 1, 2, 0.5}, 0.02, 1, 1, true},          // 0.25 of 14.25
 		{"a group of ties whole", []float32{1, 1, 10, 1}, 0.03, 10, 1, true}, // 3 of 103
 		{"a group of ties over the budget", []float32{1, 1, 10, 1}, 0.02, 0, 0, false},
 		{"two groups", []float32{0.1, 0.2, 0.2, 5, 5}, 0.01, 5, 2, true},
