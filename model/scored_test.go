@@ -1,6 +1,7 @@
 package model
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -58,5 +59,23 @@ func TestTopK(t *testing.T) {
 		if got, want := TopK(s, k), full[:min(k, n)]; !slices.Equal(got, want) {
 			t.Fatalf("n=%d k=%d: got %v, want %v", n, k, got, want)
 		}
+	}
+}
+
+// BenchmarkTopK selects the k best of n random scores, as a member of an
+// ensemble (k = 50) and a model alone (k = 5) do per row.
+func BenchmarkTopK(b *testing.B) {
+	for _, c := range []struct{ n, k int }{{300, 50}, {2000, 5}, {2000, 50}, {20000, 50}} {
+		rng := rand.New(rand.NewPCG(1, 2))
+		s := make([]Scored, c.n)
+		for i := range s {
+			s[i] = Scored{Label: int32(i), Score: rng.Float32()}
+		}
+		dst := make([]Scored, 0, c.k)
+		b.Run(fmt.Sprintf("n=%d/k=%d", c.n, c.k), func(b *testing.B) {
+			for b.Loop() {
+				dst = TopKInto(dst, s, c.k)
+			}
+		})
 	}
 }
