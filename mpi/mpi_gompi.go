@@ -354,17 +354,9 @@ func (m *mpiComm) Gatherv(buf []byte, root int, into []byte) ([][]byte, error) {
 	if err := checkRoot(opGatherv, root, m.size); err != nil {
 		return nil, err
 	}
-	lens := make([]int64, m.size)
-	rc := C.xmc_allgather_int64(C.longlong(len(buf)), (*C.longlong)(unsafe.Pointer(&lens[0])))
-	if err := mpiErr(opGatherv, rc); err != nil {
+	lens, total, err := m.lengths(opGatherv, len(buf))
+	if err != nil {
 		return nil, err
-	}
-	var total int64
-	for _, n := range lens {
-		total += n
-	}
-	if total > math.MaxInt32 {
-		return nil, fmt.Errorf("mpi: gatherv: %d bytes in all exceed MPI's limit of %d: gather in parts", total, math.MaxInt32)
 	}
 	var all []byte
 	var counts, displs []C.int
@@ -396,20 +388,30 @@ func (m *mpiComm) Gatherv(buf []byte, root int, into []byte) ([][]byte, error) {
 	return split(all, func(q int) int { return int(lens[q]) }, m.size), nil
 }
 
-// Allgatherv calls MPI_Allgather for the lengths, then MPI_Allgatherv: two
-// collectives where Gatherv and Bcast take four.
-func (m *mpiComm) Allgatherv(buf []byte, into []byte) ([][]byte, error) {
-	lens := make([]int64, m.size)
-	rc := C.xmc_allgather_int64(C.longlong(len(buf)), (*C.longlong)(unsafe.Pointer(&lens[0])))
-	if err := mpiErr(opAllgatherv, rc); err != nil {
-		return nil, err
+// lengths gives every rank every rank's contribution n to a gather of
+// variable lengths (MPI_Allgather), and their total, which must fit MPI's
+// int counts.
+func (m *mpiComm) lengths(op opKind, n int) (lens []int64, total int64, err error) {
+	lens = make([]int64, m.size)
+	rc := C.xmc_allgather_int64(C.longlong(n), (*C.longlong)(unsafe.Pointer(&lens[0])))
+	if err := mpiErr(op, rc); err != nil {
+		return nil, 0, err
 	}
-	var total int64
 	for _, n := range lens {
 		total += n
 	}
 	if total > math.MaxInt32 {
-		return nil, fmt.Errorf("mpi: allgatherv: %d bytes in all exceed MPI's limit of %d: gather in parts", total, math.MaxInt32)
+		return nil, 0, fmt.Errorf("mpi: %s: %d bytes in all exceed MPI's limit of %d: gather in parts", op, total, math.MaxInt32)
+	}
+	return lens, total, nil
+}
+
+// Allgatherv calls MPI_Allgather for the lengths, then MPI_Allgatherv: two
+// collectives where Gatherv and Bcast take four.
+func (m *mpiComm) Allgatherv(buf []byte, into []byte) ([][]byte, error) {
+	lens, total, err := m.lengths(opAllgatherv, len(buf))
+	if err != nil {
+		return nil, err
 	}
 	all := into[:0]
 	if into == nil || int64(cap(into)) < total {

@@ -317,17 +317,23 @@ func (s *suite) gather() error {
 	return nil
 }
 
-func (s *suite) gatherv() error {
+// lengthCases returns the contributions, by rank, of the variable-length
+// gathers: rank 0 sending nothing, nobody sending anything, large
+// contributions (big bytes times the rank), only the last rank sending.
+func (s *suite) lengthCases(big int) [][]int {
 	cases := [][]int{make([]int, s.size), make([]int, s.size), make([]int, s.size), make([]int, s.size)}
 	for q := range s.size {
-		cases[0][q] = 100 * q // rank 0 sends nothing
-		cases[1][q] = 0       // nobody sends anything
-		cases[2][q] = (2 << 20) * q
+		cases[0][q] = 100 * q
+		cases[2][q] = big * q
 		if q == s.size-1 {
-			cases[3][q] = smallBytes + 3 // only the last rank sends
+			cases[3][q] = smallBytes + 3
 		}
 	}
-	for k, lens := range cases {
+	return cases
+}
+
+func (s *suite) gatherv() error {
+	for k, lens := range s.lengthCases(2 << 20) {
 		for root := range s.size {
 			if k == 2 && root != 0 {
 				continue // one root for the large case
@@ -368,30 +374,13 @@ func (s *suite) gatherOne(variable bool, lens []int, root, seed int, into []byte
 		}
 		return nil
 	}
-	if len(got) != s.size {
-		return fmt.Errorf("root got %d buffers, want %d", len(got), s.size)
-	}
 	fill(buf, seed+s.rank+1) // the root's own entry must be a copy
-	for q, b := range got {
-		if err := diff(b, pattern(lens[q], seed+q)); err != nil {
-			return fmt.Errorf("buffer of rank %d: %w", q, err)
-		}
-		if b == nil {
-			return fmt.Errorf("buffer of rank %d is nil, want an empty buffer", q)
-		}
+	if err := s.gathered(got, lens, seed); err != nil {
+		return err
 	}
-	total := 0
-	for _, n := range lens {
-		total += n
-	}
-	if variable && cap(into) >= total && total > 0 {
-		whole := into[:total]
-		off := 0
-		for q, b := range got {
-			if len(b) > 0 && &b[0] != &whole[off] {
-				return fmt.Errorf("buffer of rank %d is not at offset %d of into (capacity %d)", q, off, cap(into))
-			}
-			off += len(b)
+	if variable {
+		if err := inPlace(got, into); err != nil {
+			return err
 		}
 	}
 	// Appending to one rank's buffer must not overwrite the next one's.
@@ -408,16 +397,7 @@ func (s *suite) gatherOne(variable bool, lens []int, root, seed int, into []byte
 // into nothing, into a buffer one byte short and into one large enough,
 // where the buffers must then lie one after another.
 func (s *suite) allgatherv() error {
-	cases := [][]int{make([]int, s.size), make([]int, s.size), make([]int, s.size), make([]int, s.size)}
-	for q := range s.size {
-		cases[0][q] = 100 * q // rank 0 sends nothing
-		cases[1][q] = 0       // nobody sends anything
-		cases[2][q] = (1 << 20) * q
-		if q == s.size-1 {
-			cases[3][q] = smallBytes + 3 // only the last rank sends
-		}
-	}
-	for k, lens := range cases {
+	for k, lens := range s.lengthCases(1 << 20) {
 		total := 0
 		for _, n := range lens {
 			total += n
@@ -438,11 +418,42 @@ func (s *suite) allgatherOne(lens []int, seed int, into []byte) error {
 		return err
 	}
 	s.want.allgatherv(lens)
+	fill(buf, seed+s.rank+1) // this rank's own entry must be a copy
+	if err := s.gathered(got, lens, seed); err != nil {
+		return err
+	}
+	if err := inPlace(got, into); err != nil {
+		return err
+	}
+	// No rank may see another's result: each rank overwrites its own with
+	// a pattern of its own and, after a barrier, finds it unchanged.
+	mine := 200 + s.rank
+	for _, b := range got {
+		fill(b, mine)
+	}
+	if err := s.barrier(); err != nil {
+		return err
+	}
+	for q, b := range got {
+		if err := diff(b, pattern(lens[q], mine)); err != nil {
+			return fmt.Errorf("buffer of rank %d shared with another rank's result: %w", q, err)
+		}
+	}
+	for q := 0; q+1 < s.size; q++ {
+		got[q] = append(got[q], 0xAA, 0xBB, 0xCC)
+		if err := diff(got[q+1], pattern(lens[q+1], mine)); err != nil {
+			return fmt.Errorf("append to the buffer of rank %d changed rank %d's: %w", q, q+1, err)
+		}
+	}
+	return nil
+}
+
+// gathered checks the buffers got of every rank q: pattern(lens[q], seed+q),
+// never nil.
+func (s *suite) gathered(got [][]byte, lens []int, seed int) error {
 	if len(got) != s.size {
 		return fmt.Errorf("got %d buffers, want %d", len(got), s.size)
 	}
-	fill(buf, seed+s.rank+1) // this rank's own entry must be a copy
-	total := 0
 	for q, b := range got {
 		if err := diff(b, pattern(lens[q], seed+q)); err != nil {
 			return fmt.Errorf("buffer of rank %d: %w", q, err)
@@ -450,31 +461,27 @@ func (s *suite) allgatherOne(lens []int, seed int, into []byte) error {
 		if b == nil {
 			return fmt.Errorf("buffer of rank %d is nil, want an empty buffer", q)
 		}
+	}
+	return nil
+}
+
+// inPlace checks that buffers received into into lie in it one after
+// another, where its capacity holds them all.
+func inPlace(got [][]byte, into []byte) error {
+	total := 0
+	for _, b := range got {
 		total += len(b)
 	}
-	if cap(into) >= total && total > 0 {
-		whole := into[:total]
-		off := 0
-		for q, b := range got {
-			if len(b) > 0 && &b[0] != &whole[off] {
-				return fmt.Errorf("buffer of rank %d is not at offset %d of into (capacity %d)", q, off, cap(into))
-			}
-			off += len(b)
+	if cap(into) < total || total == 0 {
+		return nil
+	}
+	whole := into[:total]
+	off := 0
+	for q, b := range got {
+		if len(b) > 0 && &b[0] != &whole[off] {
+			return fmt.Errorf("buffer of rank %d is not at offset %d of into (capacity %d)", q, off, cap(into))
 		}
-	}
-	// No rank may see another's result: this rank overwrites its own, and
-	// after a barrier every rank checks its own again.
-	for _, b := range got {
-		fill(b, 255)
-	}
-	if err := s.barrier(); err != nil {
-		return err
-	}
-	for q := 0; q+1 < s.size; q++ {
-		got[q] = append(got[q], 0xAA, 0xBB, 0xCC)
-		if err := diff(got[q+1], fill(make([]byte, lens[q+1]), 255)); err != nil {
-			return fmt.Errorf("append to the buffer of rank %d changed rank %d's: %w", q, q+1, err)
-		}
+		off += len(b)
 	}
 	return nil
 }
