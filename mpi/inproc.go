@@ -455,7 +455,10 @@ func (c *inprocComm) Gatherv(buf []byte, root int, into []byte) ([][]byte, error
 
 // gather has every rank copy its own contribution (in parallel) and root
 // collect the copies, with a single wait; root moves them into into where
-// it holds them all, as the MPI backend receives them there.
+// it holds them all, as the MPI backend receives them there. For
+// Allgatherv every rank is a root and always copies: no rank's result may
+// share another's (with nothing to copy, the parts are empty and sharing
+// them shares nothing).
 func (c *inprocComm) gather(op opKind, buf []byte, root int, into []byte) ([][]byte, error) {
 	if err := checkRoot(op, root, c.w.size); err != nil {
 		return nil, err
@@ -466,7 +469,8 @@ func (c *inprocComm) gather(op opKind, buf []byte, root int, into []byte) ([][]b
 	own := make([]byte, len(buf))
 	copy(own, buf)
 	parts, _, err := c.enter(part{op: op, root: root, n: len(buf), bytes: own}, nil)
-	if err != nil || c.rank != root {
+	all := op == opAllgatherv
+	if err != nil || (c.rank != root && !all) {
 		return nil, err
 	}
 	total := 0
@@ -474,7 +478,14 @@ func (c *inprocComm) gather(op opKind, buf []byte, root int, into []byte) ([][]b
 		total += p.n
 	}
 	if err := c.w.checkSize(op, total); err != nil {
-		return nil, fmt.Errorf("%w (the total received by the root)", err)
+		receiver := "the root"
+		if all {
+			receiver = "each rank"
+		}
+		return nil, fmt.Errorf("%w (the total received by %s)", err, receiver)
+	}
+	if all && cap(into) < total {
+		into = make([]byte, 0, total)
 	}
 	out := make([][]byte, len(parts))
 	for q, p := range parts {
@@ -483,38 +494,11 @@ func (c *inprocComm) gather(op opKind, buf []byte, root int, into []byte) ([][]b
 	return packInto(into, out), nil
 }
 
-// Allgatherv has every rank publish a copy of its buffer and, after a
-// single wait, copy every rank's into its own result: the parts of this
-// collective stay untouched until every rank has entered the next one (see
-// world), so no second wait is needed, and no rank's result is shared with
-// another's.
+// Allgatherv is gather on every rank: the parts of a collective stay
+// untouched until every rank has entered the next one (see world), so one
+// wait serves, and each rank copies them into a buffer of its own.
 func (c *inprocComm) Allgatherv(buf []byte, into []byte) ([][]byte, error) {
-	if err := c.w.checkSize(opAllgatherv, len(buf)); err != nil {
-		return nil, err
-	}
-	own := make([]byte, len(buf))
-	copy(own, buf)
-	parts, _, err := c.enter(part{op: opAllgatherv, n: len(buf), bytes: own}, nil)
-	if err != nil {
-		return nil, err
-	}
-	total := 0
-	for _, p := range parts {
-		total += p.n
-	}
-	if err := c.w.checkSize(opAllgatherv, total); err != nil {
-		return nil, fmt.Errorf("%w (the total received by each rank)", err)
-	}
-	all := into[:0]
-	if into == nil || cap(into) < total {
-		all = make([]byte, 0, total) // never nil: received buffers are not
-	}
-	out := make([][]byte, len(parts))
-	for q, p := range parts {
-		all = append(all, p.bytes...)
-		out[q] = all[len(all)-p.n : len(all) : len(all)]
-	}
-	return out, nil
+	return c.gather(opAllgatherv, buf, 0, into)
 }
 
 // mailbox holds the messages sent to one rank, in arrival order.
