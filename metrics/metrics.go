@@ -133,7 +133,7 @@ type Evaluator struct {
 	psBest    []float64 // Σ_i the same for the best ranking
 	psdcgSum  []float64
 	psdcgBest []float64
-	scratch   []model.Scored
+	top       model.Top // selects the top of a row not in rank order
 	best      []float64 // a row's largest true inverse propensities
 	labels    []int32   // scratch for model.DuplicateLabel
 	// Per class, for multi-class data (while single is true): rows whose
@@ -171,7 +171,7 @@ func NewEvaluator(cols int, invProp []float64, ks []int) (*Evaluator, error) {
 		hitSum: make([]float64, ranks), ndcgSum: make([]float64, ranks), recallSum: make([]float64, ranks),
 		psSum: make([]float64, ranks), psBest: make([]float64, ranks),
 		psdcgSum: make([]float64, ranks), psdcgBest: make([]float64, ranks),
-		scratch: make([]model.Scored, 0, ranks), best: make([]float64, 0, ranks), single: true}
+		best: make([]float64, 0, ranks), single: true}
 	for r := range ranks {
 		e.discount[r] = 1 / math.Log2(float64(r)+2)
 		e.idcg[r+1] = e.idcg[r] + e.discount[r]
@@ -190,7 +190,7 @@ func (e *Evaluator) Add(truth *data.CSR, pred [][]model.Scored) error {
 	ranks, invProp := e.ranks, e.invProp
 	for i := range truth.Rows {
 		y, _ := truth.Row(i)
-		top, err := rankedPrefix(pred[i], ranks, truth.Cols, e.scratch)
+		top, err := rankedPrefix(pred[i], ranks, truth.Cols, &e.top)
 		if err != nil {
 			return fmt.Errorf("evaluate: prediction row %d: %w", e.rows+i, err)
 		}
@@ -321,8 +321,8 @@ func ratio(a, b float64) float64 {
 // order and checks every label of row against [0, cols). A row already in
 // rank order (the usual case: rows from ReadScores or a predictor) is
 // returned as a subslice without copying; otherwise the top k are selected
-// into scratch.
-func rankedPrefix(row []model.Scored, k, cols int, scratch []model.Scored) ([]model.Scored, error) {
+// with top, into its buffer.
+func rankedPrefix(row []model.Scored, k, cols int, top *model.Top) ([]model.Scored, error) {
 	m := min(k, len(row))
 	ranked := true
 	for j, s := range row {
@@ -340,7 +340,11 @@ func rankedPrefix(row []model.Scored, k, cols int, scratch []model.Scored) ([]mo
 	if ranked {
 		return row[:m], nil
 	}
-	return model.TopKInto(scratch, row, k), nil
+	top.Reset(k)
+	for _, s := range row {
+		top.Push(s)
+	}
+	return top.Sorted(), nil
 }
 
 // largest appends to dst, in decreasing order, the at most k largest

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 
 	"xmc/model/internal/wire"
 )
@@ -43,6 +44,7 @@ func EncodeSums(rows []Sparse) []byte {
 func MergeSums(parts [][]byte, rows, L, k, div int) ([][]Scored, error) {
 	acc := make([]float64, L)
 	var touched []int32
+	var top Top
 	out := make([][]Scored, rows)
 	readers := make([]*wire.Reader, len(parts))
 	for p := range parts {
@@ -67,12 +69,12 @@ func MergeSums(parts [][]byte, rows, L, k, div int) ([][]Scored, error) {
 				acc[l] += v
 			}
 		}
-		row := make([]Scored, len(touched))
-		for q, l := range touched {
-			row[q] = Scored{Label: l, Score: float32(acc[l] / float64(div))}
+		top.Reset(k)
+		for _, l := range touched {
+			top.Push(Scored{Label: l, Score: float32(acc[l] / float64(div))})
 			acc[l] = 0
 		}
-		out[i] = TopK(row, k)
+		out[i] = slices.Clone(top.Sorted())
 	}
 	return out, nil
 }

@@ -1,6 +1,9 @@
 package model
 
-import "slices"
+import (
+	"math"
+	"slices"
+)
 
 // Scored is one predicted label with its score.
 type Scored struct {
@@ -46,55 +49,139 @@ func SortScored(s []Scored) { slices.SortFunc(s, CompareRank) }
 
 // TopK returns the k best entries of scores in rank order (score
 // descending, ties by label ascending, NaN scores last) in a new slice; all
-// of them, sorted, if there are at most k. It selects with a size-k heap,
-// O(n log k), and leaves scores unchanged.
+// of them, sorted, if there are at most k. It leaves scores unchanged.
+// Callers that select row after row keep a [Top] instead.
 func TopK(scores []Scored, k int) []Scored {
-	return TopKInto(make([]Scored, 0, max(0, min(k, len(scores)))), scores, k)
+	var t Top
+	t.Reset(k)
+	for _, s := range scores {
+		t.Push(s)
+	}
+	return slices.Clone(t.Sorted())
 }
 
-// TopKInto is TopK writing into dst[:0], so that per-row callers reuse
-// one buffer.
-func TopKInto(dst, scores []Scored, k int) []Scored {
-	if k <= 0 {
-		return dst[:0]
-	}
-	if len(scores) <= k {
-		top := append(dst[:0], scores...)
-		SortScored(top)
-		return top
-	}
-	// heap is a min-heap by rank: heap[0] is the worst of the best k so far.
-	heap := append(dst[:0], scores[:k]...)
-	for i := k/2 - 1; i >= 0; i-- {
-		siftDown(heap, i)
-	}
-	for _, s := range scores[k:] {
-		if RanksBefore(s, heap[0]) {
-			heap[0] = s
-			siftDown(heap, 0)
-		}
-	}
-	SortScored(heap)
-	return heap
+// Top selects the k best of a stream of scored labels, in rank order,
+// without allocating once its buffer has grown to its size: a prediction
+// keeps one per worker and pushes every label a row touches.
+//
+// It keeps candidates in a buffer of about 2k entries. Once the buffer has
+// been cut to its k best, the worst of them bounds the rest: an entry of a
+// lower score is dropped by one comparison, so a row of n labels costs n
+// comparisons and a few cuts, each linear in k. A size-k heap costs log k
+// swaps for each entry it keeps, and a row keeps about k·ln(n/k) entries.
+type Top struct {
+	k   int
+	buf []Scored
+	// bound is the worst of the k best pushed so far, once the buffer has
+	// been cut (cut is set); floor is its score, or −∞ while there is no
+	// bound or the bound's score is NaN, so that `s.Score < floor`
+	// drops only entries that rank after the bound.
+	bound Scored
+	floor float32
+	cut   bool
 }
 
-// siftDown restores the heap property below i in a heap whose root is the
-// lowest-ranked entry. It is written out because container/heap's interface
-// calls would dominate the cost of selecting a handful of labels per row.
-func siftDown(h []Scored, i int) {
-	for {
-		worst := i
-		if l := 2*i + 1; l < len(h) && RanksBefore(h[worst], h[l]) {
-			worst = l
-		}
-		if r := 2*i + 2; r < len(h) && RanksBefore(h[worst], h[r]) {
-			worst = r
-		}
-		if worst == i {
+// Reset empties t for a new selection of the k best.
+func (t *Top) Reset(k int) {
+	t.k = max(k, 0)
+	if c := t.k + max(t.k, 16); cap(t.buf) < c {
+		t.buf = make([]Scored, 0, c)
+	}
+	t.buf = t.buf[:0]
+	t.floor, t.cut = float32(math.Inf(-1)), false
+}
+
+// Push offers s to the selection.
+func (t *Top) Push(s Scored) {
+	if s.Score < t.floor {
+		return
+	}
+	t.push(s)
+}
+
+// push is Push for an entry that the floor did not drop; kept apart so
+// that Push inlines into the callers' loops.
+func (t *Top) push(s Scored) {
+	if t.cut && !RanksBefore(s, t.bound) {
+		return
+	}
+	if len(t.buf) == cap(t.buf) {
+		if t.k == 0 {
 			return
 		}
-		h[i], h[worst] = h[worst], h[i]
-		i = worst
+		selectBest(t.buf, t.k)
+		t.buf = t.buf[:t.k]
+		t.bound, t.cut = t.buf[t.k-1], true
+		if t.floor = t.bound.Score; t.floor != t.floor {
+			t.floor = float32(math.Inf(-1))
+		}
+		if !RanksBefore(s, t.bound) {
+			return
+		}
+	}
+	t.buf = append(t.buf, s)
+}
+
+// Sorted returns the k best entries pushed since Reset (all of them if
+// fewer) in rank order. The slice is t's own, valid until the next Reset.
+func (t *Top) Sorted() []Scored {
+	if len(t.buf) > t.k {
+		selectBest(t.buf, t.k)
+		t.buf = t.buf[:t.k]
+	}
+	SortScored(t.buf)
+	return t.buf
+}
+
+// selectBest reorders a so that a[:k] holds its k best entries in rank
+// order's sense, 0 < k ≤ len(a), in no particular order among themselves
+// except that a[k-1] is the worst of them (quickselect: Hoare partitions
+// around a median of three, insertion sort below 13 entries). Written by
+// hand because neither the standard library nor x/exp offers a partial
+// selection.
+func selectBest(a []Scored, k int) {
+	lo, hi := 0, len(a) // a[k-1]'s final place lies in a[lo:hi]
+	for hi-lo > 12 {
+		mid := lo + (hi-lo)/2
+		if RanksBefore(a[mid], a[lo]) {
+			a[mid], a[lo] = a[lo], a[mid]
+		}
+		if RanksBefore(a[hi-1], a[mid]) {
+			a[hi-1], a[mid] = a[mid], a[hi-1]
+			if RanksBefore(a[mid], a[lo]) {
+				a[mid], a[lo] = a[lo], a[mid]
+			}
+		}
+		pivot := a[mid]
+		i, j := lo, hi-1
+		for i <= j {
+			for RanksBefore(a[i], pivot) {
+				i++
+			}
+			for RanksBefore(pivot, a[j]) {
+				j--
+			}
+			if i <= j {
+				a[i], a[j] = a[j], a[i]
+				i++
+				j--
+			}
+		}
+		// a[lo:j+1] rank no later than the pivot, a[i:hi] no earlier, and
+		// anything between them is the pivot's equal.
+		switch target := k - 1; {
+		case target <= j:
+			hi = j + 1
+		case target >= i:
+			lo = i
+		default:
+			return
+		}
+	}
+	for i := lo + 1; i < hi; i++ {
+		for j := i; j > lo && RanksBefore(a[j], a[j-1]); j-- {
+			a[j], a[j-1] = a[j-1], a[j]
+		}
 	}
 }
 

@@ -230,20 +230,18 @@ func (e *Model) Describe(w io.Writer) error {
 // fuser combines one row's member lists, reusing its buffers from row to
 // row.
 type fuser struct {
-	cands []candidate
-	// labels are the row's candidate labels, ascending, and raw their
-	// scores by member (label-major: raw[q·members + m]).
+	// labels are the row's candidate labels, in the order the members
+	// propose them, and raw their scores by member (label-major:
+	// raw[q·members + m]).
 	labels []int32
 	raw    []float64
 	floors []float64
-	fused  []model.Scored
-}
-
-// candidate is a member's score for a label.
-type candidate struct {
-	label  int32
-	member int32
-	score  float32
+	// slot is, per label, its place q in labels during a row and −1
+	// between rows: dense, as the members' own prediction scratch is, so
+	// that grouping costs one lookup a candidate (sorting the row's
+	// candidates by label cost most of the fusion).
+	slot []int32
+	top  model.Top
 }
 
 // group collects row i's candidates: every label that some member lists,
@@ -253,41 +251,38 @@ type candidate struct {
 // every label of non-zero score).
 func (f *fuser) group(lists [][][]model.Scored, i, want int) {
 	members := len(lists)
-	f.cands = f.cands[:0]
 	if cap(f.floors) < members {
 		f.floors = make([]float64, members)
 	}
 	floors := f.floors[:members]
 	clear(floors)
 	for m := range lists {
-		l := lists[m][i]
-		if len(l) >= want {
+		if l := lists[m][i]; len(l) >= want {
 			floors[m] = float64(l[len(l)-1].Score)
 		}
-		for _, s := range l {
-			f.cands = append(f.cands, candidate{label: s.Label, member: int32(m), score: s.Score})
+	}
+	f.labels, f.raw = f.labels[:0], f.raw[:0]
+	for m := range lists {
+		for _, s := range lists[m][i] {
+			if int(s.Label) >= len(f.slot) {
+				n := len(f.slot)
+				f.slot = slices.Grow(f.slot, int(s.Label)+1-n)[:int(s.Label)+1]
+				for l := n; l < len(f.slot); l++ {
+					f.slot[l] = -1
+				}
+			}
+			q := f.slot[s.Label]
+			if q < 0 {
+				q = int32(len(f.labels))
+				f.slot[s.Label] = q
+				f.labels = append(f.labels, s.Label)
+				f.raw = append(f.raw, floors...)
+			}
+			f.raw[int(q)*members+m] = float64(s.Score)
 		}
 	}
-	slices.SortFunc(f.cands, func(a, b candidate) int {
-		if a.label != b.label {
-			return int(a.label - b.label)
-		}
-		return int(a.member - b.member)
-	})
-	f.labels, f.raw = f.labels[:0], f.raw[:0]
-	for lo := 0; lo < len(f.cands); {
-		hi := lo
-		label := f.cands[lo].label
-		for m := range members {
-			s := floors[m]
-			if hi < len(f.cands) && f.cands[hi].label == label && int(f.cands[hi].member) == m {
-				s = float64(f.cands[hi].score)
-				hi++
-			}
-			f.raw = append(f.raw, s)
-		}
-		f.labels = append(f.labels, label)
-		lo = hi
+	for _, l := range f.labels {
+		f.slot[l] = -1
 	}
 }
 
@@ -295,14 +290,14 @@ func (f *fuser) group(lists [][][]model.Scored, i, want int) {
 // calibrated scores.
 func (f *fuser) row(lists [][][]model.Scored, i int, weights []float64, cals []Calibration, want, k int) []model.Scored {
 	f.group(lists, i, want)
-	f.fused = f.fused[:0]
+	f.top.Reset(k)
 	members := len(lists)
 	for q, label := range f.labels {
 		sum := 0.0
 		for m := range members {
 			sum += weights[m] * cals[m].Apply(f.raw[q*members+m])
 		}
-		f.fused = append(f.fused, model.Scored{Label: label, Score: float32(sum)})
+		f.top.Push(model.Scored{Label: label, Score: float32(sum)})
 	}
-	return model.TopK(f.fused, k)
+	return slices.Clone(f.top.Sorted())
 }

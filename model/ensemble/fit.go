@@ -202,8 +202,7 @@ type table struct {
 	k       int
 	labels  [][]int32   // row, candidate
 	scores  [][]float64 // row, candidate × members
-	fused   []model.Scored
-	top     []model.Scored // the fused row's best, reused from row to row
+	top     model.Top   // selects the fused row's best, reused from row to row
 }
 
 // newTable builds the table of the members' lists, calibrated by cals,
@@ -232,16 +231,15 @@ func (t *table) objective(w []float64, truth [][]int32) float64 {
 	}
 	sum := 0.0
 	for i, labels := range t.labels {
-		t.fused = t.fused[:0]
+		t.top.Reset(ks[len(ks)-1])
 		for q, l := range labels {
 			v := 0.0
 			for m, wm := range w {
 				v += wm * t.scores[i][q*t.members+m]
 			}
-			t.fused = append(t.fused, model.Scored{Label: l, Score: float32(v)})
+			t.top.Push(model.Scored{Label: l, Score: float32(v)})
 		}
-		t.top = model.TopKInto(t.top, t.fused, ks[len(ks)-1])
-		top := t.top
+		top := t.top.Sorted()
 		for _, k := range ks {
 			hits := 0
 			for _, s := range top[:min(k, len(top))] {

@@ -3,6 +3,7 @@ package forest
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"text/tabwriter"
 
@@ -53,6 +54,7 @@ type forestScratch struct {
 	// were spread over ranks.
 	acc     []float64
 	touched []int32
+	top     model.Top
 	index   *SplitIndex
 	buckets []int32   // projected non-zeros of the block's rows, row after row
 	signed  []float32 // their signed values
@@ -228,12 +230,12 @@ func (f *Model) Predict(x *data.CSR, k int, pool *numa.Pool) ([][]model.Scored, 
 	}
 	out := make([][]model.Scored, x.Rows)
 	err := f.forRows(x, pool, f.blocking(x, pool), func(s *forestScratch, i int) {
-		row := make([]model.Scored, len(s.touched))
-		for q, l := range s.touched {
-			row[q] = model.Scored{Label: l, Score: float32(s.acc[l] / float64(f.TotalTrees))}
+		s.top.Reset(k)
+		for _, l := range s.touched {
+			s.top.Push(model.Scored{Label: l, Score: float32(s.acc[l] / float64(f.TotalTrees))})
 			s.acc[l] = 0
 		}
-		out[i] = model.TopK(row, k)
+		out[i] = slices.Clone(s.top.Sorted())
 	})
 	return out, err
 }

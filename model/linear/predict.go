@@ -136,17 +136,16 @@ type linearScratch struct {
 	acc     []float64 // per local label, zero between rows
 	mark    []bool    // per local label: touched by the current row
 	touched []int32
-	cand    []model.Scored
+	top     model.Top
 }
 
 // linearBlockRows is the number of rows a worker takes at a time.
 const linearBlockRows = 256
 
-// scoreRow returns in s.cand the candidates for the top k of row (idx, val)
-// among this model's labels: every label the row's features touch, plus the
-// k best of the others, which score their base alone. The true top k is
-// among them.
-func (m *Model) scoreRow(idx []int32, val []float32, k int, s *linearScratch) []model.Scored {
+// topRow returns the top k of row (idx, val) among this model's labels, in
+// rank order, in s.top's buffer: the best of every label the row's features
+// touch and of the k best of the others, which score their base alone.
+func (m *Model) topRow(idx []int32, val []float32, k int, s *linearScratch) []model.Scored {
 	scale := m.Prep.Scale(val)
 	s.touched = s.touched[:0]
 	for q, j := range idx {
@@ -163,9 +162,9 @@ func (m *Model) scoreRow(idx []int32, val []float32, k int, s *linearScratch) []
 			s.acc[l] += v * float64(weights[e])
 		}
 	}
-	cand := s.cand[:0]
+	s.top.Reset(k)
 	for _, l := range s.touched {
-		cand = append(cand, model.Scored{Label: m.labels[l], Score: float32(s.acc[l] + m.base[l])})
+		s.top.Push(model.Scored{Label: m.labels[l], Score: float32(s.acc[l] + m.base[l])})
 		s.acc[l] = 0
 	}
 	added := 0
@@ -174,21 +173,20 @@ func (m *Model) scoreRow(idx []int32, val []float32, k int, s *linearScratch) []
 			break
 		}
 		if !s.mark[l] {
-			cand = append(cand, model.Scored{Label: m.labels[l], Score: float32(m.base[l])})
+			s.top.Push(model.Scored{Label: m.labels[l], Score: float32(m.base[l])})
 			added++
 		}
 	}
 	for _, l := range s.touched {
 		s.mark[l] = false
 	}
-	s.cand = cand
-	return cand
+	return s.top.Sorted()
 }
 
-// forRows calls row(i, candidates) for every row i of x on the pool's
-// workers, blocks of rows at a time, each worker with scratch it allocates
-// itself.
-func (m *Model) forRows(x *data.CSR, k int, pool *numa.Pool, row func(i int, cand []model.Scored)) error {
+// forRows calls row(i, top) for every row i of x, with the row's top k,
+// on the pool's workers, blocks of rows at a time, each worker with
+// scratch it allocates itself; top is valid during the call only.
+func (m *Model) forRows(x *data.CSR, k int, pool *numa.Pool, row func(i int, top []model.Scored)) error {
 	if x.Cols > m.D {
 		return fmt.Errorf("data has %d features but the model was trained on %d", x.Cols, m.D)
 	}
@@ -205,7 +203,7 @@ func (m *Model) forRows(x *data.CSR, k int, pool *numa.Pool, row func(i int, can
 			}
 			for i := lo; i < min(lo+linearBlockRows, x.Rows); i++ {
 				idx, val := x.Row(i)
-				row(i, m.scoreRow(idx, val, k, s))
+				row(i, m.topRow(idx, val, k, s))
 			}
 		}
 	})
@@ -216,7 +214,7 @@ func (m *Model) forRows(x *data.CSR, k int, pool *numa.Pool, row func(i int, can
 // preprocessed as the model's training rows were.
 func (m *Model) Predict(x *data.CSR, k int, pool *numa.Pool) ([][]model.Scored, error) {
 	out := make([][]model.Scored, x.Rows)
-	err := m.forRows(x, k, pool, func(i int, cand []model.Scored) { out[i] = model.TopK(cand, k) })
+	err := m.forRows(x, k, pool, func(i int, top []model.Scored) { out[i] = slices.Clone(top) })
 	return out, err
 }
 
@@ -228,8 +226,7 @@ func (m *Model) Predict(x *data.CSR, k int, pool *numa.Pool) ([][]model.Scored, 
 // score is computed the same way whichever shard holds it.
 func (m *Model) PartialTopK(x *data.CSR, k int, pool *numa.Pool) ([]model.Sparse, error) {
 	out := make([]model.Sparse, x.Rows)
-	err := m.forRows(x, k, pool, func(i int, cand []model.Scored) {
-		top := model.TopK(cand, k)
+	err := m.forRows(x, k, pool, func(i int, top []model.Scored) {
 		row := model.Sparse{Labels: make([]int32, len(top)), Sums: make([]float64, len(top))}
 		for q, c := range top {
 			row.Labels[q], row.Sums[q] = c.Label, float64(c.Score)
