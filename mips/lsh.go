@@ -296,6 +296,10 @@ func (h *Hasher) QueryKeys(proj []float64, probes int, keys []int) []int {
 	return keys
 }
 
+// QueryKeyCount returns the number of keys QueryKeys returns for probes
+// probes, so that callers keep the keys of several queries side by side.
+func (h *Hasher) QueryKeyCount(probes int) int { return h.tables * (1 + min(max(probes, 0), h.bits)) }
+
 // Search returns, among the vectors sharing a bucket of keys (QueryKeys)
 // in their norm range, the one of greatest inner product with x other
 // than those of skip (ties to the lower), with its inner product and how

@@ -354,3 +354,19 @@ func TestGraphRecallAndState(t *testing.T) {
 		func(qi []int32, qv []float32) (int, float64, int, bool) { return g.Search(qi, qv, nil, &s) },
 		func(qi []int32, qv []float32) (int, float64, int, bool) { return dec.Search(qi, qv, nil, &s2) })
 }
+
+// TestQueryKeyCount checks that QueryKeyCount is the length of what
+// QueryKeys returns, for probes from none to more than a key's bits.
+func TestQueryKeyCount(t *testing.T) {
+	for _, c := range []struct{ tables, bits, probes int }{{1, 4, 0}, {8, 9, 1}, {3, 5, 5}, {2, 3, 7}, {4, 6, -1}} {
+		h, err := NewHasher(c.tables, c.bits, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		proj := make([]float64, h.Projections())
+		h.Project([]int32{0, 3}, []float32{1, -2}, proj)
+		if got, want := h.QueryKeyCount(c.probes), len(h.QueryKeys(proj, c.probes, nil)); got != want {
+			t.Errorf("%d tables of %d bits, %d probes: QueryKeyCount %d, QueryKeys gave %d", c.tables, c.bits, c.probes, got, want)
+		}
+	}
+}

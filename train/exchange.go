@@ -136,6 +136,21 @@ func (g *AllGather) Exchange(c mpi.Comm, msg []byte) ([]byte, error) {
 	return g.all, nil
 }
 
+// ByFeatures returns in dst[:0] the places q in rows of a round's rows,
+// the rows of more features first (ties in row order): the order in which
+// a round's workers take its rows, a row's features being the cheapest
+// guide to the cost of searching it, so that a long row taken last does
+// not leave the other workers of a large team waiting for it.
+func ByFeatures(x *data.CSR, rows []int32, dst []int32) []int32 {
+	dst = dst[:0]
+	for q := range rows {
+		dst = append(dst, int32(q))
+	}
+	nnz := func(q int32) int64 { i := rows[q]; return x.Indptr[i+1] - x.Indptr[i] }
+	slices.SortStableFunc(dst, func(p, q int32) int { return cmp.Compare(nnz(q), nnz(p)) })
+	return dst
+}
+
 // RowReports is what a worker reported of the rows it searched in a round:
 // the bytes of each row's entries, one row after another.
 type RowReports struct {
@@ -161,25 +176,16 @@ type reportPiece struct {
 }
 
 // Run has the team's workers take the rows of a round, rows[q] for q in
-// [0, len(rows)), one at a time, the rows of more features first, and
-// call report for each, which appends the row's entries to the worker's
-// reports (reports(w)); it returns every row's entries, in row order, in
-// dst[:0].
-//
-// Dealt in row order, a long row taken last left the other workers of a
-// large team waiting for it; a row's features are the cheapest guide to
-// its cost (docs/scaling/16-core.md deals measured search times in
-// simulation).
+// [0, len(rows)), one at a time, the rows of more features first (see
+// ByFeatures; docs/scaling/16-core.md deals measured search times in
+// simulation), and call report for each, which appends the row's entries
+// to the worker's reports (reports(w)); it returns every row's entries, in
+// row order, in dst[:0].
 func (b *BatchReports) Run(team *numa.Team, x *data.CSR, rows []int32, reports func(numa.Worker) *RowReports,
 	report func(w numa.Worker, q int, r *RowReports), dst []byte) ([]byte, error) {
 	n := len(rows)
 	b.pieces = slices.Grow(b.pieces[:0], n)[:n]
-	b.order = b.order[:0]
-	for q := range n {
-		b.order = append(b.order, int32(q))
-	}
-	nnz := func(q int32) int64 { i := rows[q]; return x.Indptr[i+1] - x.Indptr[i] }
-	slices.SortStableFunc(b.order, func(p, q int32) int { return cmp.Compare(nnz(q), nnz(p)) })
+	b.order = ByFeatures(x, rows, b.order)
 	b.round++
 	err := team.For(n, 1, func(w numa.Worker, k, _ int) {
 		r := reports(w)

@@ -151,7 +151,7 @@ func (t *roundTrainer) recall(exact *mips.Inverted) (float64, error) {
 		s.skip = s.skip[:0]
 		approx, as := int32(-1), math.Inf(-1)
 		for _, b := range t.mine {
-			if k, sc := t.blockBest(b, s, xi, xv); k >= 0 && (sc > as || (sc == as && b.classes[k] < approx)) {
+			if k, sc := t.blockBest(b, s, xi, xv, s.keys); k >= 0 && (sc > as || (sc == as && b.classes[k] < approx)) {
 				approx, as = b.classes[k], sc
 			}
 		}

@@ -83,56 +83,119 @@ func (t *roundTrainer) Round(_ context.Context, r int, team *numa.Team) (bool, e
 }
 
 // search fills t.msg with this rank's entries for the rows, in row order,
-// and t.proj with the rows' projections; the rank's workers take pieces of
-// the batch.
+// and t.proj with the rows' projections, in two loops on the team: each
+// row's projections, LSH keys and label scores; then the search of every
+// (row, block) pair for the row's best class in the block, the rows of more
+// features first. A row searched whole by one worker bounded the round: at
+// 16 workers the longest of a round's 64 rows took three times a sixteenth
+// of the round's searches (docs/scaling/16-core.md), its blocks dealt apart
+// take about a sixteenth. The entries are then joined in row order, each
+// row's rival the best of its blocks', ties to the lower class, as one
+// worker searching the blocks in turn would find it.
 func (t *roundTrainer) search(rows []int32) error {
-	var err error
-	t.msg, err = t.batch.Run(t.team, &t.x, rows,
-		func(w numa.Worker) *train.RowReports { return &t.searchers.Get(w).RowReports },
-		func(w numa.Worker, q int, _ *train.RowReports) { t.report(t.searchers.Get(w), int32(q), rows[q]) }, t.msg)
-	return err
-}
-
-// report appends to s.msg this rank's entries for row i, the q-th of the
-// batch: the scores of the row's labels it owns, and its rival, the best
-// of its classes that is not a label of the row. It only reads the blocks.
-func (t *roundTrainer) report(s *searcher, q, i int32) {
-	labels, _ := t.y.Row(int(i))
-	xi, xv := t.x.Row(int(i))
-	np := t.hasher.Projections()
-	proj := t.proj[int(q)*np : int(q+1)*np]
-	t.hasher.Project(xi, xv, proj)
-	s.keys = t.hasher.QueryKeys(proj, t.p.Probes, s.keys)
-	if len(labels) == 0 || len(xi) == 0 {
-		return // nothing to learn from the row
-	}
-	for _, l := range labels {
-		if b := t.blockOf[l]; b >= 0 {
-			s.Msg = train.AppendEntry(s.Msg, train.RoundEntry{Row: q, Class: l, Kind: kindLabel, Score: t.mine[b].vec.Dot(int(t.slot[l]), xi, xv)})
-		}
-	}
-	rival, rs := int32(-1), math.Inf(-1)
-	for bi, b := range t.mine {
-		s.skip = s.skip[:0]
+	n, blocks := len(rows), len(t.mine)
+	np, nk := t.hasher.Projections(), t.hasher.QueryKeyCount(t.p.Probes)
+	t.rowKeys = slices.Grow(t.rowKeys[:0], n*nk)[:n*nk]
+	t.labelAt = slices.Grow(t.labelAt[:0], n+1)[:n+1]
+	t.labelAt[0] = 0
+	for q, i := range rows {
+		labels, _ := t.y.Row(int(i))
+		owned := 0
 		for _, l := range labels {
-			if t.blockOf[l] == int32(bi) {
-				s.skip = append(s.skip, int(t.slot[l]))
+			if t.blockOf[l] >= 0 {
+				owned++
 			}
 		}
-		k, sc := t.blockBest(b, s, xi, xv)
-		if k >= 0 && (sc > rs || (sc == rs && b.classes[k] < rival)) {
-			rival, rs = b.classes[k], sc
+		t.labelAt[q+1] = t.labelAt[q] + int32(owned)
+	}
+	t.labelScore = slices.Grow(t.labelScore[:0], int(t.labelAt[n]))[:t.labelAt[n]]
+	err := t.team.For(n, 1, func(w numa.Worker, q, _ int) {
+		xi, xv := t.x.Row(int(rows[q]))
+		proj := t.proj[q*np : (q+1)*np]
+		t.hasher.Project(xi, xv, proj)
+		t.hasher.QueryKeys(proj, t.p.Probes, t.rowKeys[q*nk:q*nk:(q+1)*nk])
+		labels, _ := t.y.Row(int(rows[q]))
+		at := t.labelAt[q]
+		for _, l := range labels {
+			if b := t.blockOf[l]; b >= 0 {
+				t.labelScore[at] = t.mine[b].vec.Dot(int(t.slot[l]), xi, xv)
+				at++
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	t.dealt = train.ByFeatures(&t.x, rows, t.dealt)
+	t.best = slices.Grow(t.best[:0], n*blocks)[:n*blocks]
+	err = t.team.For(n*blocks, 1, func(w numa.Worker, u, _ int) {
+		q, bi := int(t.dealt[u/blocks]), u%blocks
+		t.best[q*blocks+bi] = t.searchBlock(t.searchers.Get(w), rows[q], bi, t.rowKeys[q*nk:(q+1)*nk])
+	})
+	if err != nil {
+		return err
+	}
+	t.msg = t.msg[:0]
+	for q, i := range rows {
+		labels, _ := t.y.Row(int(i))
+		if len(labels) == 0 || t.x.Indptr[i+1] == t.x.Indptr[i] {
+			continue // nothing to learn from the row
+		}
+		at := t.labelAt[q]
+		for _, l := range labels {
+			if t.blockOf[l] >= 0 {
+				t.msg = train.AppendEntry(t.msg, train.RoundEntry{Row: int32(q), Class: l, Kind: kindLabel, Score: t.labelScore[at]})
+				at++
+			}
+		}
+		rival := blockFind{class: -1, score: math.Inf(-1)}
+		for _, f := range t.best[q*blocks : (q+1)*blocks] {
+			if f.class >= 0 && (f.score > rival.score || (f.score == rival.score && f.class < rival.class)) {
+				rival = f
+			}
+		}
+		if rival.class >= 0 {
+			t.msg = train.AppendEntry(t.msg, train.RoundEntry{Row: int32(q), Class: rival.class, Kind: kindRival, Score: rival.score})
 		}
 	}
-	if rival >= 0 {
-		s.Msg = train.AppendEntry(s.Msg, train.RoundEntry{Row: q, Class: rival, Kind: kindRival, Score: rs})
-	}
+	return nil
 }
 
-// blockBest returns the class (its place in b) of greatest score on x in
-// block b, other than those of s.skip, as the index finds it; a class of
+// blockFind is a block's best class for a row and its score; class −1
+// when the block has none to offer.
+type blockFind struct {
+	class int32
+	score float64
+}
+
+// searchBlock returns the best class of block bi for training row i, of
+// LSH keys keys, other than the row's labels: none for a row without
+// labels or features, which the round does not learn from. It only reads
+// the blocks.
+func (t *roundTrainer) searchBlock(s *searcher, i int32, bi int, keys []int) blockFind {
+	labels, _ := t.y.Row(int(i))
+	xi, xv := t.x.Row(int(i))
+	if len(labels) == 0 || len(xi) == 0 {
+		return blockFind{class: -1}
+	}
+	b := t.mine[bi]
+	s.skip = s.skip[:0]
+	for _, l := range labels {
+		if t.blockOf[l] == int32(bi) {
+			s.skip = append(s.skip, int(t.slot[l]))
+		}
+	}
+	k, sc := t.blockBest(b, s, xi, xv, keys)
+	if k < 0 {
+		return blockFind{class: -1}
+	}
+	return blockFind{class: b.classes[k], score: sc}
+}
+
+// blockBest returns the class (its place in b) of greatest score on x, of
+// LSH keys keys, in block b, other than those of s.skip, as the index finds it; a class of
 // zero vector scores 0. It returns −1 when b has no other class.
-func (t *roundTrainer) blockBest(b *classBlock, s *searcher, xi []int32, xv []float32) (int, float64) {
+func (t *roundTrainer) blockBest(b *classBlock, s *searcher, xi []int32, xv []float32, keys []int) (int, float64) {
 	best, score := -1, math.Inf(-1)
 	better := func(k int, sc float64) {
 		if sc > score || (sc == score && k < best) {
@@ -145,7 +208,7 @@ func (t *roundTrainer) blockBest(b *classBlock, s *searcher, xi []int32, xv []fl
 		var sc float64
 		var ok bool
 		if b.lsh != nil {
-			k, sc, scored, ok = b.lsh.Search(xi, xv, s.keys, s.skip, &s.lsh)
+			k, sc, scored, ok = b.lsh.Search(xi, xv, keys, s.skip, &s.lsh)
 		} else {
 			k, sc, scored, ok = b.graph.Search(xi, xv, s.skip, &s.graph)
 		}

@@ -96,11 +96,19 @@ type roundTrainer struct {
 	searchers *numa.PerWorker[*searcher]
 	proj      []float64 // the batch's rows' projections, row after row
 	msg       []byte
-	batch     train.BatchReports
-	gather    train.AllGather
-	entries   []train.RoundEntry
-	steps     []classStep
-	norms     []float64
+	// Per round (see search): the rows' LSH keys, row after row; the
+	// scores of the labels this rank owns, those of row q from labelAt[q];
+	// the rows' places in the order they are dealt; and the best class of
+	// each (row, owned block) pair.
+	rowKeys    []int
+	labelAt    []int32
+	labelScore []float64
+	dealt      []int32
+	best       []blockFind
+	gather     train.AllGather
+	entries    []train.RoundEntry
+	steps      []classStep
+	norms      []float64
 }
 
 // epochRecall is the recall@1 of the index at the end of an epoch.
@@ -125,12 +133,11 @@ type searcher struct {
 	graph            mips.GraphScratch
 	exact            mips.InvertedScratch
 	skip             []int
-	train.RowReports
-	dproj    []float64
-	keys     []int // the LSH buckets of the row searched
-	di       []int32
-	dv       []float64
-	shrinkDP []float64
+	dproj            []float64
+	keys             []int // the LSH buckets of the row searched
+	di               []int32
+	dv               []float64
+	shrinkDP         []float64
 }
 
 // Start makes the owned blocks, fresh or from their saved state.
