@@ -193,8 +193,9 @@ func (t *roundTrainer) searchBlock(s *searcher, i int32, bi int, keys []int) blo
 }
 
 // blockBest returns the class (its place in b) of greatest score on x, of
-// LSH keys keys, in block b, other than those of s.skip, as the index finds it; a class of
-// zero vector scores 0. It returns −1 when b has no other class.
+// LSH keys keys, in block b, other than those of s.skip, as the index
+// finds it; a class of zero vector scores 0. It returns −1 when b has no
+// other class.
 func (t *roundTrainer) blockBest(b *classBlock, s *searcher, xi []int32, xv []float32, keys []int) (int, float64) {
 	best, score := -1, math.Inf(-1)
 	better := func(k int, sc float64) {
