@@ -64,11 +64,12 @@ func TopK(scores []Scored, k int) []Scored {
 // without allocating once its buffer has grown to its size: a prediction
 // keeps one per worker and pushes every label a row touches.
 //
-// It keeps candidates in a buffer of about 2k entries. Once the buffer has
-// been cut to its k best, the worst of them bounds the rest: an entry of a
-// lower score is dropped by one comparison, so a row of n labels costs n
-// comparisons and a few cuts, each linear in k. A size-k heap costs log k
-// swaps for each entry it keeps, and a row keeps about k·ln(n/k) entries.
+// It keeps candidates in a buffer of 2k entries (k + 16 for k below 16).
+// Once the buffer has been cut to its k best, the worst of them bounds the
+// rest: an entry of a lower score is dropped by one comparison, so a row of
+// n labels in random order costs n comparisons and about ln(n/k) cuts, each
+// linear in k. Pushing spares the callers a list of every candidate; the
+// selection itself costs about what a size-k heap did (BenchmarkTopK).
 type Top struct {
 	k   int
 	buf []Scored
