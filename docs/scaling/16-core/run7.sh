@@ -4,7 +4,9 @@
 # exchange by Allgatherv (xmc, xmc-mpi = 8d9d4a0 and later) against the
 # Gatherv + Bcast of e9d1b12 (xmc-prev, xmc-mpi-prev), and numa.Team.For's
 # loop end (e9d1b12) against 602068d (xmc-old), at MAX threads or ranks,
-# interleaved, against 1 thread in the same run.
+# interleaved, against 1 thread in the same run. Built from 32a3e2f or later,
+# xmc's MEMOIR also deals a round's search by (row, block) pair, which its
+# runs at MAX threads against xmc-prev measure.
 # Usage: run7.sh OUT MAX. Beside it: xmc, xmc-prev, xmc-old (static),
 # xmc-mpi, xmc-mpi-prev (MPI builds), ompi.tgz and data/wordnet-mc.
 set -u
