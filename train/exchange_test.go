@@ -114,3 +114,26 @@ func TestBatchReports(t *testing.T) {
 		}
 	}
 }
+
+// TestByFeatures checks the dealing order: places in the round, the rows
+// of more features first, ties in row order, the destination reused.
+func TestByFeatures(t *testing.T) {
+	// Rows 0-7 of 1, 2, 0, 5, 3, 2, 0 and 4 features.
+	x := data.CSR{Rows: 8, Cols: 5, Indptr: []int64{0, 1, 3, 3, 8, 11, 13, 13, 17}}
+	tests := []struct {
+		rows []int32
+		want []int32
+	}{
+		{nil, []int32{}},
+		{[]int32{2}, []int32{0}},
+		{[]int32{7, 2, 5, 0, 3, 6}, []int32{4, 0, 2, 3, 1, 5}},
+		{[]int32{6, 1, 2, 5}, []int32{1, 3, 0, 2}},
+	}
+	dst := make([]int32, 0, 1)
+	for _, tt := range tests {
+		dst = ByFeatures(&x, tt.rows, dst)
+		if !slices.Equal(dst, tt.want) {
+			t.Errorf("ByFeatures(rows %v) = %v, want %v", tt.rows, dst, tt.want)
+		}
+	}
+}
