@@ -94,7 +94,7 @@ const encodePiece = 1 << 15
 // encoded in pieces of consecutive nodes, each into memory of its own,
 // which loop calls fn(i) to do for every i in [0, n) (at once, on a
 // trainer's workers, or one after another); the pieces are then joined in
-// order. The bytes are those of AppendBinary. A nil loop encodes the pieces
+// order, by loop as well. The bytes are those of AppendBinary. A nil loop encodes the pieces
 // one after another straight into b, without memory of their own.
 func (t *Tree) AppendBinaryWith(b []byte, loop func(n int, fn func(i int)) error) ([]byte, error) {
 	inline := loop == nil
@@ -203,8 +203,18 @@ func (t *Tree) AppendBinaryWith(b []byte, loop func(n int, fn func(i int)) error
 	if err != nil {
 		return nil, err
 	}
-	for _, piece := range enc {
-		b = append(b, piece...)
+	// The pieces are joined by loop too: joined by the caller, the copy
+	// and the first touches of b's fresh memory were most of the time a
+	// forest grown together spent outside parallel loops (0.76 of 0.95 s,
+	// 16 Wiki10-31K-shaped trees, 2 workers).
+	at := make([]int, pieces+1)
+	for p, piece := range enc {
+		at[p+1] = at[p] + len(piece)
+	}
+	start := len(b)
+	b = slices.Grow(b, at[pieces])[:start+at[pieces]]
+	if err := loop(pieces, func(p int) { copy(b[start+at[p]:], enc[p]) }); err != nil {
+		return nil, err
 	}
 	return b, nil
 }
