@@ -115,9 +115,9 @@ func TestBatchReports(t *testing.T) {
 	}
 }
 
-// TestByFeatures checks the dealing order: places in the round, the rows
-// of more features first, ties in row order, the destination reused.
-func TestByFeatures(t *testing.T) {
+// TestRowOrder checks the dealing order: places in the round, the rows
+// of more features first, ties in row order, the memory reused.
+func TestRowOrder(t *testing.T) {
 	// Rows 0-7 of 1, 2, 0, 5, 3, 2, 0 and 4 features.
 	x := data.CSR{Rows: 8, Cols: 5, Indptr: []int64{0, 1, 3, 3, 8, 11, 13, 13, 17}}
 	tests := []struct {
@@ -128,12 +128,12 @@ func TestByFeatures(t *testing.T) {
 		{[]int32{2}, []int32{0}},
 		{[]int32{7, 2, 5, 0, 3, 6}, []int32{4, 0, 2, 3, 1, 5}},
 		{[]int32{6, 1, 2, 5}, []int32{1, 3, 0, 2}},
+		{[]int32{6, 2}, []int32{0, 1}},
 	}
-	dst := make([]int32, 0, 1)
+	var o RowOrder
 	for _, tt := range tests {
-		dst = ByFeatures(&x, tt.rows, dst)
-		if !slices.Equal(dst, tt.want) {
-			t.Errorf("ByFeatures(rows %v) = %v, want %v", tt.rows, dst, tt.want)
+		if got := o.Of(&x, tt.rows); !slices.Equal(got, tt.want) {
+			t.Errorf("rows %v dealt as %v, want %v", tt.rows, got, tt.want)
 		}
 	}
 }

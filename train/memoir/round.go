@@ -126,10 +126,10 @@ func (t *roundTrainer) search(rows []int32) error {
 	if err != nil {
 		return err
 	}
-	t.dealt = train.ByFeatures(&t.x, rows, t.dealt)
+	dealt := t.dealt.Of(&t.x, rows)
 	t.best = slices.Grow(t.best[:0], n*blocks)[:n*blocks]
 	err = t.team.For(n*blocks, 1, func(w numa.Worker, u, _ int) {
-		q, bi := int(t.dealt[u/blocks]), u%blocks
+		q, bi := int(dealt[u/blocks]), u%blocks
 		t.best[q*blocks+bi] = t.searchBlock(t.searchers.Get(w), rows[q], bi, t.rowKeys[q*nk:(q+1)*nk])
 	})
 	if err != nil {

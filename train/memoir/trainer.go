@@ -103,7 +103,7 @@ type roundTrainer struct {
 	rowKeys    []int
 	labelAt    []int32
 	labelScore []float64
-	dealt      []int32
+	dealt      train.RowOrder
 	best       []blockFind
 	gather     train.AllGather
 	entries    []train.RoundEntry
