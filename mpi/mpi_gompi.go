@@ -361,20 +361,7 @@ func (m *mpiComm) Gatherv(buf []byte, root int, into []byte) ([][]byte, error) {
 	var all []byte
 	var counts, displs []C.int
 	if m.rank == root {
-		// Large gathers (encoded trees, tens of MiB) land in huge
-		// pages where the system has them: first touching the buffer
-		// is most of a gather's cost when page faults are dear.
-		if total > 0 && int64(cap(into)) >= total {
-			all = into[:total]
-		} else {
-			all = numa.LargeBytes(int(total))
-		}
-		counts, displs = make([]C.int, m.size), make([]C.int, m.size)
-		off := 0
-		for q, n := range lens {
-			counts[q], displs[q] = C.int(n), C.int(off)
-			off += int(n)
-		}
+		all, counts, displs = receiveInto(into, lens, total)
 	}
 	if total > 0 {
 		rc := C.xmc_gatherv(ptr(buf), C.int(len(buf)), ptr(all), ptrC(counts), ptrC(displs), C.int(root))
@@ -413,20 +400,7 @@ func (m *mpiComm) Allgatherv(buf []byte, into []byte) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	all := into[:0]
-	if into == nil || int64(cap(into)) < total {
-		all = make([]byte, 0, total) // never nil: received buffers are not
-		if total > 0 {
-			all = numa.LargeBytes(int(total))
-		}
-	}
-	all = all[:total]
-	counts, displs := make([]C.int, m.size), make([]C.int, m.size)
-	off := 0
-	for q, n := range lens {
-		counts[q], displs[q] = C.int(n), C.int(off)
-		off += int(n)
-	}
+	all, counts, displs := receiveInto(into, lens, total)
 	if total > 0 {
 		rc := C.xmc_allgatherv(ptr(buf), C.int(len(buf)), ptr(all), ptrC(counts), ptrC(displs))
 		if err := mpiErr(opAllgatherv, rc); err != nil {
@@ -434,6 +408,27 @@ func (m *mpiComm) Allgatherv(buf []byte, into []byte) ([][]byte, error) {
 		}
 	}
 	return split(all, func(q int) int { return int(lens[q]) }, m.size), nil
+}
+
+// receiveInto returns the buffer that a gather of the ranks' lens bytes,
+// total in all, receives into (into where it holds them all, else new
+// memory, never nil), with MPI's counts and displacements of the parts in
+// it. Large gathers (encoded trees, tens of MiB) land in huge pages where
+// the system has them: first touching the buffer is most of a gather's cost
+// when page faults are dear.
+func receiveInto(into []byte, lens []int64, total int64) (all []byte, counts, displs []C.int) {
+	if into != nil && int64(cap(into)) >= total {
+		all = into[:total]
+	} else {
+		all = numa.LargeBytes(int(total))
+	}
+	counts, displs = make([]C.int, len(lens)), make([]C.int, len(lens))
+	off := 0
+	for q, n := range lens {
+		counts[q], displs[q] = C.int(n), C.int(off)
+		off += int(n)
+	}
+	return all, counts, displs
 }
 
 func ptrC(s []C.int) *C.int {
