@@ -69,12 +69,20 @@ func MergeSums(parts [][]byte, rows, L, k, div int) ([][]Scored, error) {
 				acc[l] += v
 			}
 		}
-		top.Reset(k)
-		for _, l := range touched {
-			top.Push(Scored{Label: l, Score: float32(acc[l] / float64(div))})
-			acc[l] = 0
-		}
-		out[i] = slices.Clone(top.Sorted())
+		out[i] = TopOfSums(&top, acc, touched, div, k)
 	}
 	return out, nil
+}
+
+// TopOfSums returns, in a new slice, the k best of the labels touched by
+// their sums in acc divided by div (a forest's number of trees), selected
+// with top, and zeroes those sums: the one computation of a forest's
+// scores, whether a rank holds the whole forest or rank 0 merges parts.
+func TopOfSums(top *Top, acc []float64, touched []int32, div, k int) []Scored {
+	top.Reset(k)
+	for _, l := range touched {
+		top.Push(Scored{Label: l, Score: float32(acc[l] / float64(div))})
+		acc[l] = 0
+	}
+	return slices.Clone(top.Sorted())
 }

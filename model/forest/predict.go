@@ -3,7 +3,6 @@ package forest
 import (
 	"fmt"
 	"io"
-	"slices"
 	"sync"
 	"text/tabwriter"
 
@@ -230,12 +229,7 @@ func (f *Model) Predict(x *data.CSR, k int, pool *numa.Pool) ([][]model.Scored, 
 	}
 	out := make([][]model.Scored, x.Rows)
 	err := f.forRows(x, pool, f.blocking(x, pool), func(s *forestScratch, i int) {
-		s.top.Reset(k)
-		for _, l := range s.touched {
-			s.top.Push(model.Scored{Label: l, Score: float32(s.acc[l] / float64(f.TotalTrees))})
-			s.acc[l] = 0
-		}
-		out[i] = slices.Clone(s.top.Sorted())
+		out[i] = model.TopOfSums(&s.top, s.acc, s.touched, f.TotalTrees, k)
 	})
 	return out, err
 }
