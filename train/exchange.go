@@ -147,10 +147,10 @@ type RowOrder struct {
 }
 
 // Of returns the places q in rows of a round's rows in the order they are
-// dealt, valid until the next call. The rows are ordered by one sort of
-// integer keys (fewer features, then the later place, above): a stable
-// sort with a comparison function took 6.7 µs of a PD-Sparse round's
-// 40 µs outside its parallel loops.
+// dealt, valid until the next call. It sorts integer keys, the complement
+// of a row's features above its place, once: a stable sort with a
+// comparison function was a sixth of what a PD-Sparse round did outside
+// its parallel loops (docs/journal.md).
 func (o *RowOrder) Of(x *data.CSR, rows []int32) []int32 {
 	o.keys = o.keys[:0]
 	for q, i := range rows {
@@ -190,9 +190,9 @@ type reportPiece struct {
 }
 
 // Run has the team's workers take the rows of a round, rows[q] for q in
-// [0, len(rows)), one at a time, in RowOrder, and call report for each, which appends the row's entries
-// to the worker's reports (reports(w)); it returns every row's entries, in
-// row order, in dst[:0].
+// [0, len(rows)), one at a time, in RowOrder, and call report for each,
+// which appends the row's entries to the worker's reports (reports(w)); it
+// returns every row's entries, in row order, in dst[:0].
 func (b *BatchReports) Run(team *numa.Team, x *data.CSR, rows []int32, reports func(numa.Worker) *RowReports,
 	report func(w numa.Worker, q int, r *RowReports), dst []byte) ([]byte, error) {
 	n := len(rows)

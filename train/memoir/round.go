@@ -87,9 +87,9 @@ func (t *roundTrainer) Round(_ context.Context, r int, team *numa.Team) (bool, e
 // row's projections, LSH keys and label scores; then the search of every
 // (row, block) pair for the row's best class in the block, the rows of more
 // features first. A row searched whole by one worker bounded the round: at
-// 16 workers the longest of a round's 64 rows took three times a sixteenth
-// of the round's searches (docs/scaling/16-core.md), its blocks dealt apart
-// take about a sixteenth. The entries are then joined in row order, each
+// 16 workers a round's longest row took longer than a worker's even share
+// of the round's searches (docs/scaling/16-core.md); its blocks dealt
+// apart do not. The entries are then joined in row order, each
 // row's rival the best of its blocks', ties to the lower class, as one
 // worker searching the blocks in turn would find it.
 func (t *roundTrainer) search(rows []int32) error {
