@@ -38,6 +38,31 @@ func LabelBlocks(labelCounts []int64, perUnit int) [][]int32 {
 	return blocks
 }
 
+// DealtBlocks deals the labels with at least one positive into n blocks
+// (fewer if there are fewer such labels) by decreasing frequency in turn,
+// the most frequent label to block 0, the next to block 1, and so on, so
+// that every block carries about the same positives; each block lists its
+// labels in increasing order. It is the blocks of the trainers of rounds,
+// whose ranks each own a fixed share of the blocks for the whole run: by
+// LabelBlocks's frequency order the rank owning block 0 held the most
+// frequent labels, and with them several times its share of a round's work.
+func DealtBlocks(labelCounts []int64, n int) [][]int32 {
+	order := LabelBlocks(labelCounts, len(labelCounts))
+	if len(order) == 0 || n < 1 {
+		return nil
+	}
+	labels := order[0]
+	n = min(n, len(labels))
+	blocks := make([][]int32, n)
+	for i, l := range labels {
+		blocks[i%n] = append(blocks[i%n], l)
+	}
+	for _, b := range blocks {
+		slices.Sort(b)
+	}
+	return blocks
+}
+
 // LogUntrained tells the user how many labels LabelBlocks leaves out for
 // having no positive, if any: the model will never predict them. It fails
 // when that is every label, as there is then nothing to train.

@@ -27,3 +27,29 @@ func TestLabelBlocks(t *testing.T) {
 		}
 	}
 }
+
+// TestDealtBlocks checks that the labels with a positive are dealt into
+// blocks by decreasing frequency in turn (ties by label id), each block
+// sorted, and that there are no more blocks than such labels.
+func TestDealtBlocks(t *testing.T) {
+	tests := []struct {
+		counts []int64
+		n      int
+		want   [][]int32
+	}{
+		// By frequency 2, 5, 0, 7, 3, 4, dealt to 3 blocks in turn.
+		{[]int64{5, 0, 9, 1, 1, 7, 0, 3}, 3, [][]int32{{2, 7}, {3, 5}, {0, 4}}},
+		{[]int64{5, 0, 9, 1, 1, 7, 0, 3}, 1, [][]int32{{0, 2, 3, 4, 5, 7}}},
+		{[]int64{5, 0, 9, 1, 1, 7, 0, 3}, 100, [][]int32{{2}, {5}, {0}, {7}, {3}, {4}}},
+		{[]int64{4, 4, 4, 4}, 2, [][]int32{{0, 2}, {1, 3}}},
+		{[]int64{0, 0}, 3, nil},
+		{nil, 2, nil},
+		{[]int64{1}, 0, nil},
+	}
+	for _, tc := range tests {
+		got := train.DealtBlocks(tc.counts, tc.n)
+		if !slices.EqualFunc(got, tc.want, slices.Equal) {
+			t.Errorf("train.DealtBlocks(%v, %d) = %v, want %v", tc.counts, tc.n, got, tc.want)
+		}
+	}
+}

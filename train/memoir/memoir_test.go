@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"math"
-	"slices"
 	"strings"
 	"testing"
 
@@ -71,26 +70,6 @@ func TestMEMOIRDefaults(t *testing.T) {
 	l1.Lambda, l1.Bits = 0.5, 3
 	if p := l1.withDefaults(1000, all); p.Lambda != 0.5 || p.Bits != 3 {
 		t.Errorf("flags set: lambda %v, bits %d, want the values given", p.Lambda, p.Bits)
-	}
-}
-
-// TestMEMOIRBlocks checks that the classes with a training row are dealt
-// into blocks of like sizes and like frequencies, each sorted, and that the
-// blocks do not exceed the classes.
-func TestMEMOIRBlocks(t *testing.T) {
-	counts := []int64{5, 0, 9, 1, 1, 7, 0, 3}
-	got := classBlocks(counts, 3)
-	want := [][]int32{{2, 7}, {3, 5}, {0, 4}} // by frequency 2,5,0,7,3,4, dealt in turn
-	if len(got) != len(want) {
-		t.Fatalf("blocks %v, want %v", got, want)
-	}
-	for i := range want {
-		if !slices.Equal(got[i], want[i]) {
-			t.Fatalf("blocks %v, want %v", got, want)
-		}
-	}
-	if got := classBlocks(counts, 100); len(got) != 6 {
-		t.Errorf("100 blocks of 6 classes: %d blocks, want 6", len(got))
 	}
 }
 

@@ -181,7 +181,7 @@ func (a *Trainer) Prepare(env train.Env, ds *data.Dataset) (*train.Work, error) 
 		return nil, err
 	}
 	// Validate reports a --class-blocks below 1 once the defaults are in.
-	blocks := classBlocks(counts, max(1, p.ClassBlocks))
+	blocks := train.DealtBlocks(counts, max(1, p.ClassBlocks))
 	p = p.withDefaults(len(blocks[0]), env.UserSet)
 	if err := p.Validate(); err != nil {
 		return nil, err

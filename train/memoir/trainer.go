@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"slices"
 
 	"xmc/data"
 	"xmc/mips"
@@ -13,22 +12,6 @@ import (
 	"xmc/numa"
 	"xmc/train"
 )
-
-// classBlocks deals the classes with a training row into at most n
-// blocks, by decreasing frequency in turn, so that blocks carry like work;
-// each block lists its classes in increasing order.
-func classBlocks(counts []int64, n int) [][]int32 {
-	order := train.LabelBlocks(counts, len(counts))[0]
-	n = min(n, len(order))
-	blocks := make([][]int32, n)
-	for i, l := range order {
-		blocks[i%n] = append(blocks[i%n], l)
-	}
-	for _, b := range blocks {
-		slices.Sort(b)
-	}
-	return blocks
-}
 
 // classBlock is a class block a rank owns: its classes' vectors v (the
 // weights are s·v, s the trainer's shared scale), their index, and the sum

@@ -33,9 +33,11 @@ type Params struct {
 	// for the rows of a batch against W as it was at the round's start,
 	// then apply every row's step in row order.
 	BatchSize int `json:"batch_size"`
-	// ClassesPerUnit is the classes of a unit, a block of classes whose
-	// weights one rank owns (by default, see forData). The weights do not
-	// depend on it: only how they are dealt to ranks.
+	// ClassesPerUnit is the classes of a unit at most, a block of classes
+	// whose weights one rank owns (by default, see forData); the classes
+	// are dealt to the units by frequency in turn, so that units carry
+	// like work. The weights do not depend on it: only how they are dealt
+	// to ranks.
 	ClassesPerUnit int `json:"classes_per_unit"`
 	// MaxSelect is the number of negative classes a row's search adds to
 	// its active set at most (by default, see forData).

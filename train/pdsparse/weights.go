@@ -188,7 +188,15 @@ func newRoundTrainer(p Params, ds *data.Dataset, comm mpi.Comm, pool *numa.Pool)
 		}
 	}
 	counts := data.LabelCounts(&t.y)
-	t.blocks = train.LabelBlocks(counts, t.p.ClassesPerUnit)
+	// Units of like work: the classes dealt by frequency in turn, as many
+	// units as ClassesPerUnit gives (see train.DealtBlocks).
+	labeled := 0
+	for _, c := range counts {
+		if c > 0 {
+			labeled++
+		}
+	}
+	t.blocks = train.DealtBlocks(counts, (labeled+t.p.ClassesPerUnit-1)/t.p.ClassesPerUnit)
 	t.order = train.NewEpochBatches(t.x.Rows, p.BatchSize, p.Seed)
 	for l, c := range counts {
 		if c > 0 {
