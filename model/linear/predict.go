@@ -133,10 +133,18 @@ func (m *Model) NNZ() int64 { return m.nnz }
 
 // linearScratch is one goroutine's prediction memory.
 type linearScratch struct {
-	acc     []float64 // per local label, zero between rows
-	mark    []bool    // per local label: touched by the current row
+	acc  []float64 // per local label, zero between rows
+	mark []uint8   // per local label: 1 if touched by the current row
+	// touched lists the labels the row touches, in order of first touch;
+	// it holds every label and one more slot, which topRow writes before
+	// it knows whether the label is new.
 	touched []int32
 	top     model.Top
+}
+
+// newLinearScratch returns a worker's scratch for a model of l labels.
+func newLinearScratch(l int) *linearScratch {
+	return &linearScratch{acc: make([]float64, l), mark: make([]uint8, l), touched: make([]int32, l+1)}
 }
 
 // linearBlockRows is the number of rows a worker takes at a time.
@@ -147,7 +155,11 @@ const linearBlockRows = 256
 // touch and of the k best of the others, which score their base alone.
 func (m *Model) topRow(idx []int32, val []float32, k int, s *linearScratch) []model.Scored {
 	scale := m.Prep.Scale(val)
-	s.touched = s.touched[:0]
+	// Without a branch on whether a label was touched before, which the
+	// processor mispredicts: every label is written at the end of
+	// touched, which only grows if the label is new.
+	touched, mark, acc := s.touched[:cap(s.touched)], s.mark, s.acc
+	nt := 0
 	for q, j := range idx {
 		// Scaled and rounded as Preprocess.Apply scaled training rows.
 		v := float64(data.ScaleValue(val[q], scale))
@@ -155,13 +167,13 @@ func (m *Model) topRow(idx []int32, val []float32, k int, s *linearScratch) []mo
 		labels, weights := m.colLabel[lo:hi], m.colWeight[lo:hi]
 		weights = weights[:len(labels)]
 		for e, l := range labels {
-			if !s.mark[l] {
-				s.mark[l] = true
-				s.touched = append(s.touched, l)
-			}
-			s.acc[l] += v * float64(weights[e])
+			touched[nt] = l
+			nt += int(1 - mark[l])
+			mark[l] = 1
+			acc[l] += v * float64(weights[e])
 		}
 	}
+	s.touched = touched[:nt]
 	s.top.Reset(k)
 	for _, l := range s.touched {
 		s.top.Push(model.Scored{Label: m.labels[l], Score: float32(s.acc[l] + m.base[l])})
@@ -172,13 +184,13 @@ func (m *Model) topRow(idx []int32, val []float32, k int, s *linearScratch) []mo
 		if added == k {
 			break
 		}
-		if !s.mark[l] {
+		if s.mark[l] == 0 {
 			s.top.Push(model.Scored{Label: m.labels[l], Score: float32(m.base[l])})
 			added++
 		}
 	}
 	for _, l := range s.touched {
-		s.mark[l] = false
+		s.mark[l] = 0
 	}
 	return s.top.Sorted()
 }
@@ -195,7 +207,7 @@ func (m *Model) forRows(x *data.CSR, k int, pool *numa.Pool, row func(i int, top
 	}
 	var next atomic.Int64
 	return pool.Run(func(numa.Worker) error {
-		s := &linearScratch{acc: make([]float64, len(m.labels)), mark: make([]bool, len(m.labels))}
+		s := newLinearScratch(len(m.labels))
 		for {
 			lo := int(next.Add(linearBlockRows)) - linearBlockRows
 			if lo >= x.Rows {
