@@ -310,18 +310,28 @@ func (p *PackedTree) Nodes() int { return len(p.numChildren) }
 // acc must cover the tree's labels (see CheckLabels).
 func (p *PackedTree) AddLeaf(n int32, acc []float64, touched []int32) []int32 {
 	at, l := p.at[n], int32(-1)
-	for range p.leafStart[n+1] - p.leafStart[n] {
+	entries := int(p.leafStart[n+1] - p.leafStart[n])
+	// Without a branch on whether a label's sum was zero, which the
+	// processor mispredicts: every label is written at the end of
+	// touched, which only grows if the sum was zero (a leaf's values are
+	// positive, so a sum is zero until its label's first leaf).
+	nt := len(touched)
+	touched = slices.Grow(touched, entries)[:nt+entries]
+	for range entries {
 		var gap uint32
 		gap, at = uvarintAt(p.enc, at)
 		l += int32(gap) + 1
+		touched[nt] = l
+		first := 0
 		if acc[l] == 0 {
-			touched = append(touched, l)
+			first = 1
 		}
+		nt += first
 		var v float32
 		v, at = p.leafValue(int(n), at)
 		acc[l] += float64(v)
 	}
-	return touched
+	return touched[:nt]
 }
 
 // CheckLabels reports an error if a leaf names a label outside [0, L)
