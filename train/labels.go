@@ -41,11 +41,12 @@ func LabelBlocks(labelCounts []int64, perUnit int) [][]int32 {
 // DealtBlocks deals the labels with at least one positive into n blocks
 // (fewer if there are fewer such labels) by decreasing frequency in turn,
 // the most frequent label to block 0, the next to block 1, and so on, so
-// that every block carries about the same positives; each block lists its
-// labels in increasing order. It is the blocks of the trainers of rounds,
-// whose ranks each own a fixed share of the blocks for the whole run: by
-// LabelBlocks's frequency order the rank owning block 0 held the most
-// frequent labels, and with them several times its share of a round's work.
+// that every block carries about the same positives (no block can carry
+// less than its most frequent label); each block lists its labels in
+// increasing order. The trainers of rounds use it: their ranks own a fixed
+// share of the blocks for the whole run, and with LabelBlocks's order the
+// rank owning block 0 held the most frequent labels, and several times its
+// share of every round's work.
 func DealtBlocks(labelCounts []int64, n int) [][]int32 {
 	order := LabelBlocks(labelCounts, len(labelCounts))
 	if len(order) == 0 || n < 1 {
