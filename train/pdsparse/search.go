@@ -16,11 +16,12 @@ type candidate struct {
 
 // searcher is a worker's scratch for the search of a batch's rows.
 type searcher struct {
-	score   []float64 // per local class
-	seen    []uint8   // per local class: 1 if touched
-	touched []int32
-	marks   []uint64 // per 64 local classes, the touched ones (dense weights)
-	best    []candidate
+	score     []float64 // per local class
+	seen      []uint8   // per local class: 1 if touched
+	touched   []int32
+	marks     []uint64 // per 64 local classes, the touched ones (dense weights)
+	best      []candidate
+	untouched []int32 // global classes
 	train.RowReports
 }
 
@@ -52,17 +53,19 @@ func (t *roundTrainer) report(s *searcher, q int32, i int32) {
 			s.score[c] = math.Inf(-1)
 		}
 	}
-	// The first MaxSelect untouched classes of the fill order.
-	found := 0
+	// The first MaxSelect untouched classes of the fill order, found
+	// while the marks of the touched classes stand, and reported below
+	// only if needed.
+	untouched := s.untouched[:0]
 	for _, l := range t.ownFill {
-		if found == t.p.MaxSelect {
+		if len(untouched) == t.p.MaxSelect {
 			break
 		}
 		if c := t.local[l]; s.seen[c] == 0 && !isActive(active, l) {
-			put(l, kindUntouched, 0)
-			found++
+			untouched = append(untouched, l)
 		}
 	}
+	s.untouched = untouched
 	// The best MaxSelect violators of positive score, ties to the lower
 	// class, kept sorted by insertion (MaxSelect is small), in the pass
 	// that clears the scores.
@@ -94,6 +97,15 @@ func (t *roundTrainer) report(s *searcher, q int32, i int32) {
 	s.best = best
 	for _, b := range best {
 		put(t.global[b.class], kindViolator, b.score)
+	}
+	// A row's solution takes untouched classes only when all ranks
+	// together found fewer than MaxSelect violators: where this rank
+	// found that many, its untouched classes would only lengthen every
+	// rank's merge of the reports.
+	if len(best) < t.p.MaxSelect {
+		for _, l := range untouched {
+			put(l, kindUntouched, 0)
+		}
 	}
 	for _, a := range active {
 		if c := t.local[a.class]; c >= 0 {
