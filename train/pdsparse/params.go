@@ -110,7 +110,7 @@ func (a *Trainer) Flags(fs *flag.FlagSet) {
 	fs.Float64Var(&p.Lambda, "lambda", p.Lambda, "weight λ of the L1 regulariser")
 	fs.IntVar(&p.Epochs, "epochs", p.Epochs, "passes over the rows")
 	fs.IntVar(&p.BatchSize, "batch-size", p.BatchSize, "rows per round (searched against the weights of the round's start)")
-	fs.IntVar(&p.ClassesPerUnit, "classes-per-unit", p.ClassesPerUnit, "classes per unit, a block of classes one rank owns (default: the classes / 64, at most 256, so that small class sets spread over 64 ranks); the weights do not depend on it")
+	fs.IntVar(&p.ClassesPerUnit, "classes-per-unit", p.ClassesPerUnit, "classes per unit at most, a block of classes one rank owns, dealt to the units by frequency in turn (default: the classes / 64, at most 256, so that small class sets spread over 64 ranks); the weights do not depend on it")
 	fs.IntVar(&p.MaxSelect, "max-select", p.MaxSelect, "negative classes a row's search adds at most (default: the mean labels per row)")
 	fs.Float64Var(&p.Prune, "prune", p.Prune, "drop trained weights of smaller magnitude")
 	p.EarlyStop.Flags(fs, "accuracy")
