@@ -233,9 +233,13 @@ func Run(command string, opts Options, body func(r *Rank) error) error {
 		}
 		defer stopProfile()
 	}
+	spin, err := inProcessSpin(opts)
+	if err != nil {
+		return err
+	}
 	gc := &gcPause{}
 	// The backend refuses what Split would not split, as MPI does.
-	return mpi.Launch(opts.Ranks, limit, func(raw mpi.Comm) error {
+	return mpi.LaunchSpinning(opts.Ranks, limit, spin, func(raw mpi.Comm) error {
 		c, err := mpi.Split(raw, limit)
 		if err != nil {
 			return err
@@ -330,35 +334,16 @@ func mpiRanksSharingCPUs() int {
 	return n
 }
 
-// setupWorkers detects the topology (or simulates one), chooses the thread
-// count and starts the pinned worker pool. sharing is the number of ranks
-// that share this process's CPUs: in-process ranks always split them (and
-// SLURM_CPUS_PER_TASK), unbound MPI ranks on one node split them when each
-// sees every CPU.
+// setupWorkers lays out the rank's workers (workerLayout) and starts its
+// pinned worker pool. sharing is the number of ranks that share this
+// process's CPUs (see workerLayout).
 func (r *Rank) setupWorkers(opts Options, sharing int) error {
-	topo, err := numa.Detect()
-	if err != nil {
-		return fmt.Errorf("detect NUMA topology: %w", err)
-	}
-	if opts.NUMASim > 0 {
-		if topo, err = topo.Simulate(opts.NUMASim); err != nil {
-			return fmt.Errorf("--numa-sim: %w", err)
-		}
-	}
-	cpus := len(topo.CPUs())
 	inProcess := r.Backend == "in-process"
-	shared := cpus == runtime.NumCPU() || inProcess
-	if shared {
-		cpus = max(1, cpus/sharing)
-	}
-	threads, source, err := numa.ThreadCount(opts.Threads, os.Getenv, cpus)
+	topo, threads, source, shared, err := workerLayout(opts, sharing, inProcess)
 	if err != nil {
 		return err
 	}
-	if inProcess && source == "SLURM_CPUS_PER_TASK" {
-		// In-process ranks share the one task's CPUs.
-		threads = max(1, threads/sharing)
-	}
+	fits := threads*sharing <= len(topo.CPUs())
 	if threads < len(topo.Domains) {
 		// Every domain that holds a data replica needs a worker of its own.
 		r.Log.Warn("fewer threads than NUMA domains; using the first domains only", "threads", threads, "domains", len(topo.Domains))
@@ -379,8 +364,9 @@ func (r *Rank) setupWorkers(opts Options, sharing int) error {
 	}
 	po := numa.Options{Log: r.Log, SharedBy: 1,
 		// A rank of one worker runs its loops itself, unless the ranks are
-		// goroutines of this process (see numa.Options.InlineSingle).
-		InlineSingle: !inProcess || r.Comm.Size() == 1}
+		// goroutines of this process that do not fit the CPUs (see
+		// numa.Options.InlineSingle and inProcessSpin).
+		InlineSingle: !inProcess || r.Comm.Size() == 1 || fits}
 	if shared {
 		po.SharedBy = sharing
 	}
@@ -389,6 +375,51 @@ func (r *Rank) setupWorkers(opts Options, sharing int) error {
 	}
 	r.Log.Debug("workers", "threads", threads, "from", source, "domains", len(topo.Domains))
 	return nil
+}
+
+// workerLayout detects the topology (or simulates one) and chooses a rank's
+// thread count, for sharing ranks that share the CPUs if shared: in-process
+// ranks always split them (and SLURM_CPUS_PER_TASK), unbound MPI ranks on
+// one node split them when each sees every CPU.
+func workerLayout(opts Options, sharing int, inProcess bool) (topo numa.Topology, threads int, source string, shared bool, err error) {
+	topo, err = numa.Detect()
+	if err != nil {
+		return topo, 0, "", false, fmt.Errorf("detect NUMA topology: %w", err)
+	}
+	if opts.NUMASim > 0 {
+		if topo, err = topo.Simulate(opts.NUMASim); err != nil {
+			return topo, 0, "", false, fmt.Errorf("--numa-sim: %w", err)
+		}
+	}
+	cpus := len(topo.CPUs())
+	shared = cpus == runtime.NumCPU() || inProcess
+	if shared {
+		cpus = max(1, cpus/sharing)
+	}
+	threads, source, err = numa.ThreadCount(opts.Threads, os.Getenv, cpus)
+	if err != nil {
+		return topo, 0, "", false, err
+	}
+	if inProcess && source == "SLURM_CPUS_PER_TASK" {
+		// In-process ranks share the one task's CPUs.
+		threads = max(1, threads/sharing)
+	}
+	return topo, threads, source, shared, nil
+}
+
+// inProcessSpin returns how long in-process ranks wait spinning in their
+// collectives before parking (mpi.LaunchSpinning): numa.TeamSpin where
+// every rank's workers fit the CPUs, one each, and 0 (park at once)
+// where they do not, as a team's members do. A rank of one worker then
+// also runs its loops itself (numa.Options.InlineSingle): the rank that a
+// collective releases is already running, not queued behind the one that
+// released it (docs/scaling/16-core.md, "One worker").
+func inProcessSpin(opts Options) (time.Duration, error) {
+	topo, threads, _, _, err := workerLayout(opts, opts.Ranks, true)
+	if err != nil || threads*opts.Ranks > len(topo.CPUs()) {
+		return 0, err
+	}
+	return numa.TeamSpin, nil
 }
 
 // finish reduces the phase times (max over ranks), gathers peak memory and

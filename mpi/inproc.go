@@ -5,6 +5,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
+	"time"
 )
 
 // AbortError is the error of a job that a rank ended with Abort (or that
@@ -43,11 +44,22 @@ func (e *AbortError) Error() string {
 // reduction's data. Tests set a small limit to check that every transfer
 // went through Split.
 func Launch(n, limit int, fn func(c Comm) error) error {
+	return LaunchSpinning(n, limit, 0, fn)
+}
+
+// LaunchSpinning is Launch with collectives in which a rank that waits for
+// the others spins, checking for their arrival, for up to spin before it
+// parks its goroutine. A parked rank resumes only when the Go scheduler
+// next finds a processor for it, which can take a good part of a short
+// round (docs/scaling/16-core.md, "One worker"). Spinning takes the
+// waiting rank's CPU, so a job should spin only where the ranks'
+// goroutines and workers fit the CPUs, one each.
+func LaunchSpinning(n, limit int, spin time.Duration, fn func(c Comm) error) error {
 	if n < 1 {
 		return fmt.Errorf("mpi: launch %d ranks: need at least 1", n)
 	}
 	w := newWorld(n)
-	w.limit = limit
+	w.limit, w.spin = limit, spin
 	var wg sync.WaitGroup
 	for r := range n {
 		c := &inprocComm{w: w, rank: r}
@@ -96,6 +108,7 @@ func runRank(fn func(Comm) error, c Comm) (err error) {
 type world struct {
 	size    int
 	limit   int           // the most bytes of one transfer
+	spin    time.Duration // how long a rank spins in wait before parking
 	aborted chan struct{} // closed by the first fail
 	parts   [2][]part     // by collective parity, then by rank
 	scratch [2]any        // Allreduce result ([]float64 or []int64), by parity
@@ -195,11 +208,32 @@ func (w *world) wait(rank int, op opKind) error {
 		return nil
 	}
 	w.mu.Unlock()
+	if w.spin > 0 && spinFor(release, w.spin) {
+		return nil
+	}
 	select {
 	case <-release:
 		return nil
 	case <-w.aborted:
 		return ErrAborted
+	}
+}
+
+// spinFor checks whether ch is closed, over and over, for up to d, and
+// reports whether it was. It reads the clock once every 64 checks.
+func spinFor(ch <-chan struct{}, d time.Duration) bool {
+	end := time.Now().Add(d)
+	for {
+		for range 64 {
+			select {
+			case <-ch:
+				return true
+			default:
+			}
+		}
+		if time.Now().After(end) {
+			return false
+		}
 	}
 }
 

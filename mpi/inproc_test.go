@@ -11,16 +11,21 @@ import (
 	"xmc/mpi/mpitest"
 )
 
+// TestConformanceInProcess runs the conformance suite on the in-process
+// backend, with collectives that park a waiting rank at once and with
+// collectives that spin first (LaunchSpinning).
 func TestConformanceInProcess(t *testing.T) {
-	for n := 1; n <= 4; n++ {
-		t.Run(fmt.Sprintf("ranks=%d", n), func(t *testing.T) {
-			err := mpi.Launch(n, mpi.MaxMessage, func(c mpi.Comm) error {
-				return mpitest.Conformance(mpi.NewCounted(c, 0))
+	for _, spin := range []time.Duration{0, time.Millisecond} {
+		for n := 1; n <= 4; n++ {
+			t.Run(fmt.Sprintf("spin=%v/ranks=%d", spin, n), func(t *testing.T) {
+				err := mpi.LaunchSpinning(n, mpi.MaxMessage, spin, func(c mpi.Comm) error {
+					return mpitest.Conformance(mpi.NewCounted(c, 0))
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
 			})
-			if err != nil {
-				t.Fatal(err)
-			}
-		})
+		}
 	}
 }
 
@@ -74,9 +79,21 @@ func TestLimitRefusesLargeTransfers(t *testing.T) {
 // launchTimed runs Launch and fails the test if it takes longer than limit.
 func launchTimed(t *testing.T, limit time.Duration, n int, fn func(c mpi.Comm) error) error {
 	t.Helper()
+	return launchTimedWith(t, limit, n, 0, fn)
+}
+
+// launchTimedSpinning is launchTimed with collectives that spin for 10 ms
+// before parking.
+func launchTimedSpinning(t *testing.T, limit time.Duration, n int, fn func(c mpi.Comm) error) error {
+	t.Helper()
+	return launchTimedWith(t, limit, n, 10*time.Millisecond, fn)
+}
+
+func launchTimedWith(t *testing.T, limit time.Duration, n int, spin time.Duration, fn func(c mpi.Comm) error) error {
+	t.Helper()
 	done := make(chan error, 1)
 	start := time.Now()
-	go func() { done <- mpi.Launch(n, mpi.MaxMessage, fn) }()
+	go func() { done <- mpi.LaunchSpinning(n, mpi.MaxMessage, spin, fn) }()
 	select {
 	case err := <-done:
 		t.Logf("Launch returned after %v", time.Since(start).Round(time.Millisecond))
@@ -106,10 +123,16 @@ func blockForever(c mpi.Comm, op string) error {
 
 func TestFailingRankEndsJob(t *testing.T) {
 	errPurpose := errors.New("fails on purpose")
-	for _, op := range []string{"barrier", "allreduce", "recv", "recv from 0"} {
+	for _, op := range []string{"barrier", "allreduce", "recv", "recv from 0", "spinning barrier"} {
 		t.Run(op, func(t *testing.T) {
 			var otherErrs [4]error
-			err := launchTimed(t, time.Second, 4, func(c mpi.Comm) error {
+			launch := launchTimed
+			if op == "spinning barrier" {
+				// A rank spinning in a collective sees the abort once it
+				// parks, within its spin.
+				launch, op = launchTimedSpinning, "barrier"
+			}
+			err := launch(t, time.Second, 4, func(c mpi.Comm) error {
 				if c.Rank() == 2 {
 					time.Sleep(50 * time.Millisecond) // let the others block first
 					return fmt.Errorf("rank two %w", errPurpose)

@@ -132,12 +132,14 @@ type Options struct {
 	// wake-up each way, and where CPUs are few (a pure-MPI job of one CPU
 	// a rank, or ranks sharing a node's CPUs) the woken thread competes for
 	// them with MPI threads, which poll for messages while they wait. The
-	// job sets it for the ranks of an MPI job. Ranks run as goroutines of
-	// one process leave it off: their collectives release one another
-	// through the Go scheduler, which queues a released rank behind the
-	// goroutine that released it, so a rank that goes straight on
-	// computing after a collective delays the others. With it set, For
-	// must not be called while the worker runs something else.
+	// job sets it for the ranks of an MPI job, and for ranks run as
+	// goroutines of one process whose collectives wait spinning (where
+	// every rank's workers fit the CPUs). Where they do not fit, those
+	// ranks' collectives park a waiting rank, and the Go scheduler queues
+	// the rank a collective releases behind the goroutine that released
+	// it: a rank that went straight on computing would delay the others.
+	// With it set, For must not be called while the worker runs
+	// something else.
 	InlineSingle bool
 }
 

@@ -122,6 +122,55 @@ func testTogether(t *testing.T, sharing int) {
 	}
 }
 
+// TestTogetherOneWorker checks that a pool of one worker runs Together's
+// body on its worker's thread, with the team's loops there, where the
+// worker fits the CPUs, and on the caller where it shares them with more
+// pools than they hold.
+func TestTogetherOneWorker(t *testing.T) {
+	topo := Topology{Domains: []Domain{{CPUs: []int{0, 1}}}}
+	for _, tt := range []struct {
+		sharing      int
+		onWorker     bool
+		wantSpinning bool
+	}{{1, true, true}, {3, false, false}} {
+		t.Run(fmt.Sprintf("pools=%d", tt.sharing), func(t *testing.T) {
+			p := unpinnedPool(t, topo, 1, Options{SharedBy: tt.sharing})
+			var workerThread int
+			within(t, func() {
+				if err := p.Run(func(Worker) error { workerThread = unix.Gettid(); return nil }); err != nil {
+					t.Fatal(err)
+				}
+			})
+			var bodyThread int
+			var done [100]atomic.Int32
+			within(t, func() {
+				err := p.Together(func(team *Team) error {
+					bodyThread = unix.Gettid()
+					if team.Workers() != 1 || team.Spins() != tt.wantSpinning {
+						t.Errorf("Workers() = %d, Spins() = %v, want 1 and %v", team.Workers(), team.Spins(), tt.wantSpinning)
+					}
+					return team.For(len(done), 7, func(_ Worker, lo, hi int) {
+						for i := lo; i < hi; i++ {
+							done[i].Add(1)
+						}
+					})
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			})
+			if got := bodyThread == workerThread; got != tt.onWorker {
+				t.Errorf("body on the worker's thread: %v, want %v", got, tt.onWorker)
+			}
+			for i := range done {
+				if n := done[i].Load(); n != 1 {
+					t.Fatalf("index %d done %d times, want 1", i, n)
+				}
+			}
+		})
+	}
+}
+
 // TestTeamFor deals loops of chunks on a Team whose members spin between
 // loops or park (a pause longer than TeamSpin), between loops of Run:
 // every index is done once per loop, every worker runs each loop of Run
