@@ -343,7 +343,7 @@ func (r *Rank) setupWorkers(opts Options, sharing int) error {
 	if err != nil {
 		return err
 	}
-	fits := threads*sharing <= len(topo.CPUs())
+	fits := workersFit(topo, threads, sharing)
 	if threads < len(topo.Domains) {
 		// Every domain that holds a data replica needs a worker of its own.
 		r.Log.Warn("fewer threads than NUMA domains; using the first domains only", "threads", threads, "domains", len(topo.Domains))
@@ -416,10 +416,18 @@ func workerLayout(opts Options, sharing int, inProcess bool) (topo numa.Topology
 // released it (docs/scaling/16-core.md, "One worker").
 func inProcessSpin(opts Options) (time.Duration, error) {
 	topo, threads, _, _, err := workerLayout(opts, opts.Ranks, true)
-	if err != nil || threads*opts.Ranks > len(topo.CPUs()) {
+	if err != nil || !workersFit(topo, threads, opts.Ranks) {
 		return 0, err
 	}
 	return numa.TeamSpin, nil
+}
+
+// workersFit reports whether ranks ranks of threads workers each fit the
+// CPUs of topo, one each: where they do, in-process ranks spin in their
+// collectives and run one-worker loops themselves (the rule by which a
+// numa.Team's members spin, for the ranks' pools together).
+func workersFit(topo numa.Topology, threads, ranks int) bool {
+	return threads*ranks <= len(topo.CPUs())
 }
 
 // finish reduces the phase times (max over ranks), gathers peak memory and
