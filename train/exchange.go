@@ -33,19 +33,71 @@ func AppendEntry(b []byte, e RoundEntry) []byte {
 
 // DecodeEntries decodes the entries of b into into[:0], ordered by row
 // and, within a row, kept in the order of b (rank order), and returns them.
+//
+// Every rank decodes every rank's entries each round, so this is work that
+// more ranks do not share. Where the rows are batch positions (at most a
+// few times the entries), each entry goes straight to its place, found by
+// counting the entries of each row first: O(entries + rows), without the
+// merges' data-dependent branches. Other rows fall back to merging the
+// ranks' runs.
 func DecodeEntries(b []byte, into []RoundEntry) ([]RoundEntry, error) {
 	if len(b)%RoundEntryBytes != 0 {
 		return nil, fmt.Errorf("reports of %d bytes, not whole %d-byte entries", len(b), RoundEntryBytes)
 	}
 	n := len(b) / RoundEntryBytes
+	rows := 0 // one more than the largest row, or -1 after a negative row
+	for k := range n {
+		r := int32(binary.LittleEndian.Uint32(b[k*RoundEntryBytes:]))
+		if r < 0 {
+			rows = -1
+			break
+		}
+		rows = max(rows, int(r)+1)
+	}
+	if rows < 0 || rows > 2*n+countedRows {
+		return decodeMerging(b, into)
+	}
+	var small [countedRows + 1]int32 // on the stack for a batch's rows
+	next := small[:]
+	if rows+1 > len(small) {
+		next = make([]int32, rows+1)
+	}
+	next = next[:rows+1]
+	for k := range n {
+		next[binary.LittleEndian.Uint32(b[k*RoundEntryBytes:])+1]++
+	}
+	for r := 1; r <= rows; r++ {
+		next[r] += next[r-1]
+	}
+	into = slices.Grow(into[:0], n)[:n]
+	for k := range n {
+		e := decodeEntry(b[k*RoundEntryBytes:])
+		into[next[e.Row]] = e
+		next[e.Row]++
+	}
+	return into, nil
+}
+
+// countedRows is the rows that DecodeEntries counts on the stack, and the
+// rows beyond twice the entries that it still counts rather than merges.
+const countedRows = 256
+
+// decodeEntry decodes the entry at the start of e.
+func decodeEntry(e []byte) RoundEntry {
+	return RoundEntry{Row: int32(binary.LittleEndian.Uint32(e)),
+		Class: int32(binary.LittleEndian.Uint32(e[4:])), Kind: int32(binary.LittleEndian.Uint32(e[8:])),
+		Score: math.Float64frombits(binary.LittleEndian.Uint64(e[12:]))}
+}
+
+// decodeMerging is DecodeEntries for any rows: the entries decoded in the
+// order of b, then its runs of increasing rows (a rank's) merged.
+func decodeMerging(b []byte, into []RoundEntry) ([]RoundEntry, error) {
+	n := len(b) / RoundEntryBytes
 	// The upper half is the merges' scratch.
 	into = slices.Grow(into[:0], 2*n)[:n]
 	var runs []int // where each run of rows in increasing order starts
 	for k := range n {
-		e := b[k*RoundEntryBytes:]
-		into[k] = RoundEntry{Row: int32(binary.LittleEndian.Uint32(e)),
-			Class: int32(binary.LittleEndian.Uint32(e[4:])), Kind: int32(binary.LittleEndian.Uint32(e[8:])),
-			Score: math.Float64frombits(binary.LittleEndian.Uint64(e[12:]))}
+		into[k] = decodeEntry(b[k*RoundEntryBytes:])
 		if k == 0 || into[k].Row < into[k-1].Row {
 			runs = append(runs, k)
 		}

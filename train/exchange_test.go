@@ -12,7 +12,8 @@ import (
 
 // TestDecodeEntries checks that the reports of several ranks, each in row
 // order, decode ordered by row and, within a row, in rank order: as a
-// stable sort of the whole by row.
+// stable sort of the whole by row. Rows of a batch are counted, rows far
+// apart (held-out rows) merged.
 func TestDecodeEntries(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, tc := range []struct {
@@ -25,6 +26,8 @@ func TestDecodeEntries(t *testing.T) {
 		{"two ranks", 2, 64, 100},
 		{"odd ranks", 5, 16, 40},
 		{"many ranks, few rows", 17, 2, 9},
+		{"more rows than counted on the stack", 3, 3000, 2000},
+		{"rows far apart", 3, 100000, 5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var msg []byte

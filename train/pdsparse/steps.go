@@ -203,33 +203,59 @@ func featureShards(x *data.CSR, n int) []int32 {
 // entries every rank reported for it: the best violators of all ranks,
 // then untouched classes in fill order, MaxSelect in all. The slice is
 // st.add, valid until the next call.
+//
+// Every rank reports up to MaxSelect violators and untouched classes for
+// the row, so a row has up to ranks × MaxSelect of each: they are selected
+// by insertion into the MaxSelect kept so far, one comparison dropping
+// most, rather than sorted whole (sorting them was the larger part of
+// every rank's solves at 16 ranks). Violators are distinct classes, in
+// the order of their scores, high first, then of their classes; untouched
+// classes in fill order; so the selection is the sort's first MaxSelect.
 func (t *roundTrainer) newActive(st *stepper, entries []train.RoundEntry) []train.RoundEntry {
+	n := t.p.MaxSelect
 	add := st.add[:0]
 	for _, e := range entries {
-		if e.Kind == kindViolator {
-			add = append(add, e)
+		if e.Kind == kindViolator && (len(add) < n || violatesMore(e, add[len(add)-1])) {
+			add = insertBounded(add, e, n, violatesMore)
 		}
 	}
-	slices.SortFunc(add, func(a, b train.RoundEntry) int {
-		if c := cmp.Compare(b.Score, a.Score); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Class, b.Class)
-	})
-	add = add[:min(len(add), t.p.MaxSelect)]
-	if len(add) < t.p.MaxSelect {
-		fill := st.fill[:0]
+	if len(add) < n {
+		fill, m := st.fill[:0], n-len(add)
+		fillsFirst := func(a, b train.RoundEntry) bool { return t.fillPos[a.Class] < t.fillPos[b.Class] }
 		for _, e := range entries {
-			if e.Kind == kindUntouched {
-				fill = append(fill, e)
+			if e.Kind == kindUntouched && (len(fill) < m || fillsFirst(e, fill[len(fill)-1])) {
+				fill = insertBounded(fill, e, m, fillsFirst)
 			}
 		}
-		slices.SortFunc(fill, func(a, b train.RoundEntry) int { return cmp.Compare(t.fillPos[a.Class], t.fillPos[b.Class]) })
-		add = append(add, fill[:min(len(fill), t.p.MaxSelect-len(add))]...)
+		add = append(add, fill...)
 		st.fill = fill
 	}
 	st.add = add
 	return add
+}
+
+// violatesMore reports whether violator a joins an active set before b:
+// a higher score (NaN lowest), then a lower class.
+func violatesMore(a, b train.RoundEntry) bool {
+	if c := cmp.Compare(b.Score, a.Score); c != 0 {
+		return c < 0
+	}
+	return a.Class < b.Class
+}
+
+// insertBounded inserts e into list, kept in the order of before and cut
+// to its first n entries; e must come before list's last entry or list
+// must hold fewer than n.
+func insertBounded(list []train.RoundEntry, e train.RoundEntry, n int, before func(a, b train.RoundEntry) bool) []train.RoundEntry {
+	if len(list) < n {
+		list = append(list, e)
+	} else {
+		list[len(list)-1] = e
+	}
+	for k := len(list) - 1; k > 0 && before(list[k], list[k-1]); k-- {
+		list[k], list[k-1] = list[k-1], list[k]
+	}
+	return list
 }
 
 // solve solves row i's subproblem, with st's scratch, from the entries
