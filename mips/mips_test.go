@@ -370,3 +370,45 @@ func TestQueryKeyCount(t *testing.T) {
 		}
 	}
 }
+
+// TestProjectSigns checks Project against adding and subtracting each
+// coordinate's value by the bits of its hash, bit for bit.
+func TestProjectSigns(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 9))
+	for _, c := range []struct{ tables, bits int }{{1, 1}, {8, 8}, {8, 9}, {3, 16}} {
+		h, err := NewHasher(c.tables, c.bits, 11)
+		if err != nil {
+			t.Fatal(err)
+		}
+		xi, xv := sparse(rng, 1000, 40)
+		got, want := make([]float64, h.Projections()), make([]float64, h.Projections())
+		h.Project(xi, xv, got)
+		for e, j := range xi {
+			for i := range want {
+				if splitMix64(h.seed^uint64(j)<<8^uint64(i>>6))&(1<<(i%64)) != 0 {
+					want[i] += float64(xv[e])
+				} else {
+					want[i] -= float64(xv[e])
+				}
+			}
+		}
+		for i := range want {
+			if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+				t.Fatalf("%d tables of %d bits: projection %d is %v, want %v", c.tables, c.bits, i, got[i], want[i])
+			}
+		}
+	}
+}
+
+func BenchmarkProject(b *testing.B) {
+	rng := rand.New(rand.NewPCG(8, 9))
+	h, err := NewHasher(8, 9, 11)
+	if err != nil {
+		b.Fatal(err)
+	}
+	xi, xv := sparse(rng, 100000, 100)
+	out := make([]float64, h.Projections())
+	for b.Loop() {
+		h.Project(xi, xv, out)
+	}
+}
