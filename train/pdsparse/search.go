@@ -82,14 +82,7 @@ func (t *roundTrainer) report(s *searcher, q int32, i int32) {
 		if sc < floor || (sc == floor && (len(best) < t.p.MaxSelect || !better(candidate{c, sc}, best[len(best)-1]))) {
 			continue
 		}
-		if len(best) < t.p.MaxSelect {
-			best = append(best, candidate{c, sc})
-		} else {
-			best[len(best)-1] = candidate{c, sc}
-		}
-		for k := len(best) - 1; k > 0 && better(best[k], best[k-1]); k-- {
-			best[k], best[k-1] = best[k-1], best[k]
-		}
+		best = insertBounded(best, candidate{c, sc}, t.p.MaxSelect, better)
 		if len(best) == t.p.MaxSelect {
 			floor = best[len(best)-1].score
 		}

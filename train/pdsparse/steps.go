@@ -246,7 +246,7 @@ func violatesMore(a, b train.RoundEntry) bool {
 // insertBounded inserts e into list, kept in the order of before and cut
 // to its first n entries; e must come before list's last entry or list
 // must hold fewer than n.
-func insertBounded(list []train.RoundEntry, e train.RoundEntry, n int, before func(a, b train.RoundEntry) bool) []train.RoundEntry {
+func insertBounded[E any](list []E, e E, n int, before func(a, b E) bool) []E {
 	if len(list) < n {
 		list = append(list, e)
 	} else {
