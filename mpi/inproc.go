@@ -53,7 +53,8 @@ func Launch(n, limit int, fn func(c Comm) error) error {
 // next finds a processor for it, which can take a good part of a short
 // round (docs/scaling/16-core.md, "One worker"). Spinning takes the
 // waiting rank's CPU, so a job should spin only where the ranks'
-// goroutines and workers fit the CPUs, one each.
+// goroutines and workers, one a CPU, leave a CPU free for the others
+// (the collector, a released rank).
 func LaunchSpinning(n, limit int, spin time.Duration, fn func(c Comm) error) error {
 	if n < 1 {
 		return fmt.Errorf("mpi: launch %d ranks: need at least 1", n)

@@ -131,15 +131,16 @@ type Options struct {
 	// the worker's thread and wait for it: that hand-off costs a thread
 	// wake-up each way, and where CPUs are few (a pure-MPI job of one CPU
 	// a rank, or ranks sharing a node's CPUs) the woken thread competes for
-	// them with MPI threads, which poll for messages while they wait. The
-	// job sets it for the ranks of an MPI job, and for ranks run as
-	// goroutines of one process whose collectives wait spinning (where
-	// every rank's workers fit the CPUs). Where they do not fit, those
-	// ranks' collectives park a waiting rank, and the Go scheduler queues
-	// the rank a collective releases behind the goroutine that released
-	// it: a rank that went straight on computing would delay the others.
-	// With it set, For must not be called while the worker runs
-	// something else.
+	// them with MPI threads, which poll for messages while they wait. Such
+	// a pool also runs Together's body on its worker's thread (see
+	// Together). The job sets it for the ranks of an MPI job, for a job of
+	// one rank, and for ranks run as goroutines of one process whose
+	// workers leave a CPU free (their collectives then wait spinning).
+	// Where they leave none, those ranks' collectives park a waiting rank,
+	// and the Go scheduler queues the rank a collective releases behind the
+	// goroutine that released it: a rank that went straight on computing
+	// would delay the others. With it set, For must not be called while the
+	// worker runs something else.
 	InlineSingle bool
 }
 

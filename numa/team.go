@@ -95,19 +95,23 @@ const TeamSpin = time.Millisecond
 // with the worker that returned it, as Run's are, but the lead's). The
 // other workers serve the team until body returns: the pool must not be
 // given other work meanwhile, and body must not call Run, For or Together
-// on it. A pool of one worker runs body on its pinned thread too, the
-// team's loops there without a hand-off, rather than on the caller: a
-// goroutine that the Go scheduler moves between CPUs loses its caches
+// on it. A pool of one worker that runs its loops itself
+// (Options.InlineSingle) runs body on its pinned thread too, the team's
+// loops there without a hand-off, rather than on the caller: a goroutine
+// that the Go scheduler moves between CPUs loses its caches
 // (docs/scaling/16-core.md, "One worker"). Where holding the workers would
-// gain nothing (more workers than CPUs: see Options.SharedBy), body runs
-// on the caller with a team that hands its loops to the pool as For does.
+// gain nothing (more workers than CPUs: see Options.SharedBy), and for a
+// pool of one worker without InlineSingle, body runs on the caller with a
+// team that hands its loops to the pool as For does.
 func (p *Pool) Together(body func(t *Team) error) error {
 	const lead = 0
 	t := &Team{lead: p.workers[lead], leadWake: make(chan struct{}, 1), prof: &p.prof}
-	if !p.fitsCPUs() {
+	if !p.fitsCPUs() || (len(p.workers) == 1 && !p.opts.InlineSingle) {
 		// No team worth holding: workers that would park between loops
-		// cost a wake-up each loop however they are handed it. body runs
-		// on the caller and its loops go to the pool as For's do.
+		// cost a wake-up each loop however they are handed it, and a
+		// single worker's user asked for its loops to be handed to it.
+		// body runs on the caller and its loops go to the pool as For's
+		// do.
 		t.pool = p
 		p.mu.Lock()
 		closed := p.closed

@@ -122,19 +122,21 @@ func testTogether(t *testing.T, sharing int) {
 	}
 }
 
-// TestTogetherOneWorker checks that a pool of one worker runs Together's
-// body on its worker's thread, with the team's loops there, where the
-// worker fits the CPUs, and on the caller where it shares them with more
-// pools than they hold.
+// TestTogetherOneWorker checks that a pool of one worker that runs its
+// loops itself (InlineSingle) runs Together's body on its worker's thread,
+// with the team's loops there, where the worker fits the CPUs, and on the
+// caller where it shares them with more pools than they hold or where its
+// loops are to be handed to the worker.
 func TestTogetherOneWorker(t *testing.T) {
 	topo := Topology{Domains: []Domain{{CPUs: []int{0, 1}}}}
 	for _, tt := range []struct {
 		sharing      int
+		inline       bool
 		onWorker     bool
 		wantSpinning bool
-	}{{1, true, true}, {3, false, false}} {
-		t.Run(fmt.Sprintf("pools=%d", tt.sharing), func(t *testing.T) {
-			p := unpinnedPool(t, topo, 1, Options{SharedBy: tt.sharing})
+	}{{1, true, true, true}, {3, true, false, false}, {1, false, false, false}} {
+		t.Run(fmt.Sprintf("pools=%d/inline=%v", tt.sharing, tt.inline), func(t *testing.T) {
+			p := unpinnedPool(t, topo, 1, Options{SharedBy: tt.sharing, InlineSingle: tt.inline})
 			var workerThread int
 			within(t, func() {
 				if err := p.Run(func(Worker) error { workerThread = unix.Gettid(); return nil }); err != nil {
