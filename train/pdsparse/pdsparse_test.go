@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"xmc/data"
 	"xmc/mpi"
@@ -111,6 +112,9 @@ func TestPDSparseSameWeights(t *testing.T) {
 			}
 			if err := runRounds(tr, 0, p.Epochs*tr.order.Batches); err != nil {
 				return err
+			}
+			if ph := tr.phases; ph.search <= 0 || ph.exchange <= 0 || ph.solve <= 0 || ph.apply <= 0 {
+				return fmt.Errorf("round phases not timed: %+v", ph)
 			}
 			got, err = tr.Finish()
 			return err
@@ -229,4 +233,21 @@ func runRounds(t *roundTrainer, from, to int) error {
 		}
 		return nil
 	})
+}
+
+func TestRoundPhasesLog(t *testing.T) {
+	p := roundPhases{search: 2 * time.Millisecond, exchange: time.Millisecond, solve: 500 * time.Microsecond,
+		apply: 4 * time.Millisecond, heldout: 1500 * time.Millisecond}
+	tests := []struct {
+		rounds int
+		want   string
+	}{
+		{4, "[search_ms_per_round 0.500 exchange_ms_per_round 0.250 solve_ms_per_round 0.125 apply_ms_per_round 1.000 heldout_s 1.500]"},
+		{0, "[search_ms_per_round 2.000 exchange_ms_per_round 1.000 solve_ms_per_round 0.500 apply_ms_per_round 4.000 heldout_s 1.500]"},
+	}
+	for _, tt := range tests {
+		if got := fmt.Sprint(p.logAttrs(tt.rounds)); got != tt.want {
+			t.Errorf("%d rounds: %s, want %s", tt.rounds, got, tt.want)
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 
 	"xmc/numa"
 	"xmc/train"
@@ -26,9 +27,11 @@ const (
 func (t *roundTrainer) Round(_ context.Context, r int, team *numa.Team) (bool, error) {
 	t.team = team
 	rows := t.order.Rows(r)
+	lap := time.Now()
 	if err := t.search(rows); err != nil {
 		return false, err
 	}
+	lap = t.phases.add(&t.phases.search, lap)
 	all, err := t.exchange()
 	if err != nil {
 		return false, err
@@ -38,6 +41,7 @@ func (t *roundTrainer) Round(_ context.Context, r int, team *numa.Team) (bool, e
 	if t.entries, err = train.DecodeEntries(all, t.entries); err != nil {
 		return false, fmt.Errorf("pdsparse: %w", err)
 	}
+	t.phases.add(&t.phases.exchange, lap)
 	if err := t.steps(rows); err != nil {
 		return false, err
 	}
@@ -48,10 +52,12 @@ func (t *roundTrainer) Round(_ context.Context, r int, team *numa.Team) (bool, e
 	if t.held.Rows == 0 {
 		return false, nil
 	}
+	lap = time.Now()
 	acc, err := t.heldoutAccuracy()
 	if err != nil {
 		return false, err
 	}
+	t.phases.add(&t.phases.heldout, lap)
 	if acc > t.bestAcc {
 		t.bestAcc, t.sinceBest = acc, 0
 		t.keepBest()
@@ -158,4 +164,32 @@ func (t *roundTrainer) bestWeight(j, e int) float64 {
 		return 0
 	}
 	return t.bestWt[j][e]
+}
+
+// roundPhases is the wall time of a rank's goroutine in each part of its
+// rounds, summed over the rounds, for the log: where a round's time goes
+// as workers and ranks are added (the profile of the job says only how
+// much of it is in loops).
+type roundPhases struct {
+	search   time.Duration // scoring the batch's rows (a loop)
+	exchange time.Duration // the all-gather of the reports and their decoding
+	solve    time.Duration // the rows' subproblems (a loop, or the lead alone)
+	apply    time.Duration // the steps' additions to the weights (a loop, or the lead alone)
+	heldout  time.Duration // the held-out accuracy at the ends of epochs
+}
+
+// add adds the time from lap to now to *d and returns now.
+func (p *roundPhases) add(d *time.Duration, lap time.Time) time.Time {
+	now := time.Now()
+	*d += now.Sub(lap)
+	return now
+}
+
+// logAttrs returns the phases as log attributes, in milliseconds per
+// round (the held-out accuracy in seconds, in all).
+func (p *roundPhases) logAttrs(rounds int) []any {
+	per := func(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()*1e3/float64(max(rounds, 1))) }
+	return []any{"search_ms_per_round", per(p.search), "exchange_ms_per_round", per(p.exchange),
+		"solve_ms_per_round", per(p.solve), "apply_ms_per_round", per(p.apply),
+		"heldout_s", fmt.Sprintf("%.3f", p.heldout.Seconds())}
 }

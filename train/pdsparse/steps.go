@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"time"
 
 	"xmc/data"
 	"xmc/numa"
@@ -25,6 +26,7 @@ import (
 // Where the members park between loops, a round of fewer additions than
 // parallelAdds is applied by the lead alone.
 func (t *roundTrainer) steps(rows []int32) error {
+	lap := time.Now()
 	t.rowSteps = t.rowSteps[:0]
 	for lo := 0; lo < len(t.entries); {
 		hi := lo
@@ -65,6 +67,8 @@ func (t *roundTrainer) steps(rows []int32) error {
 		}
 		adds += (rs.mhi - rs.mlo) * int(t.x.Indptr[rows[rs.q]+1]-t.x.Indptr[rows[rs.q]])
 	}
+	lap = t.phases.add(&t.phases.solve, lap)
+	defer t.phases.add(&t.phases.apply, lap)
 	if t.team.Workers() == 1 || (!t.team.Spins() && adds < t.parallelAdds) {
 		t.apply(t.team.Lead(), 0, len(t.shards)-1)
 		return nil

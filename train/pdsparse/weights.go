@@ -95,6 +95,7 @@ type roundTrainer struct {
 	// reports every rank received, for the log.
 	rounds      int
 	reportBytes int64
+	phases      roundPhases
 
 	// The held-out rows (none without --heldout), preprocessed, and their
 	// labels.
