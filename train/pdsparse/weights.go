@@ -137,6 +137,7 @@ type stepper struct {
 	add, fill          []train.RoundEntry
 	scores, b, c, x, y []float64
 	at                 []int32
+	touched            float64 // what applyLists read ahead, summed
 	simplex            simplexScratch
 	moves              []dualMove
 	// cuts holds, for each row of the round with moves, where the row's
