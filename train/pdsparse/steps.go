@@ -133,56 +133,73 @@ const shardsPerWorker = 4
 // lo to hi, row after row, with the scratch of worker w (the calling
 // goroutine's, or w's own).
 func (t *roundTrainer) apply(w numa.Worker, lo, hi int) {
-	st := t.steppers.Get(w)
+	if t.dense == nil {
+		t.applyLists(t.steppers.Get(w), lo, hi)
+		return
+	}
 	for k := range t.rowSteps {
 		rs := &t.rowSteps[k]
 		if rs.mlo == rs.mhi {
 			continue
 		}
 		a, b := rs.st.cuts[rs.cut+lo], rs.st.cuts[rs.cut+hi]
-		if a == b {
-			continue
-		}
-		idx, val := rs.idx[a:b], rs.val[a:b]
-		if t.dense != nil {
-			t.applyDense(idx, val, rs.st.moves[rs.mlo:rs.mhi])
-			continue
-		}
-		t.applyLists(st, idx, val, rs.st.moves[rs.mlo:rs.mhi])
+		t.applyDense(rs.idx[a:b], rs.val[a:b], rs.st.moves[rs.mlo:rs.mhi])
 	}
 }
 
-// applyLists is apply's loop over a row's features (idx, val) and the
-// moves of its step, for weights in lists. The weights live in tables too
-// large for the caches, so it reads in passes whose loads do not wait on
-// each other and overlap: the places of every (feature, move) pair, then
-// their dual sums, then the updates (wordnet-mc: the lookups apart from
-// the updates trained in 12.5 s rather than 13.5; touching the dual sums
-// before the updates took the steps' additions from 0.32 to 0.29 ms a
-// round). Each weight receives one addition a row, so the order of the
-// passes does not change the sums.
-func (t *roundTrainer) applyLists(st *stepper, idx []int32, val []float32, moves []dualMove) {
-	at := st.at[:0]
-	for _, m := range moves {
-		for _, j := range idx {
-			at = append(at, t.placeOf(j, m.c))
+// stepAddition is a step's addition v to the dual sum of local class c on
+// feature j.
+type stepAddition struct {
+	j, c int32
+	v    float64
+}
+
+// applyLists is apply for weights in lists. Their places and tables are
+// too large for the caches, so it reads in passes over all the shards'
+// additions of the round, whose loads do not wait on each other and
+// overlap: the additions listed in row order, then the places of their
+// pairs, then the pairs' dual sums, then the updates. On wordnet-mc the
+// additions took 0.31-0.32 ms a round at 1 thread with a row's lookups
+// apart from its updates, 0.26 ms with the dual sums read ahead too, and
+// at 2 threads, where a feature shard holds a few features of each row,
+// 0.21 and 0.18 ms (docs/algorithms/pdsparse.md gives the rest). A pair
+// new to the round's earlier rows is looked up again when it is updated:
+// an earlier row may have made its place.
+func (t *roundTrainer) applyLists(st *stepper, lo, hi int) {
+	adds := st.adds[:0]
+	for k := range t.rowSteps {
+		rs := &t.rowSteps[k]
+		if rs.mlo == rs.mhi {
+			continue
 		}
-	}
-	st.at = at
-	// The sum only keeps the loads from being dropped.
-	touched := 0.0
-	for q := range moves {
-		for e, j := range idx {
-			if p := at[q*len(idx)+e]; p >= 0 {
-				touched += t.places[j][p].v
+		a, b := rs.st.cuts[rs.cut+lo], rs.st.cuts[rs.cut+hi]
+		idx, val := rs.idx[a:b], rs.val[a:b]
+		for _, m := range rs.st.moves[rs.mlo:rs.mhi] {
+			for e, j := range idx {
+				adds = append(adds, stepAddition{j: j, c: m.c, v: float64(m.d * float64(val[e]))})
 			}
 		}
 	}
-	st.touched = touched
-	for q, m := range moves {
-		for e, j := range idx {
-			t.addAt(j, m.c, at[q*len(idx)+e], float64(m.d*float64(val[e])))
+	st.adds = adds
+	at := slices.Grow(st.at[:0], len(adds))[:len(adds)]
+	st.at = at
+	for i, a := range adds {
+		at[i] = t.placeOf(a.j, a.c)
+	}
+	// The sum only keeps the loads from being dropped.
+	touched := 0.0
+	for i, a := range adds {
+		if e := at[i]; e >= 0 {
+			touched += t.places[a.j][e].v
 		}
+	}
+	st.touched = touched
+	for i, a := range adds {
+		e := at[i]
+		if e < 0 {
+			e = t.placeOf(a.j, a.c)
+		}
+		t.addAt(a.j, a.c, e, a.v)
 	}
 }
 

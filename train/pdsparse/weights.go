@@ -136,10 +136,13 @@ type paddedCounter struct {
 type stepper struct {
 	add, fill          []train.RoundEntry
 	scores, b, c, x, y []float64
-	at                 []int32
-	touched            float64 // what applyLists read ahead, summed
-	simplex            simplexScratch
-	moves              []dualMove
+	// adds and at are applyLists' additions and their pairs' places;
+	// touched sums what it read ahead.
+	adds    []stepAddition
+	at      []int32
+	touched float64
+	simplex simplexScratch
+	moves   []dualMove
 	// cuts holds, for each row of the round with moves, where the row's
 	// features enter each feature shard (see rowStep.cuts).
 	cuts  []int32
