@@ -22,6 +22,7 @@ type searcher struct {
 	marks     []uint64 // per 64 local classes, the touched ones (dense weights)
 	best      []candidate
 	untouched []int32 // global classes
+	ahead     float64 // what scoreRow read ahead, summed
 	train.RowReports
 }
 
@@ -137,6 +138,15 @@ func (t *roundTrainer) scoreRow(s *searcher, idx []int32, val []float32) {
 		s.touched = touched[:nt]
 		return
 	}
+	// The first weight of every feature's list read ahead: these loads
+	// do not wait on each other, and the lists' starts then wait in cache.
+	ahead := 0.0
+	for _, j := range idx {
+		if list := t.nz[j]; len(list) > 0 {
+			ahead += list[0].w
+		}
+	}
+	s.ahead = ahead
 	for e, j := range idx {
 		nt = scoreList(t.nz[j], float64(val[e]), score, seen, touched, nt)
 	}
