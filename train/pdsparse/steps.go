@@ -154,17 +154,15 @@ type stepAddition struct {
 	v    float64
 }
 
-// applyLists is apply for weights in lists. Their places and tables are
-// too large for the caches, so it reads in passes over all the shards'
-// additions of the round, whose loads do not wait on each other and
-// overlap: the additions listed in row order, then the places of their
-// pairs, then the pairs' dual sums, then the updates. On wordnet-mc the
-// additions took 0.31-0.32 ms a round at 1 thread with a row's lookups
-// apart from its updates, 0.26 ms with the dual sums read ahead too, and
-// at 2 threads, where a feature shard holds a few features of each row,
-// 0.21 and 0.18 ms (docs/algorithms/pdsparse.md gives the rest). A pair
-// new to the round's earlier rows is looked up again when it is updated:
-// an earlier row may have made its place.
+// applyLists is apply for weights in lists. Their places and tables
+// outgrow the caches, so it reads in passes over all the round's additions
+// to the shards, whose loads do not wait on each other and overlap: the
+// additions listed in row order, then the places of their pairs, then the
+// pairs' dual sums, then the updates. Passes over one row at a time
+// overlapped few loads where a shard holds a few of each row's features
+// (docs/scaling/16-core.md, "PD-Sparse's round phases"). A pair that no
+// place held in the first pass is looked up again when it is updated: an
+// earlier row of the round may have made its place.
 func (t *roundTrainer) applyLists(st *stepper, lo, hi int) {
 	adds := st.adds[:0]
 	for k := range t.rowSteps {
