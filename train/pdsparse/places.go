@@ -28,11 +28,12 @@ type placeTable struct {
 	count     []int32
 }
 
-// placeDenseLimit is the most pairs a dense placeTable indexes: 16 MiB of
-// places. On Bibtex (1,836 features, 80 classes a rank) the dense table
-// took the lookups from 20% of the CPU profile to 6%, and training from
-// 2.26-2.41 s to 1.82-2.10 s on 2 ranks.
-const placeDenseLimit = 1 << 22
+// placeDenseLimit is the most pairs a dense placeTable indexes: 64 MiB of
+// places a rank at most, a bound that does not grow with the data. Where
+// it holds, a lookup is one read rather than a probe of a feature's hash
+// table, which were most of a round's steps on debian-tags
+// (docs/algorithms/pdsparse.md, "Where a round's time goes").
+const placeDenseLimit = 1 << 24
 
 // newPlaceTable returns an empty table for pairs of features below
 // features and classes below classes, dense if they are at most
