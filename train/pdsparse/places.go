@@ -73,6 +73,19 @@ func (t *placeTable) get(j, c int32) (int32, bool) {
 	}
 }
 
+// first returns the slot where a lookup of pair (j, c) starts, or 0: read
+// ahead of the lookups, so that their memory reads overlap.
+func (t *placeTable) first(j, c int32) uint64 {
+	if t.dense != nil {
+		return uint64(t.dense[int(j)*t.classes+int(c)])
+	}
+	tab := t.byFeature[j]
+	if len(tab) == 0 {
+		return 0
+	}
+	return tab[slotOf(c, len(tab))]
+}
+
 // put records the place of pair (j, c), which the table does not hold.
 func (t *placeTable) put(j, c, place int32) {
 	if t.dense != nil {

@@ -157,8 +157,8 @@ type stepAddition struct {
 // applyLists is apply for weights in lists. Their places and tables
 // outgrow the caches, so it reads in passes over all the round's additions
 // to the shards, whose loads do not wait on each other and overlap: the
-// additions listed in row order, then the places of their pairs, then the
-// pairs' dual sums, then the updates. Passes over one row at a time
+// additions listed in row order, then the first slots of their pairs'
+// lookups, then their places, then the pairs' dual sums, then the updates. Passes over one row at a time
 // overlapped few loads where a shard holds a few of each row's features
 // (docs/scaling/16-core.md, "PD-Sparse's round phases"). A pair that no
 // place held in the first pass is looked up again when it is updated: an
@@ -181,6 +181,11 @@ func (t *roundTrainer) applyLists(st *stepper, lo, hi int) {
 	st.adds = adds
 	at := slices.Grow(st.at[:0], len(adds))[:len(adds)]
 	st.at = at
+	ahead := uint64(0)
+	for _, a := range adds {
+		ahead += t.at.first(a.j, a.c)
+	}
+	st.ahead = ahead
 	for i, a := range adds {
 		at[i] = t.placeOf(a.j, a.c)
 	}

@@ -137,10 +137,11 @@ type stepper struct {
 	add, fill          []train.RoundEntry
 	scores, b, c, x, y []float64
 	// adds and at are applyLists' additions and their pairs' places;
-	// touched sums what it read ahead.
+	// ahead and touched sum what it read ahead.
 	adds    []stepAddition
 	at      []int32
 	touched float64
+	ahead   uint64
 	simplex simplexScratch
 	moves   []dualMove
 	// cuts holds, for each row of the round with moves, where the row's
