@@ -159,6 +159,6 @@ func (a *Trainer) Prepare(env train.Env, ds *data.Dataset) (*train.Work, error) 
 				// most 2 × max-select candidates per rank.
 				"report_bytes_per_round", t.reportBytes/int64(max(t.rounds, 1)),
 				"report_bytes_bound", int64(t.p.BatchSize)*train.RoundEntryBytes*int64(math.Round(t.meanActive())+float64(2*t.p.MaxSelect*t.comm.Size())))
-			log.Info("pdsparse round phases", t.phases.logAttrs(t.rounds)...)
-		}}, nil
+		},
+		Stats: func() map[string]float64 { return t.phases.stats(t.rounds) }}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -235,19 +236,21 @@ func runRounds(t *roundTrainer, from, to int) error {
 	})
 }
 
-func TestRoundPhasesLog(t *testing.T) {
+func TestRoundPhasesStats(t *testing.T) {
 	p := roundPhases{search: 2 * time.Millisecond, exchange: time.Millisecond, solve: 500 * time.Microsecond,
-		apply: 4 * time.Millisecond, heldout: 1500 * time.Millisecond}
+		apply: 4*time.Millisecond + 1400*time.Nanosecond, heldout: 1500 * time.Millisecond}
 	tests := []struct {
 		rounds int
-		want   string
+		want   map[string]float64
 	}{
-		{4, "[search_ms_per_round 0.500 exchange_ms_per_round 0.250 solve_ms_per_round 0.125 apply_ms_per_round 1.000 heldout_s 1.500]"},
-		{0, "[search_ms_per_round 2.000 exchange_ms_per_round 1.000 solve_ms_per_round 0.500 apply_ms_per_round 4.000 heldout_s 1.500]"},
+		{4, map[string]float64{"search_ms_per_round": 0.5, "exchange_ms_per_round": 0.25, "solve_ms_per_round": 0.125,
+			"apply_ms_per_round": 1, "heldout_s": 1.5}},
+		{0, map[string]float64{"search_ms_per_round": 2, "exchange_ms_per_round": 1, "solve_ms_per_round": 0.5,
+			"apply_ms_per_round": 4.001, "heldout_s": 1.5}},
 	}
 	for _, tt := range tests {
-		if got := fmt.Sprint(p.logAttrs(tt.rounds)); got != tt.want {
-			t.Errorf("%d rounds: %s, want %s", tt.rounds, got, tt.want)
+		if got := p.stats(tt.rounds); !maps.Equal(got, tt.want) {
+			t.Errorf("%d rounds: %v, want %v", tt.rounds, got, tt.want)
 		}
 	}
 }

@@ -167,9 +167,9 @@ func (t *roundTrainer) bestWeight(j, e int) float64 {
 }
 
 // roundPhases is the wall time of a rank's goroutine in each part of its
-// rounds, summed over the rounds, for the log: where a round's time goes
-// as workers and ranks are added (the profile of the job says only how
-// much of it is in loops).
+// rounds, summed over the rounds, for the trainer's figures: where a
+// round's time goes as workers and ranks are added (the job's profile says
+// only how much of it is in loops).
 type roundPhases struct {
 	search   time.Duration // scoring the batch's rows (a loop)
 	exchange time.Duration // the all-gather of the reports and their decoding
@@ -185,11 +185,13 @@ func (p *roundPhases) add(d *time.Duration, lap time.Time) time.Time {
 	return now
 }
 
-// logAttrs returns the phases as log attributes, in milliseconds per
-// round (the held-out accuracy in seconds, in all).
-func (p *roundPhases) logAttrs(rounds int) []any {
-	per := func(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()*1e3/float64(max(rounds, 1))) }
-	return []any{"search_ms_per_round", per(p.search), "exchange_ms_per_round", per(p.exchange),
-		"solve_ms_per_round", per(p.solve), "apply_ms_per_round", per(p.apply),
-		"heldout_s", fmt.Sprintf("%.3f", p.heldout.Seconds())}
+// stats returns the phases in milliseconds per round of rounds rounds, to
+// the microsecond (the held-out accuracy in seconds, in all).
+func (p *roundPhases) stats(rounds int) map[string]float64 {
+	per := func(d time.Duration) float64 {
+		return math.Round(d.Seconds()*1e6/float64(max(rounds, 1))) / 1e3
+	}
+	return map[string]float64{"search_ms_per_round": per(p.search), "exchange_ms_per_round": per(p.exchange),
+		"solve_ms_per_round": per(p.solve), "apply_ms_per_round": per(p.apply),
+		"heldout_s": math.Round(p.heldout.Seconds()*1e3) / 1e3}
 }

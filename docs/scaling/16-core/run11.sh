@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run 11 (prepared 2026-11-26, second night): where PD-Sparse's rounds spend
-# their time from 1 to MAX threads, from the trainer's "round phases" log line
+# their time from 1 to MAX threads, from the trainer's figures in the summary
 # (search, exchange, solve, apply, ms a round), for the build with the steps
 # read in passes and the search's read-ahead (xmc, xmc-mpi) beside a51c5d6
 # (xmc-prev, xmc-mpi-prev), the build before them; then mpirun -np MAX, and
@@ -12,7 +12,7 @@ O=$1; MAX=${2:-16}; D=$(cd "$(dirname "$0")" && pwd); K=/tmp/dv11; mkdir -p "$O"
 R=$O/results.tsv; T0=$(date +%s)
 { nproc; lscpu | grep -E "Model name|MHz|NUMA|Socket|Thread|L3"; free -g | head -2; } > "$O/machine.txt" 2>&1
 # One line a run: training time, P@1, the summary's serial fraction and loop
-# efficiency (worst rank), and the round phases of rank 0's log.
+# efficiency (worst rank), and rank 0's round phases (the build before has none).
 line() { python3 - "$1" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1])); m = s.get("metrics", {}); p = s.get("profile") or []
@@ -22,12 +22,14 @@ print("s %.3f\tP@1 %.2f\tserial_f %.4f\tloopE %.2f\tbusy %.2f" % (s.get("train_s
   sum(q["busy_s"] for q in p)))
 PY
 }
-phases() { grep -m1 'round phases' "$1" | grep -o '[a-z]*_ms_per_round=[0-9.]*' | sed 's/_ms_per_round//' | tr '\n' ' '; }
+phases() { python3 -c 'import json, sys
+t = (json.load(open(sys.argv[1])).get("trainer_stats") or [{}])[0]
+print(" ".join("%s=%.3f" % (k[:-13], v) for k, v in sorted(t.items()) if k.endswith("_ms_per_round")))' "$1"; }
 say() { printf '%s\t%s\t%s\n' "$1" "$(( $(date +%s) - T0 ))s" "$2" | tee -a "$R"; }
 run() { # bin name ranks threads args...
   local x=$1 n=$2 r=$3 t=$4; shift 4; local s=$K/s/$n.$x.r$r.t$t.$(date +%s%N).json
   timeout 120 "$D/$x" train --ranks "$r" --threads "$t" --checkpoint none "$@" --summary "$s" >"$s.log" 2>&1
-  say "$x $n r$r t$t" "$( [ -s "$s" ] && echo "$(line "$s")	$(phases "$s.log")" || echo FAILED)"
+  say "$x $n r$r t$t" "$( [ -s "$s" ] && echo "$(line "$s")	$(phases "$s")" || echo FAILED)"
 }
 tar -C / --skip-old-files -xzf "$D/ompi.tgz" 2>>"$O/mpi.txt"; ldconfig 2>/dev/null
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -35,7 +37,7 @@ M=$(command -v orterun || command -v mpirun || echo /usr/bin/orterun)
 mrun() { # bin name np args...
   local x=$1 n=$2 np=$3; shift 3; local s=$K/s/mpi-$n.$x.np$np.$(date +%s%N).json
   timeout 120 "$M" --oversubscribe --bind-to none -np "$np" "$D/$x" train --threads 1 --checkpoint none "$@" --summary "$s" >"$s.log" 2>&1
-  say "mpi $x $n np$np" "$( [ -s "$s" ] && echo "$(line "$s")	$(phases "$s.log")" || echo FAILED)"; }
+  say "mpi $x $n np$np" "$( [ -s "$s" ] && echo "$(line "$s")	$(phases "$s")" || echo FAILED)"; }
 pack() { tar -C "$K" -czf "$O/summaries.tgz" s; }
 MC="--data $D/data/wordnet-mc/train.txt.gz --test $D/data/wordnet-mc/test.txt.gz"
 T=1; while [ "$T" -lt "$MAX" ]; do TS="${TS:-} $T"; T=$((T * 2)); done; TS="$TS $MAX"
