@@ -157,12 +157,13 @@ type stepAddition struct {
 // applyLists is apply for weights in lists. Their places and tables
 // outgrow the caches, so it reads in passes over all the round's additions
 // to the shards, whose loads do not wait on each other and overlap: the
-// additions listed in row order, then the first slots of their pairs'
-// lookups, then their places, then the pairs' dual sums, then the updates. Passes over one row at a time
-// overlapped few loads where a shard holds a few of each row's features
-// (docs/scaling/16-core.md, "PD-Sparse's round phases"). A pair that no
-// place held in the first pass is looked up again when it is updated: an
-// earlier row of the round may have made its place.
+// additions listed in row order, then the first slot of each pair's
+// lookup, then the pairs' places, then their dual sums, then the updates,
+// in row order. Passes over one row at a time overlapped few loads where a
+// shard holds a few of each row's features (docs/scaling/16-core.md,
+// "PD-Sparse's round phases"). A pair that had no place in the lookups is
+// looked up again when it is updated: an earlier row of the round may have
+// made its place.
 func (t *roundTrainer) applyLists(st *stepper, lo, hi int) {
 	adds := st.adds[:0]
 	for k := range t.rowSteps {
