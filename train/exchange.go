@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync/atomic"
 
 	"xmc/data"
 	"xmc/mpi"
@@ -232,6 +233,14 @@ type BatchReports struct {
 	pieces []reportPiece // per row of the round, where its report lies
 	order  RowOrder      // the rows in the order they are dealt
 	round  int           // runs so far
+	left   []piecesLeft  // per row of the round, its pieces not yet done (RunPieces)
+}
+
+// piecesLeft counts a row's pieces not yet done, alone in its cache line:
+// the workers count down the pieces of different rows at once.
+type piecesLeft struct {
+	n atomic.Int32
+	_ [60]byte
 }
 
 // reportPiece is where a row left its report: from row number first of
@@ -247,20 +256,50 @@ type reportPiece struct {
 // returns every row's entries, in row order, in dst[:0].
 func (b *BatchReports) Run(team *numa.Team, x *data.CSR, rows []int32, reports func(numa.Worker) *RowReports,
 	report func(w numa.Worker, q int, r *RowReports), dst []byte) ([]byte, error) {
+	return b.RunPieces(team, x, rows, 1, nil, reports, report, dst)
+}
+
+// RunPieces is Run for rows searched in parts pieces each, so that a round
+// of few rows keeps many workers busy: the workers take the pieces (q, p),
+// p in [0, parts), the rows in RowOrder and a row's pieces in turn, and call
+// piece(w, q, p) for each; the worker that finishes a row's last piece then
+// calls report for the row, which joins what its pieces found. With parts
+// 1, piece is not called.
+func (b *BatchReports) RunPieces(team *numa.Team, x *data.CSR, rows []int32, parts int,
+	piece func(w numa.Worker, q, p int), reports func(numa.Worker) *RowReports,
+	report func(w numa.Worker, q int, r *RowReports), dst []byte) ([]byte, error) {
 	n := len(rows)
 	b.pieces = slices.Grow(b.pieces[:0], n)[:n]
 	order := b.order.Of(x, rows)
 	b.round++
-	err := team.For(n, 1, func(w numa.Worker, k, _ int) {
+	finish := func(w numa.Worker, q int) {
 		r := reports(w)
 		if r.round != b.round { // the worker's first row of this run
 			r.Msg, r.ends, r.round = r.Msg[:0], r.ends[:0], b.round
 		}
-		q := int(order[k])
 		b.pieces[q] = reportPiece{r: r, first: len(r.ends)}
 		report(w, q, r)
 		r.ends = append(r.ends, len(r.Msg))
-	})
+	}
+	var err error
+	if parts <= 1 {
+		err = team.For(n, 1, func(w numa.Worker, k, _ int) { finish(w, int(order[k])) })
+	} else {
+		if cap(b.left) < n {
+			b.left = make([]piecesLeft, n)
+		}
+		left := b.left[:n]
+		for q := range left {
+			left[q].n.Store(int32(parts))
+		}
+		err = team.For(n*parts, 1, func(w numa.Worker, k, _ int) {
+			q := int(order[k/parts])
+			piece(w, q, k%parts)
+			if left[q].n.Add(-1) == 0 {
+				finish(w, q)
+			}
+		})
+	}
 	if err != nil {
 		return dst, err
 	}

@@ -153,7 +153,7 @@ func (a *Trainer) Prepare(env train.Env, ds *data.Dataset) (*train.Work, error) 
 				log.Info("pdsparse early stopping", "best_heldout_accuracy", fmt.Sprintf("%.2f", t.bestAcc))
 			}
 			log.Info("pdsparse", "epochs", t.epochs, "mean_active_classes", fmt.Sprintf("%.2f", t.meanActive()),
-				"weights_owned", t.nnz(), "max_select", t.p.MaxSelect,
+				"weights_owned", t.nnz(), "max_select", t.p.MaxSelect, "search_shares", t.parts,
 				// Each round rank 0 gathers, and broadcasts to every
 				// rank, 20 bytes per row for each active class and at
 				// most 2 × max-select candidates per rank.

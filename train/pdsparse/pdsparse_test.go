@@ -72,15 +72,19 @@ func TestPDSparseSameWeights(t *testing.T) {
 		denseWeights bool
 		denseLimit   int
 		parallelAdds int
+		parts        int // shares of the classes a row's search is split into (0: as searchParts decides)
 	}{
-		{"dense weights, 1 worker", 1, true, placeDenseLimit, 0},
-		{"lists, dense table, 1 worker", 1, false, placeDenseLimit, 0},
-		{"lists, hashed table, 1 worker", 1, false, 0, 0},
-		{"dense weights, 3 workers", 3, true, placeDenseLimit, 0},
-		{"lists, dense table, 3 workers", 3, false, placeDenseLimit, 0},
-		{"lists, hashed table, 3 workers", 3, false, 0, 0},
-		{"dense weights, 3 workers, steps on the rank", 3, true, placeDenseLimit, math.MaxInt},
-		{"lists, 3 workers, steps on the rank", 3, false, placeDenseLimit, math.MaxInt},
+		{"dense weights, 1 worker", 1, true, placeDenseLimit, 0, 0},
+		{"lists, dense table, 1 worker", 1, false, placeDenseLimit, 0, 0},
+		{"lists, hashed table, 1 worker", 1, false, 0, 0, 0},
+		{"dense weights, 3 workers", 3, true, placeDenseLimit, 0, 0},
+		{"lists, dense table, 3 workers", 3, false, placeDenseLimit, 0, 0},
+		{"lists, hashed table, 3 workers", 3, false, 0, 0, 0},
+		{"dense weights, 3 workers, steps on the rank", 3, true, placeDenseLimit, math.MaxInt, 0},
+		{"lists, 3 workers, steps on the rank", 3, false, placeDenseLimit, math.MaxInt, 0},
+		{"lists, search in 2 shares, 1 worker", 1, false, placeDenseLimit, 0, 2},
+		{"lists, search in 3 shares, 3 workers", 3, false, 0, 0, 3},
+		{"lists, search in 7 shares, 2 workers", 2, false, placeDenseLimit, 0, 7},
 	}
 	var want []runner.Result
 	for _, tt := range tests {
@@ -91,7 +95,7 @@ func TestPDSparseSameWeights(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			tr.denseLimit, tr.parallelAdds = tt.denseLimit, tt.parallelAdds
+			tr.denseLimit, tr.parallelAdds, tr.wantParts = tt.denseLimit, tt.parallelAdds, tt.parts
 			if !tt.denseWeights {
 				tr.denseWeightLimit = 0
 			}
@@ -107,6 +111,9 @@ func TestPDSparseSameWeights(t *testing.T) {
 			}
 			if !tt.denseWeights && (tr.at.dense != nil) != (tt.denseLimit > 0) {
 				return fmt.Errorf("dense limit %d: dense table %v", tt.denseLimit, tr.at.dense != nil)
+			}
+			if tt.parts > 0 && tr.parts != tt.parts {
+				return fmt.Errorf("search in %d shares, want %d", tr.parts, tt.parts)
 			}
 			if len(tr.shards) != shardsPerWorker*tt.workers+1 {
 				return fmt.Errorf("%d feature shards for %d workers", len(tr.shards)-1, tt.workers)

@@ -67,27 +67,7 @@ func (t *roundTrainer) report(s *searcher, q int32, i int32) {
 		}
 	}
 	s.untouched = untouched
-	// The best MaxSelect violators of positive score, ties to the lower
-	// class, kept sorted by insertion (MaxSelect is small), in the pass
-	// that clears the scores.
-	better := func(a, b candidate) bool {
-		return a.score > b.score || (a.score == b.score && t.global[a.class] < t.global[b.class])
-	}
-	best := s.best[:0]
-	// floor is 0 until best is full, then the score of its worst: most
-	// classes fall below it, which one comparison tells.
-	floor := 0.0
-	for _, c := range s.touched {
-		sc := s.score[c]
-		s.score[c], s.seen[c] = 0, 0
-		if sc < floor || (sc == floor && (len(best) < t.p.MaxSelect || !better(candidate{c, sc}, best[len(best)-1]))) {
-			continue
-		}
-		best = insertBounded(best, candidate{c, sc}, t.p.MaxSelect, better)
-		if len(best) == t.p.MaxSelect {
-			floor = best[len(best)-1].score
-		}
-	}
+	best := t.bestViolators(s, s.best[:0])
 	s.best = best
 	for _, b := range best {
 		put(t.global[b.class], kindViolator, b.score)
@@ -106,6 +86,34 @@ func (t *roundTrainer) report(s *searcher, q int32, i int32) {
 			s.score[c] = 0
 		}
 	}
+}
+
+// better reports whether candidate a ranks before b: a higher score, ties
+// to the lower class.
+func (t *roundTrainer) better(a, b candidate) bool {
+	return a.score > b.score || (a.score == b.score && t.global[a.class] < t.global[b.class])
+}
+
+// bestViolators appends to best, empty, the best MaxSelect of the classes
+// the row touched (s.touched) of positive score, ties to the lower class,
+// kept sorted by insertion (MaxSelect is small), in the pass that clears
+// their scores and marks.
+func (t *roundTrainer) bestViolators(s *searcher, best []candidate) []candidate {
+	// floor is 0 until best is full, then the score of its worst: most
+	// classes fall below it, which one comparison tells.
+	floor := 0.0
+	for _, c := range s.touched {
+		sc := s.score[c]
+		s.score[c], s.seen[c] = 0, 0
+		if sc < floor || (sc == floor && (len(best) < t.p.MaxSelect || !t.better(candidate{c, sc}, best[len(best)-1]))) {
+			continue
+		}
+		best = insertBounded(best, candidate{c, sc}, t.p.MaxSelect, t.better)
+		if len(best) == t.p.MaxSelect {
+			floor = best[len(best)-1].score
+		}
+	}
+	return best
 }
 
 // scoreRow adds to s.score the row's score for every class with a
@@ -138,19 +146,31 @@ func (t *roundTrainer) scoreRow(s *searcher, idx []int32, val []float32) {
 		s.touched = touched[:nt]
 		return
 	}
+	for p := range t.parts {
+		nt = t.scoreLists(s, idx, val, p, nt)
+	}
+	s.touched = touched[:nt]
+}
+
+// scoreLists is scoreRow's loop over the row's features for the weights of
+// share p of the classes, with nt classes touched so far; it returns the
+// new count. A class's weights all lie in its share's lists, so its score
+// sums the row's features in their order however the shares are taken.
+func (t *roundTrainer) scoreLists(s *searcher, idx []int32, val []float32, p, nt int) int {
+	touched, seen, score := s.touched[:cap(s.touched)], s.seen, s.score
 	// The first weight of every feature's list read ahead: these loads
 	// do not wait on each other, and the lists' starts then wait in cache.
 	ahead := 0.0
 	for _, j := range idx {
-		if list := t.nz[j]; len(list) > 0 {
+		if list := t.nz[int(j)*t.parts+p]; len(list) > 0 {
 			ahead += list[0].w
 		}
 	}
 	s.ahead = ahead
 	for e, j := range idx {
-		nt = scoreList(t.nz[j], float64(val[e]), score, seen, touched, nt)
+		nt = scoreList(t.nz[int(j)*t.parts+p], float64(val[e]), score, seen, touched, nt)
 	}
-	s.touched = touched[:nt]
+	return nt
 }
 
 // scoreList is scoreRow's loop over one feature's weights, of value xv in
@@ -181,12 +201,21 @@ func isActive(active []dualVar, l int32) bool {
 
 // search fills t.msg with this rank's entries for the rows, in row order:
 // the rank's workers search the batch's rows at once, each with its own
-// scratch.
+// scratch, a row whole or, where the search is split (t.parts > 1), in
+// pieces of a share of the classes each, joined by the worker that
+// finishes a row's last piece.
 func (t *roundTrainer) search(rows []int32) error {
+	reports := func(w numa.Worker) *train.RowReports { return &t.searchers.Get(w).RowReports }
 	var err error
-	t.msg, err = t.batch.Run(t.team, &t.x, rows,
-		func(w numa.Worker) *train.RowReports { return &t.searchers.Get(w).RowReports },
-		func(w numa.Worker, q int, _ *train.RowReports) { t.report(t.searchers.Get(w), int32(q), rows[q]) }, t.msg)
+	if t.parts == 1 {
+		t.msg, err = t.batch.Run(t.team, &t.x, rows, reports,
+			func(w numa.Worker, q int, _ *train.RowReports) { t.report(t.searchers.Get(w), int32(q), rows[q]) }, t.msg)
+		return err
+	}
+	t.startPieces(rows)
+	t.msg, err = t.batch.RunPieces(t.team, &t.x, rows, t.parts,
+		func(w numa.Worker, q, p int) { t.searchPiece(t.searchers.Get(w), q, rows[q], p) }, reports,
+		func(w numa.Worker, q int, _ *train.RowReports) { t.joinPieces(t.searchers.Get(w), int32(q), rows[q]) }, t.msg)
 	return err
 }
 

@@ -59,9 +59,9 @@ type roundTrainer struct {
 
 	// The owned classes' weights, by feature: places[j] holds feature j's
 	// (class, dual sum, weight) places and at gives the place of class c
-	// in it. nz[j] lists the non-zero weights, in no order, with their
-	// class and place, side by side for the search, which reads nothing
-	// else.
+	// in it. nz[j·parts + share] lists the non-zero weights of a share of
+	// the classes, in no order, with their class and place, side by side
+	// for the search, which reads nothing else.
 	owned  []int
 	local  []int32 // per class: its local id on this rank, or -1
 	global []int32 // per local id: its class
@@ -79,6 +79,15 @@ type roundTrainer struct {
 	// ownFill is the owned classes in the order of fill, ownSorted in
 	// increasing order.
 	ownFill, ownSorted []int32
+	// parts is the number of shares of the owned classes that a row's
+	// search is split into where a round has too few rows for the workers
+	// (see searchParts): partOf gives a local class's share, partFill each
+	// share's classes in the order of fill, and the weights' lists are by
+	// feature and share, nz[j·parts + share]. wantParts, if not 0, sets
+	// parts (tests).
+	parts, wantParts int
+	partOf           []uint8
+	partFill         [][]int32
 
 	// The shared state, the same on every rank.
 	act    [][]dualVar // per row
@@ -108,11 +117,13 @@ type roundTrainer struct {
 	team      *numa.Team
 	searchers *numa.PerWorker[*searcher]
 	batch     train.BatchReports
-	msg       []byte
-	gather    train.AllGather
-	entries   []train.RoundEntry
-	steppers  *numa.PerWorker[*stepper]
-	rowSteps  []rowStep
+	// finds holds a round's pieces of search (see searchPiece).
+	finds    []pieceFind
+	msg      []byte
+	gather   train.AllGather
+	entries  []train.RoundEntry
+	steppers *numa.PerWorker[*stepper]
+	rowSteps []rowStep
 	// shards splits the features into shardsPerWorker ranges per worker, of
 	// about equal non-zeros: a worker applies the round's steps to the
 	// weights of a range of features (shards[s] to shards[s+1]), in a round of
@@ -226,6 +237,7 @@ func newRoundTrainer(p Params, ds *data.Dataset, comm mpi.Comm, pool *numa.Pool)
 func (t *roundTrainer) Start(units []int, _ int, state [][]byte, shared []byte) error {
 	t.own(units)
 	t.newWeights()
+	t.splitSearch(searchParts(len(t.pool.Workers()), t.p.BatchSize, len(t.global), t.dense != nil, t.wantParts))
 	k := len(t.global)
 	t.searchers = numa.NewPerWorker(t.pool, func(numa.Worker) *searcher { return newSearcher(k) })
 	t.steppers = numa.NewPerWorker(t.pool, func(numa.Worker) *stepper { return &stepper{round: -1} })
@@ -287,7 +299,6 @@ func (t *roundTrainer) newWeights() {
 	t.places = make([][]weightPlace, t.x.Cols)
 	t.nz, t.at, t.dense = nil, placeTable{}, nil
 	if t.x.Cols*k > t.denseWeightLimit {
-		t.nz = make([][]listedWeight, t.x.Cols)
 		t.at = newPlaceTable(t.x.Cols, k, t.denseLimit)
 		return
 	}
@@ -366,19 +377,20 @@ func (t *roundTrainer) addAt(j, c, e int32, v float64) {
 		t.dense.set(j, c, w)
 		return
 	}
+	nz := &t.nz[int(j)*t.parts+int(t.partOf[c])]
 	switch k := p.listed; {
 	case w != 0 && k >= 0:
-		t.nz[j][k].w = w
+		(*nz)[k].w = w
 	case w != 0:
-		p.listed = int32(len(t.nz[j]))
-		t.nz[j] = append(t.nz[j], listedWeight{class: c, place: e, w: w})
+		p.listed = int32(len(*nz))
+		*nz = append(*nz, listedWeight{class: c, place: e, w: w})
 	case k >= 0:
 		// Zero: out of the list, whose last entry takes its slot.
-		list := t.nz[j]
+		list := *nz
 		last := list[len(list)-1]
 		list[k] = last
 		t.places[j][last.place].listed = k
-		t.nz[j] = list[:len(list)-1]
+		*nz = list[:len(list)-1]
 		p.listed = -1
 	}
 }
