@@ -24,7 +24,10 @@ const maxSearchParts = 16
 // row's search into: enough that a round's batch of rows gives each of its
 // workers about four pieces, each share of at least 64 classes, at most
 // maxSearchParts; 1 for dense weights, whose search reads a feature's
-// weights in one pass. want, if not 0, is the answer (tests).
+// weights in one pass. Each piece reads its row's features and their
+// lists' first entries again, so rows are split no finer than the workers'
+// balance needs (docs/algorithms/pdsparse.md). want, if not 0, is the
+// answer (tests).
 func searchParts(workers, batch, classes int, dense bool, want int) int {
 	if want > 0 {
 		return want
