@@ -261,3 +261,27 @@ func TestRoundPhasesStats(t *testing.T) {
 		}
 	}
 }
+
+func TestSearchParts(t *testing.T) {
+	tests := []struct {
+		workers, batch, classes int
+		dense                   bool
+		want, parts             int
+	}{
+		{2, 64, 20000, false, 0, 1},
+		{16, 64, 20000, false, 0, 1}, // 64 rows are four a worker
+		{17, 64, 20000, false, 0, 2}, // more workers than a quarter of the rows
+		{64, 64, 20000, false, 0, 4}, // four pieces a worker
+		{128, 64, 20000, false, 0, 8},
+		{128, 16, 20000, false, 0, 16}, // at most maxSearchParts
+		{128, 64, 300, false, 0, 4},    // shares of at least 64 classes
+		{128, 64, 20, false, 0, 1},     // too few classes to share
+		{128, 64, 20000, true, 0, 1},   // dense weights: one pass a feature
+		{2, 64, 20000, true, 3, 3},     // a test's choice
+	}
+	for _, tt := range tests {
+		if got := searchParts(tt.workers, tt.batch, tt.classes, tt.dense, tt.want); got != tt.parts {
+			t.Errorf("searchParts(%d, %d, %d, %v, %d) = %d, want %d", tt.workers, tt.batch, tt.classes, tt.dense, tt.want, got, tt.parts)
+		}
+	}
+}
