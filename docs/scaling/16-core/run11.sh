@@ -3,8 +3,9 @@
 # their time from 1 to MAX threads, from the trainer's figures in the summary
 # (search, exchange, solve, apply, ms a round), for the build with the steps
 # read in passes and the search's read-ahead (xmc, xmc-mpi) beside a51c5d6
-# (xmc-prev, xmc-mpi-prev), the build before them; then mpirun -np MAX, and
-# MEMOIR at 1 and MAX threads as the node's yardstick.
+# (xmc-prev, xmc-mpi-prev), the build before them; rounds of 16 rows, whose
+# search this build splits by shares of the classes at MAX workers; then
+# mpirun -np MAX, and MEMOIR at 1 and MAX threads as the node's yardstick.
 # Usage: run11.sh OUT MAX. Beside it: xmc, xmc-mpi, xmc-prev, xmc-mpi-prev
 # (static and MPI builds), ompi.tgz (Debian's OpenMPI files), data/wordnet-mc.
 set -u
@@ -42,6 +43,10 @@ pack() { tar -C "$K" -czf "$O/summaries.tgz" s; }
 MC="--data $D/data/wordnet-mc/train.txt.gz --test $D/data/wordnet-mc/test.txt.gz"
 T=1; while [ "$T" -lt "$MAX" ]; do TS="${TS:-} $T"; T=$((T * 2)); done; TS="$TS $MAX"
 for t in $TS; do for x in xmc-prev xmc; do run $x pdsparse 1 "$t" --algo pdsparse $MC; done; done
+pack
+# Rounds of 16 rows: too few for MAX workers, whose rows this build splits
+# into pieces of a share of the classes (searchParts), the build before not.
+for x in xmc-prev xmc; do for t in 1 "$MAX"; do run $x pdsparse-b16 1 "$t" --algo pdsparse --batch-size 16 $MC; done; done
 pack
 for x in xmc-mpi-prev xmc-mpi; do mrun $x pdsparse "$MAX" --algo pdsparse $MC; done
 for t in 1 "$MAX"; do run xmc memoir 1 "$t" --algo memoir $MC; done
