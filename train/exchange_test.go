@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"xmc/data"
@@ -60,8 +61,9 @@ func TestDecodeEntries(t *testing.T) {
 }
 
 // TestBatchReports checks that the rows' reports come back in row order
-// whatever the workers, and that one worker takes the rows of more
-// features first (ties in row order).
+// whatever the workers, that one worker takes the rows of more features
+// first (ties in row order), and, for rows searched in pieces, that every
+// piece is searched once and a row reported only after all of its pieces.
 func TestBatchReports(t *testing.T) {
 	topo, err := numa.Detect()
 	if err != nil {
@@ -72,48 +74,68 @@ func TestBatchReports(t *testing.T) {
 	x.Indices = make([]int32, x.Indptr[x.Rows])
 	x.Values = make([]float32, x.Indptr[x.Rows])
 	rows := []int32{7, 2, 5, 0, 3, 6}
-	for _, workers := range []int{1, 2, 3} {
-		pool, err := numa.NewPool(topo, workers, numa.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		reports := make([]RowReports, workers)
-		var dealt []int32 // by worker 0 alone, where there is one
-		var b BatchReports
-		var got []byte
-		err = pool.Together(func(team *numa.Team) error {
-			for range 2 { // a second round reuses the memory
-				dealt = dealt[:0]
-				got, err = b.Run(team, &x, rows, func(w numa.Worker) *RowReports { return &reports[w.ID] },
-					func(w numa.Worker, q int, r *RowReports) {
-						if workers == 1 {
-							dealt = append(dealt, rows[q])
-						}
-						for k := range q % 3 { // 0 to 2 entries a row
-							r.Msg = AppendEntry(r.Msg, RoundEntry{Row: int32(q), Class: int32(k)})
-						}
-					}, got)
-				if err != nil {
-					return err
+	for _, parts := range []int{1, 3} {
+		for _, workers := range []int{1, 2, 3} {
+			pool, err := numa.NewPool(topo, workers, numa.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			reports := make([]RowReports, workers)
+			var dealt []int32 // by worker 0 alone, where there is one
+			var b BatchReports
+			var got []byte
+			pieces := make([]atomic.Int32, len(rows)) // per row, its pieces searched
+			var early atomic.Bool                     // a row reported before all its pieces
+			err = pool.Together(func(team *numa.Team) error {
+				for range 2 { // a second round reuses the memory
+					dealt = dealt[:0]
+					for q := range pieces {
+						pieces[q].Store(0)
+					}
+					got, err = b.RunPieces(team, &x, rows, parts,
+						func(_ numa.Worker, q, _ int) { pieces[q].Add(1) },
+						func(w numa.Worker) *RowReports { return &reports[w.ID] },
+						func(w numa.Worker, q int, r *RowReports) {
+							if parts > 1 && pieces[q].Load() != int32(parts) {
+								early.Store(true)
+							}
+							if workers == 1 {
+								dealt = append(dealt, rows[q])
+							}
+							for k := range q % 3 { // 0 to 2 entries a row
+								r.Msg = AppendEntry(r.Msg, RoundEntry{Row: int32(q), Class: int32(k)})
+							}
+						}, got)
+					if err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			pool.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []byte
+			for q := range rows {
+				for k := range q % 3 {
+					want = AppendEntry(want, RoundEntry{Row: int32(q), Class: int32(k)})
 				}
 			}
-			return nil
-		})
-		pool.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var want []byte
-		for q := range rows {
-			for k := range q % 3 {
-				want = AppendEntry(want, RoundEntry{Row: int32(q), Class: int32(k)})
+			if !slices.Equal(got, want) {
+				t.Errorf("%d parts, %d workers: the reports are not in row order", parts, workers)
 			}
-		}
-		if !slices.Equal(got, want) {
-			t.Errorf("%d workers: the reports are not in row order", workers)
-		}
-		if workers == 1 && !slices.Equal(dealt, []int32{3, 7, 5, 0, 2, 6}) {
-			t.Errorf("one worker took the rows %v, want those of more features first", dealt)
+			if workers == 1 && !slices.Equal(dealt, []int32{3, 7, 5, 0, 2, 6}) {
+				t.Errorf("%d parts: one worker took the rows %v, want those of more features first", parts, dealt)
+			}
+			for q := range pieces {
+				if n, want := pieces[q].Load(), int32(parts); parts > 1 && n != want {
+					t.Errorf("%d parts, %d workers: row %d searched in %d pieces", parts, workers, q, n)
+				}
+			}
+			if early.Load() {
+				t.Errorf("%d parts, %d workers: a row reported before all its pieces were searched", parts, workers)
+			}
 		}
 	}
 }
