@@ -77,11 +77,13 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzTreeUnmarshal$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./model/forest
 
 # race runs the concurrent runtime (unit runner, worker pools, in-process
-# MPI) and the command line's in-process ranks under the race detector; a
-# race ends the command with exit status 66.
+# MPI, a round's reports searched in pieces) and the command line's
+# in-process ranks under the race detector; a race ends the command with
+# exit status 66.
 race: deps
 	$(GO) test -race -count=1 ./mpi ./numa
-	$(GO) test -race -count=1 ./runner ./job
+	$(GO) test -race -count=1 ./runner ./job ./train
+	$(GO) test -race -count=1 -run TestPDSparseSameWeights ./train/pdsparse
 	$(GO) build -race -o $(BIN)/xmc-race .
 	@rm -rf $(OUT)/race && mkdir -p $(OUT)/race
 	GORACE="halt_on_error=1 exitcode=66" $(BIN)/xmc-race train --ranks 2 --trees 4 --data testdata/bibtex/train.txt \
