@@ -118,8 +118,9 @@ func (t *roundTrainer) bestViolators(s *searcher, best []candidate) []candidate 
 
 // scoreRow adds to s.score the row's score for every class with a
 // non-zero weight on one of its features (idx, val), marks them in s.seen
-// and lists them in s.touched, in order of first appearance. It reads the
-// weight lists only; the caller clears the scores and marks.
+// and lists them in s.touched (share by share, each in order of first
+// appearance: nothing reads into the order). It reads the weight lists
+// only; the caller clears the scores and marks.
 func (t *roundTrainer) scoreRow(s *searcher, idx []int32, val []float32) {
 	// Without a branch on whether a class was seen before (the search's
 	// costliest misprediction): every class is written at the end of
