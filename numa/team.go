@@ -21,9 +21,11 @@ import (
 // in-process ranks of 2 workers each growing a tree together trained 25-35%
 // slower with spinning than without.
 //
-// A loop of For ends when its chunks are done, not when every member has
-// checked in: where the members park (long loops), a member that wakes
-// after the others took every chunk no longer holds the loop up.
+// A loop of For or Spread ends when its chunks are done, not when every
+// member has checked in: where the members park (long loops), a member
+// that wakes after the others took every chunk no longer holds the loop
+// up, nor does one that the system kept off its CPU. A loop of Run waits
+// for every member.
 //
 // A Team is used only by its lead, from the function given to Together;
 // once that function returns, the team's Run and For return ErrClosed.
@@ -54,9 +56,10 @@ type Team struct {
 }
 
 // teamLoop is one loop of a Team. A loop of Run ends when every member
-// has called fn (pending counts those yet to). A loop of For ends when its
-// chunks are done, whoever did them: a member that wakes from parking
-// after the others took every chunk is not waited for.
+// has called fn (pending counts those yet to). A loop of For or Spread
+// ends when its chunks are done, whoever did them: a member that wakes
+// from parking, or that the system kept off its CPU, after the others took
+// every chunk is not waited for.
 type teamLoop struct {
 	fn      func(Worker) error // every worker's part, timed
 	pending atomic.Int32
@@ -72,6 +75,15 @@ type teamLoop struct {
 	failed     atomic.Bool
 	mu         sync.Mutex
 	err        error // the first error of a member
+	// Spread's: per group of indices, the next one to take (see Spread).
+	groups []paddedCount
+}
+
+// paddedCount is a counter alone in its cache line, so that workers
+// taking indices of different groups do not contend for one line.
+type paddedCount struct {
+	atomic.Int64
+	_ [56]byte
 }
 
 // TeamSpin is how long a worker of a Team spins for the next loop, or the
@@ -199,6 +211,34 @@ func (t *Team) For(n, chunk int, fn func(w Worker, lo, hi int)) error {
 	return t.hand(d, d.finished)
 }
 
+// Spread is For over [0, n), one index at a time, with a share of its own
+// for each worker: the indices are cut into one contiguous group per
+// worker, and a worker takes those of its group first, then what is left
+// of the others' groups, each in turn. Where the indices' loads are even,
+// a worker takes the same indices loop after loop and their data stays in
+// its core's cache; where they are not, or a member comes late, the others
+// take what it left. Like For's, the loop ends when every index is done,
+// not when every member has checked in: on a node whose every CPU runs a
+// worker, the system keeps a member off its CPU now and then for a
+// millisecond or more, which a loop of Run waits for
+// (docs/scaling/16-core.md, "Late members"). It returns the first error,
+// as Run does.
+func (t *Team) Spread(n int, fn func(w Worker, i int)) error {
+	if t.closed.Load() {
+		return ErrClosed
+	}
+	body := func(w Worker, lo, _ int) { fn(w, lo) }
+	if t.pool != nil {
+		return t.pool.For(n, 1, body)
+	}
+	d := &teamLoop{body: body, n: n, chunk: 1, chunks: int64(n), groups: make([]paddedCount, t.Workers())}
+	for g := range d.groups {
+		d.groups[g].Store(int64(g * n / len(d.groups)))
+	}
+	d.fn = t.prof.timed(d.spread)
+	return t.hand(d, d.finished)
+}
+
 // hand hands loop d out to the members, runs the lead's part and waits
 // until ended reports the loop's end.
 func (t *Team) hand(d *teamLoop, ended func() bool) error {
@@ -237,6 +277,30 @@ func (d *teamLoop) deal(w Worker) error {
 		d.body(w, lo, min(lo+d.chunk, d.n))
 		d.done.Add(1)
 	}
+}
+
+// spread is a Spread loop's part of worker w: the indices left of its own
+// group, then of each other group in turn, until none is left or a worker
+// failed.
+func (d *teamLoop) spread(w Worker) error {
+	d.active.Add(1)
+	defer d.active.Add(-1)
+	groups := len(d.groups)
+	for k := range groups {
+		g := (w.ID + k) % groups
+		end := int64((g + 1) * d.n / groups)
+		if d.groups[g].Load() >= end {
+			continue // a read, which needs no exclusive hold of the line
+		}
+		for i := d.groups[g].Add(1) - 1; i < end; i = d.groups[g].Add(1) - 1 {
+			if d.failed.Load() {
+				return nil
+			}
+			d.body(w, int(i), int(i)+1)
+			d.done.Add(1)
+		}
+	}
+	return nil
 }
 
 // fail stops a For loop's dealing after an error: the loop then ends when

@@ -230,3 +230,80 @@ func TestTeamFor(t *testing.T) {
 		})
 	}
 }
+
+// TestTeamSpread spreads loops over the workers of a Team that spins,
+// one whose members park (a pause longer than TeamSpin) and one whose
+// loops go to its pool (more workers than CPUs): every index is done once
+// per loop, whatever n is beside the workers; the others take the indices
+// of a worker held up in its first one (it waits until they have done
+// every other index); and an index that panics fails its loop, the next
+// loops working.
+func TestTeamSpread(t *testing.T) {
+	tests := []struct {
+		name  string
+		cpus  []int
+		pause time.Duration
+	}{
+		{"spinning", []int{0, 1, 2, 3}, 0},
+		{"parking", []int{0, 1, 2, 3}, 3 * TeamSpin},
+		{"pool", []int{0}, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := unpinnedPool(t, Topology{Domains: []Domain{{CPUs: tc.cpus}}}, 4, Options{})
+			var err error
+			within(t, func() {
+				err = p.Together(func(team *Team) error {
+					for loop, n := range []int{0, 1, 3, 4, 37, 64, 5} {
+						time.Sleep(tc.pause)
+						seen := make([]atomic.Int32, n)
+						var done atomic.Int32
+						var stuck atomic.Bool
+						held := -1
+						if err := team.Spread(n, func(w Worker, i int) {
+							if w.ID == 1 && held < 0 && n > 1 {
+								held = i
+								for deadline := time.Now().Add(2 * time.Second); done.Load() < int32(n-1); {
+									if time.Now().After(deadline) {
+										stuck.Store(true)
+										break
+									}
+									time.Sleep(10 * time.Microsecond)
+								}
+							}
+							seen[i].Add(1)
+							done.Add(1)
+						}); err != nil {
+							return err
+						}
+						if stuck.Load() {
+							return fmt.Errorf("loop %d (n %d): the others left worker 1's indices to it", loop, n)
+						}
+						for i := range seen {
+							if c := seen[i].Load(); c != 1 {
+								return fmt.Errorf("loop %d (n %d): index %d done %d times", loop, n, i, c)
+							}
+						}
+					}
+					err := team.Spread(9, func(_ Worker, i int) {
+						if i == 5 {
+							panic("boom")
+						}
+					})
+					if err == nil || !strings.Contains(err.Error(), "panic: boom") {
+						return fmt.Errorf("a panicking index gave %v", err)
+					}
+					count := 0
+					var mu sync.Mutex
+					if err := team.Spread(8, func(Worker, int) { mu.Lock(); count++; mu.Unlock() }); err != nil || count != 8 {
+						return fmt.Errorf("after a failed loop: %d of 8 indices, %v", count, err)
+					}
+					return nil
+				})
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

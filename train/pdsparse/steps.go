@@ -76,26 +76,13 @@ func (t *roundTrainer) steps(rows []int32) error {
 	return t.applyShards()
 }
 
-// applyShards applies the round's steps on the team, a shard at a time:
-// each worker takes the shards of its own group first, the same every
-// round, so that their weights stay in its core's cache, then what is left
-// of the other groups. Dealt from one counter, a shard went to any worker
-// each round, and its weights with it from one core's cache to another's.
+// applyShards applies the round's steps on the team, a shard at a time,
+// spread so that each worker takes the shards of its own share first, the
+// same every round, and their weights stay in its core's cache (dealt from
+// one counter, a shard went to any worker each round, and its weights with
+// it from one core's cache to another's).
 func (t *roundTrainer) applyShards() error {
-	n, groups := len(t.shards)-1, len(t.nextShard)
-	for g := range t.nextShard {
-		t.nextShard[g].Store(int32(g * n / groups))
-	}
-	return t.team.Run(func(w numa.Worker) error {
-		for k := range groups {
-			g := (w.ID + k) % groups
-			end := int32((g + 1) * n / groups)
-			for s := t.nextShard[g].Add(1) - 1; s < end; s = t.nextShard[g].Add(1) - 1 {
-				t.apply(w, int(s), int(s)+1)
-			}
-		}
-		return nil
-	})
+	return t.team.Spread(len(t.shards)-1, func(w numa.Worker, s int) { t.apply(w, s, s+1) })
 }
 
 // appendCuts appends to cuts, for each bound of shards (a feature), the

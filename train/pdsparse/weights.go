@@ -8,7 +8,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"sync/atomic"
 
 	"xmc/data"
 	"xmc/mpi"
@@ -130,16 +129,6 @@ type roundTrainer struct {
 	// at least parallelAdds additions (parallelStepAdds but in tests).
 	shards       []int32
 	parallelAdds int
-	// nextShard is, per worker, the next shard of its group to apply
-	// (see applyShards).
-	nextShard []paddedCounter
-}
-
-// paddedCounter is a counter alone in its cache line, so that workers
-// taking shards of different groups do not contend for one line.
-type paddedCounter struct {
-	atomic.Int32
-	_ [60]byte
 }
 
 // stepper is a worker's memory for the steps of a round's rows: its
@@ -242,7 +231,6 @@ func (t *roundTrainer) Start(units []int, _ int, state [][]byte, shared []byte) 
 	t.searchers = numa.NewPerWorker(t.pool, func(numa.Worker) *searcher { return newSearcher(k) })
 	t.steppers = numa.NewPerWorker(t.pool, func(numa.Worker) *stepper { return &stepper{round: -1} })
 	t.shards = featureShards(&t.x, shardsPerWorker*len(t.pool.Workers()))
-	t.nextShard = make([]paddedCounter, len(t.pool.Workers()))
 	t.act = make([][]dualVar, t.x.Rows)
 	t.epochs, t.bestAcc, t.sinceBest, t.bestWt = 0, -1, 0, nil
 	for i := range t.act {
