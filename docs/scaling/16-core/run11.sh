@@ -6,6 +6,8 @@
 # (xmc-prev, xmc-mpi-prev), the build before them; rounds of 16 rows, whose
 # search this build splits by shares of the classes at MAX workers; then
 # mpirun -np MAX, and MEMOIR at 1 and MAX threads as the node's yardstick.
+# CPU profiles of this build at 1 and MAX threads (pd1.prof, pdMAX.prof) show
+# where the CPU of MAX workers goes that one worker does not spend.
 # Usage: run11.sh OUT MAX. Beside it: xmc, xmc-mpi, xmc-prev, xmc-mpi-prev
 # (static and MPI builds), ompi.tgz (Debian's OpenMPI files), data/wordnet-mc.
 set -u
@@ -44,6 +46,7 @@ MC="--data $D/data/wordnet-mc/train.txt.gz --test $D/data/wordnet-mc/test.txt.gz
 T=1; while [ "$T" -lt "$MAX" ]; do TS="${TS:-} $T"; T=$((T * 2)); done; TS="$TS $MAX"
 for t in $TS; do for x in xmc-prev xmc; do run $x pdsparse 1 "$t" --algo pdsparse $MC; done; done
 pack
+for t in 1 "$MAX"; do run xmc pdsparse-prof 1 "$t" --algo pdsparse $MC --cpuprofile "$O/pd$t.prof"; done
 # Rounds of 16 rows: too few for MAX workers, whose rows this build splits
 # into pieces of a share of the classes (searchParts), the build before not.
 for x in xmc-prev xmc; do for t in 1 "$MAX"; do run $x pdsparse-b16 1 "$t" --algo pdsparse --batch-size 16 $MC; done; done
