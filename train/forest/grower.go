@@ -175,7 +175,7 @@ func (f *grower) growTogether(team *numa.Team, t int) (*forestmodel.Tree, error)
 	if f.teamIDs == nil {
 		f.teamIDs = make([]int32, f.Data.Get(0).X.Rows)
 	}
-	c := &teamCrew{team: team, domains: f.pool.Domains(), builder: func(w numa.Worker) *treeBuilder {
+	c := &teamCrew{team: team, domains: f.pool.Domains(), started: make([]*treeBuilder, len(f.pool.Workers())), builder: func(w numa.Worker) *treeBuilder {
 		f.teamRowsOnce[w.Domain].Do(func() { f.teamRows[w.Domain] = newTreeRows(f.Data.Get(w.Domain)) })
 		b := &f.scratch.Get(w).builder
 		b.start(f, w, f.teamRows[w.Domain], f.teamIDs, t)
@@ -238,13 +238,20 @@ type teamCrew struct {
 	domains int
 	// builder returns worker w's builder, ready for the tree.
 	builder func(w numa.Worker) *treeBuilder
-	// first is the builder of the team's lead, once made.
-	first *treeBuilder
+	// started holds, by worker, its builder once ready for the tree (each
+	// written by its own worker only); first is the lead's.
+	started []*treeBuilder
+	first   *treeBuilder
 }
 
-// get returns worker w's builder, on worker w.
+// get returns worker w's builder, on worker w, readied for the tree the
+// first time w asks.
 func (c *teamCrew) get(w numa.Worker) *treeBuilder {
+	if b := c.started[w.ID]; b != nil {
+		return b
+	}
 	b := c.builder(w)
+	c.started[w.ID] = b
 	if w.ID == c.team.Lead().ID {
 		c.first = b
 	}
@@ -257,15 +264,10 @@ func (c *teamCrew) lead() *treeBuilder { return c.first }
 
 func (c *teamCrew) workers() int { return c.team.Workers() }
 
+// each deals the indices one at a time and ends when they are done, not
+// waiting for a member that comes late (numa.Team.For).
 func (c *teamCrew) each(n int, fn func(b *treeBuilder, i int)) error {
-	var next atomic.Int64
-	return c.team.Run(func(w numa.Worker) error {
-		b := c.get(w)
-		for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
-			fn(b, i)
-		}
-		return nil
-	})
+	return c.team.For(n, 1, func(w numa.Worker, i, _ int) { fn(c.get(w), i) })
 }
 
 func (c *teamCrew) eachDomain(n int, fn func(b *treeBuilder, i int)) error {
