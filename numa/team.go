@@ -221,7 +221,7 @@ func (t *Team) For(n, chunk int, fn func(w Worker, lo, hi int)) error {
 // not when every member has checked in: on a node whose every CPU runs a
 // worker, the system keeps a member off its CPU now and then for a
 // millisecond or more, which a loop of Run waits for
-// (docs/scaling/16-core.md, "Late members"). It returns the first error,
+// (docs/scaling/16-core.md, runs 11 to 14). It returns the first error,
 // as Run does.
 func (t *Team) Spread(n int, fn func(w Worker, i int)) error {
 	if t.closed.Load() {
