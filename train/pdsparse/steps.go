@@ -159,6 +159,9 @@ func (t *roundTrainer) applyLists(st *stepper, lo, hi int) {
 			continue
 		}
 		a, b := rs.st.cuts[rs.cut+lo], rs.st.cuts[rs.cut+hi]
+		if a == b {
+			continue // none of the row's features in these shards
+		}
 		idx, val := rs.idx[a:b], rs.val[a:b]
 		for _, m := range rs.st.moves[rs.mlo:rs.mhi] {
 			for e, j := range idx {
