@@ -536,6 +536,40 @@ func (c *inprocComm) Allgatherv(buf []byte, into []byte) ([][]byte, error) {
 	return c.gather(opAllgatherv, buf, 0, into)
 }
 
+// allgathervUpTo is Allgatherv where the ranks' buffers total at most
+// limit bytes; otherwise it returns their lengths, having copied none of
+// them (see boundedAllgatherer).
+func (c *inprocComm) allgathervUpTo(buf, into []byte, limit int) ([][]byte, []int64, bool, error) {
+	var own []byte
+	if len(buf) <= limit { // else the total is over limit: no rank reads it
+		own = make([]byte, len(buf))
+		copy(own, buf)
+	}
+	parts, _, err := c.enter(part{op: opAllgatherv, n: len(buf), bytes: own}, nil)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	lens, total := make([]int64, len(parts)), 0
+	for q, p := range parts {
+		lens[q] = int64(p.n)
+		total += p.n
+	}
+	if total > limit {
+		return nil, lens, false, nil
+	}
+	if err := c.w.checkSize(opAllgatherv, total); err != nil {
+		return nil, nil, false, fmt.Errorf("%w (the total received by each rank)", err)
+	}
+	if cap(into) < total {
+		into = make([]byte, 0, total)
+	}
+	out := make([][]byte, len(parts))
+	for q, p := range parts {
+		out[q] = p.bytes
+	}
+	return packInto(into, out), lens, true, nil
+}
+
 // mailbox holds the messages sent to one rank, in arrival order.
 type mailbox struct {
 	mu      sync.Mutex

@@ -379,6 +379,17 @@ func (m *mpiComm) Gatherv(buf []byte, root int, into []byte) ([][]byte, error) {
 // variable lengths (MPI_Allgather), and their total, which must fit MPI's
 // int counts.
 func (m *mpiComm) lengths(op opKind, n int) (lens []int64, total int64, err error) {
+	if lens, total, err = m.allLengths(op, n); err != nil {
+		return nil, 0, err
+	}
+	if total > math.MaxInt32 {
+		return nil, 0, fmt.Errorf("mpi: %s: %d bytes in all exceed MPI's limit of %d: gather in parts", op, total, math.MaxInt32)
+	}
+	return lens, total, nil
+}
+
+// allLengths is lengths without the check of their total.
+func (m *mpiComm) allLengths(op opKind, n int) (lens []int64, total int64, err error) {
 	lens = make([]int64, m.size)
 	rc := C.xmc_allgather_int64(C.longlong(n), (*C.longlong)(unsafe.Pointer(&lens[0])))
 	if err := mpiErr(op, rc); err != nil {
@@ -386,9 +397,6 @@ func (m *mpiComm) lengths(op opKind, n int) (lens []int64, total int64, err erro
 	}
 	for _, n := range lens {
 		total += n
-	}
-	if total > math.MaxInt32 {
-		return nil, 0, fmt.Errorf("mpi: %s: %d bytes in all exceed MPI's limit of %d: gather in parts", op, total, math.MaxInt32)
 	}
 	return lens, total, nil
 }
@@ -400,6 +408,27 @@ func (m *mpiComm) Allgatherv(buf []byte, into []byte) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return m.allgathervOf(buf, into, lens, total)
+}
+
+// allgathervUpTo is Allgatherv where the ranks' buffers total at most
+// limit bytes (at most MaxMessage); otherwise it returns their lengths
+// after the first collective (see boundedAllgatherer).
+func (m *mpiComm) allgathervUpTo(buf, into []byte, limit int) ([][]byte, []int64, bool, error) {
+	lens, total, err := m.allLengths(opAllgatherv, len(buf))
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if total > int64(limit) {
+		return nil, lens, false, nil
+	}
+	parts, err := m.allgathervOf(buf, into, lens, total)
+	return parts, lens, err == nil, err
+}
+
+// allgathervOf is Allgatherv's MPI_Allgatherv of the ranks' buffers, whose
+// lengths lens, total in all, every rank knows.
+func (m *mpiComm) allgathervOf(buf, into []byte, lens []int64, total int64) ([][]byte, error) {
 	all, counts, displs := receiveInto(into, lens, total)
 	if total > 0 {
 		rc := C.xmc_allgatherv(ptr(buf), C.int(len(buf)), ptr(all), ptrC(counts), ptrC(displs))

@@ -25,7 +25,9 @@ const MinMessage = 4096
 // limit, so every transfer of xmc goes through Split.
 //
 // Gatherv costs one small Allreduce more than c's (the ranks agree on the
-// longest contribution), and Bcast a small Bcast more (the length).
+// longest contribution), and Bcast a small Bcast more (the length);
+// Allgatherv costs nothing more on the MPI and in-process backends, which
+// learn every rank's length first (boundedAllgatherer).
 // A split Send travels as pieces of exactly limit bytes and a last, shorter
 // one (maybe empty), which Recv reassembles; the pieces of one message are
 // never interleaved with another message to the same rank and tag, as
@@ -167,17 +169,39 @@ func (s *splitComm) Gatherv(buf []byte, root int, into []byte) ([][]byte, error)
 	return packInto(into, out), nil
 }
 
+// boundedAllgatherer is a backend whose Allgatherv learns every rank's
+// length before it moves any data (MPI's lengths gather, the in-process
+// backend's one wait): it gathers the ranks' buffers where they total at
+// most limit bytes, and otherwise moves none and returns their lengths,
+// the same on every rank. Split's Allgatherv then needs no collective of
+// its own to agree on gathering in rounds: a trainer of rounds pays one
+// synchronisation less every round.
+type boundedAllgatherer interface {
+	allgathervUpTo(buf, into []byte, limit int) (parts [][]byte, lens []int64, gathered bool, err error)
+}
+
 func (s *splitComm) Allgatherv(buf []byte, into []byte) ([][]byte, error) {
-	longest := []int64{int64(len(buf))}
-	if err := s.Comm.AllreduceInt64(longest, Max); err != nil {
-		return nil, err
-	}
-	if int(longest[0])*s.Size() <= s.limit {
-		return s.Comm.Allgatherv(buf, into)
+	var longest int64
+	if b, ok := s.Comm.(boundedAllgatherer); ok {
+		parts, lens, gathered, err := b.allgathervUpTo(buf, into, s.limit)
+		if err != nil || gathered {
+			return parts, err
+		}
+		for _, n := range lens {
+			longest = max(longest, n)
+		}
+	} else {
+		max1 := []int64{int64(len(buf))}
+		if err := s.Comm.AllreduceInt64(max1, Max); err != nil {
+			return nil, err
+		}
+		if longest = max1[0]; int(longest)*s.Size() <= s.limit {
+			return s.Comm.Allgatherv(buf, into)
+		}
 	}
 	// As a split Gatherv: every rank assembles the rounds, as a root.
 	allgatherv := func(b []byte, _ int) ([][]byte, error) { return s.Comm.Allgatherv(b, nil) }
-	out, err := s.gatherRounds(allgatherv, buf, int(longest[0]), s.Rank())
+	out, err := s.gatherRounds(allgatherv, buf, int(longest), s.Rank())
 	if err != nil {
 		return nil, err
 	}
