@@ -28,7 +28,7 @@ import (
 // for every member.
 //
 // A Team is used only by its lead, from the function given to Together;
-// once that function returns, the team's Run and For return ErrClosed.
+// once that function returns, the team's Run, For and Spread return ErrClosed.
 type Team struct {
 	// spinFor is how long to spin before parking, in nanoseconds:
 	// TeamSpin while the loops are short, 0 once they are long (see
