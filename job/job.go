@@ -343,7 +343,7 @@ func (r *Rank) setupWorkers(opts Options, sharing int) error {
 	if err != nil {
 		return err
 	}
-	spare := leaveCPUFree(topo, threads, sharing)
+	fit := workersFitCPUs(topo, threads, sharing)
 	if threads < len(topo.Domains) {
 		// Every domain that holds a data replica needs a worker of its own.
 		r.Log.Warn("fewer threads than NUMA domains; using the first domains only", "threads", threads, "domains", len(topo.Domains))
@@ -364,9 +364,9 @@ func (r *Rank) setupWorkers(opts Options, sharing int) error {
 	}
 	po := numa.Options{Log: r.Log, SharedBy: 1,
 		// A rank of one worker runs its loops itself, unless the ranks are
-		// goroutines of this process that leave no CPU free (see
+		// goroutines of this process whose workers outnumber the CPUs (see
 		// numa.Options.InlineSingle and inProcessSpin).
-		InlineSingle: !inProcess || r.Comm.Size() == 1 || spare}
+		InlineSingle: !inProcess || r.Comm.Size() == 1 || fit}
 	if shared {
 		po.SharedBy = sharing
 	}
@@ -409,28 +409,29 @@ func workerLayout(opts Options, sharing int, inProcess bool) (topo numa.Topology
 
 // inProcessSpin returns how long in-process ranks wait spinning in their
 // collectives before parking (mpi.LaunchSpinning): numa.TeamSpin where the
-// ranks' workers, one a CPU, leave a CPU free, and 0 (park at once) where
-// they do not. A rank of one worker then also runs its loops itself, and
+// ranks' workers fit the CPUs, one each, and 0 (park at once) where they
+// outnumber them. A rank of one worker then also runs its loops itself, and
 // its rounds on its worker's pinned thread (numa.Options.InlineSingle):
 // the rank that a collective releases is already running, not queued
-// behind the one that released it. Where every CPU holds a rank's worker,
-// a rank that spins holds a CPU that a released rank, the collector or the
-// scheduler's other threads need: on a 16-core node, 16 ranks of one
-// thread trained several times slower with spinning, fewer ranks faster
-// (docs/scaling/16-core.md, runs 9 and 10).
+// behind the one that released it. Where the workers take every CPU this
+// still wins: on a 16-core node, PD-Sparse's 16 ranks of one thread
+// trained 1.3-1.4 times faster spinning, MEMOIR's 1.4 times, 2 ranks of 8
+// threads and 4 of 4 1.25-1.6 times (docs/scaling/16-core.md, run 18; run
+// 9 had found the opposite while the collectives' barrier took a lock, on
+// which a rank could block behind ranks spinning on every CPU).
 func inProcessSpin(opts Options) (time.Duration, error) {
 	topo, threads, _, _, err := workerLayout(opts, opts.Ranks, true)
-	if err != nil || !leaveCPUFree(topo, threads, opts.Ranks) {
+	if err != nil || !workersFitCPUs(topo, threads, opts.Ranks) {
 		return 0, err
 	}
 	return numa.TeamSpin, nil
 }
 
-// leaveCPUFree reports whether ranks ranks of threads workers each, one a
-// CPU, leave at least one CPU of topo free: where they do, in-process ranks
-// spin in their collectives and run one-worker loops themselves.
-func leaveCPUFree(topo numa.Topology, threads, ranks int) bool {
-	return threads*ranks < len(topo.CPUs())
+// workersFitCPUs reports whether ranks ranks of threads workers each fit
+// the CPUs of topo, one a CPU: where they do, in-process ranks spin in
+// their collectives and run one-worker loops themselves.
+func workersFitCPUs(topo numa.Topology, threads, ranks int) bool {
+	return threads*ranks <= len(topo.CPUs())
 }
 
 // finish reduces the phase times (max over ranks), gathers peak memory and

@@ -10,8 +10,8 @@ import (
 )
 
 // TestInProcessSpin checks when in-process ranks' collectives spin before
-// parking: where the ranks' workers, one a CPU, leave a CPU free, and not
-// where they take every CPU or outnumber them.
+// parking: where the ranks' workers fit the CPUs, one each, and not where
+// they outnumber them.
 func TestInProcessSpin(t *testing.T) {
 	cpus := runtime.NumCPU()
 	tests := []struct {
@@ -20,14 +20,15 @@ func TestInProcessSpin(t *testing.T) {
 	}{
 		{cpus - 1, 1, numa.TeamSpin},
 		{1, cpus - 1, numa.TeamSpin},
-		{cpus, 1, 0},
-		{1, cpus, 0},
+		{cpus, 1, numa.TeamSpin},
+		{1, cpus, numa.TeamSpin},
 		{cpus + 1, 1, 0},
+		{1, cpus + 1, 0},
 		{2, cpus, 0},
 	}
 	for _, tt := range tests {
 		if tt.ranks < 1 || tt.threads < 1 {
-			continue // a machine of one CPU has no layout that leaves one free
+			continue // a machine of one CPU has no layout of cpus-1
 		}
 		t.Run(fmt.Sprintf("ranks=%d/threads=%d", tt.ranks, tt.threads), func(t *testing.T) {
 			t.Setenv("SLURM_CPUS_PER_TASK", "")

@@ -5,6 +5,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -52,9 +53,8 @@ func Launch(n, limit int, fn func(c Comm) error) error {
 // parks its goroutine. A parked rank resumes only when the Go scheduler
 // next finds a processor for it, which can take a good part of a short
 // round (docs/scaling/16-core.md, "One worker"). Spinning takes the
-// waiting rank's CPU, so a job should spin only where the ranks'
-// goroutines and workers, one a CPU, leave a CPU free for the others
-// (the collector, a released rank).
+// waiting rank's CPU, so a job should spin only where the ranks' workers
+// fit the CPUs, one each (docs/scaling/16-core.md, run 18).
 func LaunchSpinning(n, limit int, spin time.Duration, fn func(c Comm) error) error {
 	if n < 1 {
 		return fmt.Errorf("mpi: launch %d ranks: need at least 1", n)
@@ -115,13 +115,19 @@ type world struct {
 	scratch [2]any        // Allreduce result ([]float64 or []int64), by parity
 	boxes   []mailbox     // by destination rank
 
-	mu        sync.Mutex
-	failRank  int
-	failErr   error
-	arrived   int           // ranks in the current wait
-	release   chan struct{} // closed when the current wait completes
-	returned  []bool        // ranks whose fn has returned nil
-	nReturned int
+	// The internal barrier takes no lock on its way in or out: a rank
+	// that blocked on one behind ranks spinning on every CPU would wait
+	// for a CPU until one of them stopped spinning (docs/scaling/16-core.md,
+	// run 18).
+	waits     atomic.Uint64 // waits completed
+	arrived   atomic.Int32  // ranks in the current wait
+	nReturned atomic.Int32  // ranks whose fn has returned nil
+
+	mu       sync.Mutex
+	failRank int
+	failErr  error
+	release  chan struct{} // closed when the current wait completes, for the ranks parked in it
+	returned []bool        // ranks whose fn has returned nil
 }
 
 func newWorld(n int) *world {
@@ -171,10 +177,13 @@ func (w *world) check() error {
 func (w *world) finish(rank int) {
 	w.mu.Lock()
 	w.returned[rank] = true
-	w.nReturned++
-	if w.arrived > 0 {
+	w.nReturned.Add(1)
+	// A rank entering a wait counts itself in arrived before it looks at
+	// nReturned, and this one the other way round, so one of the two sees
+	// the other.
+	if n := w.arrived.Load(); n > 0 {
 		w.failLocked(rank, fmt.Errorf("mpi: returned while %d other rank(s) wait for it in a collective; "+
-			"every rank must make the same collective calls in the same order", w.arrived))
+			"every rank must make the same collective calls in the same order", n))
 	}
 	w.mu.Unlock()
 	for i := range w.boxes {
@@ -185,33 +194,44 @@ func (w *world) finish(rank int) {
 	}
 }
 
-// wait is the barrier that separates the phases of a collective op.
+// wait is the barrier that separates the phases of a collective op. A
+// rank counts itself in; the last one in starts the next wait's count and
+// completes this one, which the others see spinning (w.spin) or, parked,
+// by the closing of its release channel.
 func (w *world) wait(rank int, op opKind) error {
-	w.mu.Lock()
-	if w.failErr != nil {
-		w.mu.Unlock()
-		return ErrAborted
+	if err := w.check(); err != nil {
+		return err
 	}
-	if w.nReturned > 0 {
+	done := w.waits.Load()
+	if w.arrived.Add(1) == int32(w.size) {
+		w.arrived.Store(0) // before the wait completes: no rank can be in the next one yet
+		w.mu.Lock()
+		release := w.release
+		w.release = make(chan struct{})
+		w.waits.Add(1)
+		w.mu.Unlock()
+		close(release)
+		return nil
+	}
+	if w.nReturned.Load() > 0 {
+		w.mu.Lock()
 		err := fmt.Errorf("mpi: %s can never complete: rank(s) %v already returned; "+
 			"every rank must make the same collective calls in the same order", op, w.returnedRanksLocked())
 		w.failLocked(rank, err)
 		w.mu.Unlock()
 		return err
 	}
-	release := w.release
-	w.arrived++
-	if w.arrived == w.size {
-		w.arrived = 0
-		w.release = make(chan struct{})
+	passed := func() bool { return w.waits.Load() != done }
+	if w.spin > 0 && spinUntil(passed, w.aborted, w.spin) {
+		return nil
+	}
+	w.mu.Lock()
+	if passed() {
 		w.mu.Unlock()
-		close(release)
 		return nil
 	}
+	release := w.release // this wait's: it is replaced only as the wait completes
 	w.mu.Unlock()
-	if w.spin > 0 && spinFor(release, w.spin) {
-		return nil
-	}
 	select {
 	case <-release:
 		return nil
@@ -220,20 +240,24 @@ func (w *world) wait(rank int, op opKind) error {
 	}
 }
 
-// spinFor checks whether ch is closed, over and over, for up to d, and
-// reports whether it was. It reads the clock once every 64 checks.
-func spinFor(ch <-chan struct{}, d time.Duration) bool {
+// spinUntil checks cond, over and over, for up to d or until aborted is
+// closed, and reports whether cond became true. It reads the clock and
+// aborted once every 64 checks.
+func spinUntil(cond func() bool, aborted <-chan struct{}, d time.Duration) bool {
 	end := time.Now().Add(d)
 	for {
 		for range 64 {
-			select {
-			case <-ch:
+			if cond() {
 				return true
-			default:
 			}
 		}
-		if time.Now().After(end) {
+		select {
+		case <-aborted:
 			return false
+		default:
+		}
+		if time.Now().After(end) {
+			return cond()
 		}
 	}
 }
@@ -650,7 +674,7 @@ func (w *world) recvDeadlock(rank, src, tag int) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	switch {
-	case src == AnySource && w.size > 1 && w.nReturned == w.size-1:
+	case src == AnySource && w.size > 1 && int(w.nReturned.Load()) == w.size-1:
 		return fmt.Errorf("mpi: recv from any rank with tag %d can never complete: every other rank has returned", tag)
 	case src != AnySource && src != rank && w.returned[src]:
 		return fmt.Errorf("mpi: recv from rank %d with tag %d can never complete: rank %d has returned", src, tag, src)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -251,13 +252,45 @@ func TestMisuseIsReported(t *testing.T) {
 			return err
 		}, "recv from rank 1 with tag 3 can never complete"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := launchTimed(t, time.Second, 3, tt.fn)
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("Launch error %v, want one containing %q", err, tt.want)
-			}
-		})
+	for _, spin := range []time.Duration{0, 10 * time.Millisecond} {
+		for _, tt := range tests {
+			t.Run(fmt.Sprintf("spin=%v/%s", spin, tt.name), func(t *testing.T) {
+				err := launchTimedWith(t, time.Second, 3, spin, tt.fn)
+				if err == nil || !strings.Contains(err.Error(), tt.want) {
+					t.Fatalf("Launch error %v, want one containing %q", err, tt.want)
+				}
+			})
+		}
+	}
+}
+
+// TestBarrierSeparatesRounds checks that no rank leaves a barrier before
+// every rank has entered it, nor runs more than one round ahead: after
+// barrier k, every rank has counted rounds 0 to k and none has counted
+// round k+2, with ranks that park and ranks that spin.
+func TestBarrierSeparatesRounds(t *testing.T) {
+	const rounds = 2000
+	for _, spin := range []time.Duration{0, time.Millisecond} {
+		for _, n := range []int{2, 3, 8} {
+			t.Run(fmt.Sprintf("spin=%v/ranks=%d", spin, n), func(t *testing.T) {
+				var counted atomic.Int64
+				err := mpi.LaunchSpinning(n, mpi.MaxMessage, spin, func(c mpi.Comm) error {
+					for k := range int64(rounds) {
+						counted.Add(1)
+						if err := c.Barrier(); err != nil {
+							return err
+						}
+						if got, lo := counted.Load(), int64(n)*(k+1); got < lo || got > lo+int64(n)-1 {
+							return fmt.Errorf("after barrier %d: %d rounds counted, want %d to %d", k, got, lo, lo+int64(n)-1)
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
 	}
 }
 

@@ -135,12 +135,12 @@ type Options struct {
 	// a pool also runs Together's body on its worker's thread (see
 	// Together). The job sets it for the ranks of an MPI job, for a job of
 	// one rank, and for ranks run as goroutines of one process whose
-	// workers leave a CPU free (their collectives then wait spinning).
-	// Where they leave none, those ranks' collectives park a waiting rank,
-	// and the Go scheduler queues the rank a collective releases behind the
-	// goroutine that released it: a rank that went straight on computing
-	// would delay the others. With it set, For must not be called while the
-	// worker runs something else.
+	// workers fit the CPUs, one each (their collectives then wait
+	// spinning). Where they outnumber the CPUs, those ranks' collectives
+	// park a waiting rank, and the Go scheduler queues the rank a
+	// collective releases behind the goroutine that released it: a rank
+	// that went straight on computing would delay the others. With it set,
+	// For must not be called while the worker runs something else.
 	InlineSingle bool
 }
 
