@@ -316,6 +316,26 @@ type inprocComm struct {
 	w    *world
 	rank int
 	seq  uint64 // collectives this rank has entered; collectives of a rank are never concurrent
+	// staged holds, by collective parity as the world's parts, the copy of
+	// this rank's Allgatherv contribution that the other ranks read, kept
+	// from one collective to the next of its parity: a round's exchange
+	// then leaves no garbage behind.
+	staged [2][]byte
+}
+
+// stage returns a copy of buf in this rank's staging buffer of the
+// collective it is about to enter (see world: no rank reads it after the
+// next collective, where the buffer of the other parity serves). Only for
+// Allgatherv, whose results never share the parts.
+func (c *inprocComm) stage(buf []byte) []byte {
+	parity := c.seq & 1
+	if c.staged[parity] == nil { // an empty contribution is an empty part, not a nil one
+		c.staged[parity] = make([]byte, 0, len(buf))
+	}
+	c.staged[parity] = append(c.staged[parity][:0], buf...)
+	// Capacity cut to the length: where the parts are the result (all
+	// empty), a rank's append must not write into the buffer they share.
+	return c.staged[parity][:len(buf):len(buf)]
 }
 
 func (c *inprocComm) Rank() int { return c.rank }
@@ -525,10 +545,15 @@ func (c *inprocComm) gather(op opKind, buf []byte, root int, into []byte) ([][]b
 	if err := c.w.checkSize(op, len(buf)); err != nil {
 		return nil, err
 	}
-	own := make([]byte, len(buf))
-	copy(own, buf)
-	parts, _, err := c.enter(part{op: op, root: root, n: len(buf), bytes: own}, nil)
 	all := op == opAllgatherv
+	var own []byte
+	if all {
+		own = c.stage(buf)
+	} else { // a root's result may hold it
+		own = make([]byte, len(buf))
+		copy(own, buf)
+	}
+	parts, _, err := c.enter(part{op: op, root: root, n: len(buf), bytes: own}, nil)
 	if err != nil || (c.rank != root && !all) {
 		return nil, err
 	}
@@ -566,8 +591,7 @@ func (c *inprocComm) Allgatherv(buf []byte, into []byte) ([][]byte, error) {
 func (c *inprocComm) allgathervUpTo(buf, into []byte, limit int) ([][]byte, []int64, bool, error) {
 	var own []byte
 	if len(buf) <= limit { // else the total is over limit: no rank reads it
-		own = make([]byte, len(buf))
-		copy(own, buf)
+		own = c.stage(buf)
 	}
 	parts, _, err := c.enter(part{op: opAllgatherv, n: len(buf), bytes: own}, nil)
 	if err != nil {
