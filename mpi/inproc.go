@@ -56,11 +56,17 @@ func Launch(n, limit int, fn func(c Comm) error) error {
 // waiting rank's CPU, so a job should spin only where the ranks' workers
 // fit the CPUs, one each (docs/scaling/16-core.md, run 18).
 func LaunchSpinning(n, limit int, spin time.Duration, fn func(c Comm) error) error {
+	return launch(n, limit, spin, nil, fn)
+}
+
+// launch is LaunchSpinning with a function that a rank calls right after
+// it counts itself into a wait (nil but in tests, which hold a rank there).
+func launch(n, limit int, spin time.Duration, afterArrive func(rank int), fn func(c Comm) error) error {
 	if n < 1 {
 		return fmt.Errorf("mpi: launch %d ranks: need at least 1", n)
 	}
 	w := newWorld(n)
-	w.limit, w.spin = limit, spin
+	w.limit, w.spin, w.afterArrive = limit, spin, afterArrive
 	var wg sync.WaitGroup
 	for r := range n {
 		c := &inprocComm{w: w, rank: r}
@@ -107,13 +113,16 @@ func runRank(fn func(Comm) error, c Comm) (err error) {
 // k+2, and overwrite the buffers of collective k, after every rank has
 // entered collective k+1, so after every rank has finished reading them.
 type world struct {
-	size    int
-	limit   int           // the most bytes of one transfer
-	spin    time.Duration // how long a rank spins in wait before parking
-	aborted chan struct{} // closed by the first fail
-	parts   [2][]part     // by collective parity, then by rank
-	scratch [2]any        // Allreduce result ([]float64 or []int64), by parity
-	boxes   []mailbox     // by destination rank
+	size  int
+	limit int           // the most bytes of one transfer
+	spin  time.Duration // how long a rank spins in wait before parking
+	// afterArrive, where set (tests), is called by a rank right after it
+	// counts itself into a wait.
+	afterArrive func(rank int)
+	aborted     chan struct{} // closed by the first fail
+	parts       [2][]part     // by collective parity, then by rank
+	scratch     [2]any        // Allreduce result ([]float64 or []int64), by parity
+	boxes       []mailbox     // by destination rank
 
 	// The internal barrier takes no lock on its way in or out: a rank
 	// that blocked on one behind ranks spinning on every CPU would wait
@@ -213,7 +222,13 @@ func (w *world) wait(rank int, op opKind) error {
 		close(release)
 		return nil
 	}
-	if w.nReturned.Load() > 0 {
+	if w.afterArrive != nil {
+		w.afterArrive(rank)
+	}
+	passed := func() bool { return w.waits.Load() != done }
+	// A rank that returned after this wait completed is no mismatch: the
+	// wait's completion is seen here if its return is (it came first).
+	if w.nReturned.Load() > 0 && !passed() {
 		w.mu.Lock()
 		err := fmt.Errorf("mpi: %s can never complete: rank(s) %v already returned; "+
 			"every rank must make the same collective calls in the same order", op, w.returnedRanksLocked())
@@ -221,7 +236,6 @@ func (w *world) wait(rank int, op opKind) error {
 		w.mu.Unlock()
 		return err
 	}
-	passed := func() bool { return w.waits.Load() != done }
 	if w.spin > 0 && spinUntil(passed, w.aborted, w.spin) {
 		return nil
 	}
