@@ -26,6 +26,7 @@ import (
 	"xmc/atomicfile"
 	"xmc/bench"
 	"xmc/internal/cli"
+	"xmc/numa"
 	"xmc/train/registry"
 )
 
@@ -38,6 +39,7 @@ func commands() []cli.Command {
 		{Name: "accuracy", Summary: "train every algorithm on every data set of a directory with several seeds: P@k, PSP@k, time and memory", Run: runAccuracy},
 		{Name: "shapes", Summary: "costs at the shapes of EURLex-4K, Wiki10-31K, Amazon-670K (generated data), and against the number of labels", Run: runShapes},
 		{Name: "project", Summary: "project the core-seconds of a one-vs-all training of every label from trained samples of head, torso and tail labels", Run: runProject},
+		{Name: "ceiling", Summary: "what this machine allows a pool of W pinned workers: how much slower a core works with W at once, and the speedup a perfectly parallel loop reaches", Run: runCeiling},
 		{Name: "peakrss", Summary: "run a command and report its peak resident memory (used by compare under mpirun)", Run: runPeakRSS},
 	}
 }
@@ -517,6 +519,36 @@ func runCompare(args []string) error {
 		return err
 	}
 	return writeStudy(cmp, "compare", out)
+}
+
+func runCeiling(args []string) error {
+	fs := newFlagSet("ceiling", "ceiling [--workers 8,15,16] [--ops 20]\n\n"+
+		"Times the same work on every worker of pools of pinned workers (one worker first): loops of arithmetic,\n"+
+		"of random reads from a table in cache and in memory, and of a stream. A study made with xmc-bench scale\n"+
+		"on this machine is read against the speedups it prints.")
+	var workers string
+	var ops int
+	fs.StringVar(&workers, "workers", "", "worker counts to time, comma-separated (default: half, all but one, and all of the CPUs)")
+	fs.IntVar(&ops, "ops", 20, "ops of each loop and worker count, the best kept")
+	if err := cli.Parse(fs, args, false); err != nil {
+		return err
+	}
+	topo, err := numa.Detect()
+	if err != nil {
+		return err
+	}
+	n := len(topo.CPUs())
+	counts := []int{max(1, n/2), max(1, n-1), n}
+	if workers != "" {
+		if counts, err = cli.IntList("workers", workers); err != nil {
+			return err
+		}
+	}
+	points, err := bench.Ceiling(topo, counts, ops)
+	if err != nil {
+		return err
+	}
+	return bench.WriteCeiling(os.Stdout, points)
 }
 
 func runPeakRSS(args []string) error {
