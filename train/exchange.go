@@ -226,9 +226,9 @@ type RowReports struct {
 	round int    // the run of batchReports they belong to
 }
 
-// BatchReports has a rank's workers report on a round's rows at once and
-// joins their reports in row order; it keeps its memory from round to
-// round.
+// BatchReports has a rank's workers report on a round's rows at once,
+// and joins their reports in row order or decodes them where the workers
+// left them; it keeps its memory from round to round.
 type BatchReports struct {
 	pieces []reportPiece // per row of the round, where its report lies
 	order  RowOrder      // the rows in the order they are dealt
@@ -252,11 +252,11 @@ type reportPiece struct {
 
 // Run has the team's workers take the rows of a round, rows[q] for q in
 // [0, len(rows)), one at a time, in RowOrder, and call report for each,
-// which appends the row's entries to the worker's reports (reports(w)); it
-// returns every row's entries, in row order, in dst[:0].
+// which appends the row's entries to the worker's reports (reports(w)).
+// Join and Entries then give every row's entries in row order.
 func (b *BatchReports) Run(team *numa.Team, x *data.CSR, rows []int32, reports func(numa.Worker) *RowReports,
-	report func(w numa.Worker, q int, r *RowReports), dst []byte) ([]byte, error) {
-	return b.RunPieces(team, x, rows, 1, nil, reports, report, dst)
+	report func(w numa.Worker, q int, r *RowReports)) error {
+	return b.RunPieces(team, x, rows, 1, nil, reports, report)
 }
 
 // RunPieces is Run for rows searched in parts pieces each, so that a round
@@ -267,7 +267,7 @@ func (b *BatchReports) Run(team *numa.Team, x *data.CSR, rows []int32, reports f
 // 1, piece is not called.
 func (b *BatchReports) RunPieces(team *numa.Team, x *data.CSR, rows []int32, parts int,
 	piece func(w numa.Worker, q, p int), reports func(numa.Worker) *RowReports,
-	report func(w numa.Worker, q int, r *RowReports), dst []byte) ([]byte, error) {
+	report func(w numa.Worker, q int, r *RowReports)) error {
 	n := len(rows)
 	b.pieces = slices.Grow(b.pieces[:0], n)[:n]
 	order := b.order.Of(x, rows)
@@ -281,35 +281,56 @@ func (b *BatchReports) RunPieces(team *numa.Team, x *data.CSR, rows []int32, par
 		report(w, q, r)
 		r.ends = append(r.ends, len(r.Msg))
 	}
-	var err error
 	if parts <= 1 {
-		err = team.For(n, 1, func(w numa.Worker, k, _ int) { finish(w, int(order[k])) })
-	} else {
-		if cap(b.left) < n {
-			b.left = make([]piecesLeft, n)
-		}
-		left := b.left[:n]
-		for q := range left {
-			left[q].n.Store(int32(parts))
-		}
-		err = team.For(n*parts, 1, func(w numa.Worker, k, _ int) {
-			q := int(order[k/parts])
-			piece(w, q, k%parts)
-			if left[q].n.Add(-1) == 0 {
-				finish(w, q)
-			}
-		})
+		return team.For(n, 1, func(w numa.Worker, k, _ int) { finish(w, int(order[k])) })
 	}
-	if err != nil {
-		return dst, err
+	if cap(b.left) < n {
+		b.left = make([]piecesLeft, n)
 	}
+	left := b.left[:n]
+	for q := range left {
+		left[q].n.Store(int32(parts))
+	}
+	return team.For(n*parts, 1, func(w numa.Worker, k, _ int) {
+		q := int(order[k/parts])
+		piece(w, q, k%parts)
+		if left[q].n.Add(-1) == 0 {
+			finish(w, q)
+		}
+	})
+}
+
+// Join returns the entries of every row of the last run, in row order, in
+// dst[:0]: the rank's message to the others.
+func (b *BatchReports) Join(dst []byte) []byte {
 	dst = dst[:0]
-	for _, pc := range b.pieces {
-		start := 0
-		if pc.first > 0 {
-			start = pc.r.ends[pc.first-1]
-		}
-		dst = append(dst, pc.r.Msg[start:pc.r.ends[pc.first]]...)
+	for q := range b.pieces {
+		dst = append(dst, b.report(q)...)
 	}
-	return dst, nil
+	return dst
+}
+
+// Entries decodes the entries of every row of the last run, in row order,
+// into into[:0], from where the workers left them: what DecodeEntries
+// makes of Join's message where this rank's are the only reports, without
+// the message.
+func (b *BatchReports) Entries(into []RoundEntry) []RoundEntry {
+	into = into[:0]
+	for q := range b.pieces {
+		r := b.report(q)
+		for k := 0; k+RoundEntryBytes <= len(r); k += RoundEntryBytes {
+			into = append(into, decodeEntry(r[k:]))
+		}
+	}
+	return into
+}
+
+// report returns the bytes row q of the last run reported.
+func (b *BatchReports) report(q int) []byte {
+	pc := b.pieces[q]
+	start := 0
+	if pc.first > 0 {
+		start = pc.r.ends[pc.first-1]
+	}
+	return pc.r.Msg[start:pc.r.ends[pc.first]]
 }

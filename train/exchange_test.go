@@ -61,7 +61,8 @@ func TestDecodeEntries(t *testing.T) {
 }
 
 // TestBatchReports checks that the rows' reports come back in row order
-// whatever the workers, that one worker takes the rows of more features
+// whatever the workers, joined as a message or decoded (as the message
+// decodes), that one worker takes the rows of more features
 // first (ties in row order), and, for rows searched in pieces, that every
 // piece is searched once and a row reported only after all of its pieces.
 func TestBatchReports(t *testing.T) {
@@ -84,6 +85,7 @@ func TestBatchReports(t *testing.T) {
 			var dealt []int32 // by worker 0 alone, where there is one
 			var b BatchReports
 			var got []byte
+			var entries []RoundEntry
 			pieces := make([]atomic.Int32, len(rows)) // per row, its pieces searched
 			var early atomic.Bool                     // a row reported before all its pieces
 			err = pool.Together(func(team *numa.Team) error {
@@ -92,7 +94,7 @@ func TestBatchReports(t *testing.T) {
 					for q := range pieces {
 						pieces[q].Store(0)
 					}
-					got, err = b.RunPieces(team, &x, rows, parts,
+					err := b.RunPieces(team, &x, rows, parts,
 						func(_ numa.Worker, q, _ int) { pieces[q].Add(1) },
 						func(w numa.Worker) *RowReports { return &reports[w.ID] },
 						func(w numa.Worker, q int, r *RowReports) {
@@ -105,10 +107,11 @@ func TestBatchReports(t *testing.T) {
 							for k := range q % 3 { // 0 to 2 entries a row
 								r.Msg = AppendEntry(r.Msg, RoundEntry{Row: int32(q), Class: int32(k)})
 							}
-						}, got)
+						})
 					if err != nil {
 						return err
 					}
+					got, entries = b.Join(got), b.Entries(entries)
 				}
 				return nil
 			})
@@ -124,6 +127,9 @@ func TestBatchReports(t *testing.T) {
 			}
 			if !slices.Equal(got, want) {
 				t.Errorf("%d parts, %d workers: the reports are not in row order", parts, workers)
+			}
+			if decoded, err := DecodeEntries(want, nil); err != nil || !slices.Equal(entries, decoded) {
+				t.Errorf("%d parts, %d workers: entries %v, want the message's %v (%v)", parts, workers, entries, decoded, err)
 			}
 			if workers == 1 && !slices.Equal(dealt, []int32{3, 7, 5, 0, 2, 6}) {
 				t.Errorf("%d parts: one worker took the rows %v, want those of more features first", parts, dealt)

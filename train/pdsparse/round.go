@@ -32,15 +32,10 @@ func (t *roundTrainer) Round(_ context.Context, r int, team *numa.Team) (bool, e
 		return false, err
 	}
 	lap = t.phases.add(&t.phases.search, lap)
-	all, err := t.exchange()
-	if err != nil {
+	if err := t.roundEntries(); err != nil {
 		return false, err
 	}
 	t.rounds++
-	t.reportBytes += int64(len(all))
-	if t.entries, err = train.DecodeEntries(all, t.entries); err != nil {
-		return false, fmt.Errorf("pdsparse: %w", err)
-	}
 	t.phases.add(&t.phases.exchange, lap)
 	if err := t.steps(rows); err != nil {
 		return false, err
@@ -69,6 +64,28 @@ func (t *roundTrainer) Round(_ context.Context, r int, team *numa.Team) (bool, e
 			"best", fmt.Sprintf("%.2f", t.bestAcc), "epochs_without_gain", t.sinceBest)
 	}
 	return t.sinceBest >= t.p.Patience, nil
+}
+
+// roundEntries sets t.entries to every rank's entries for the round's
+// rows, ordered by row and, within a row, by rank: exchanged as messages,
+// or, where this rank is the only one, decoded where its workers left
+// them, without a message to join, send and read back.
+func (t *roundTrainer) roundEntries() error {
+	if t.comm.Size() == 1 {
+		t.entries = t.batch.Entries(t.entries)
+		t.reportBytes += int64(len(t.entries) * train.RoundEntryBytes)
+		return nil
+	}
+	t.msg = t.batch.Join(t.msg)
+	all, err := t.exchange()
+	if err != nil {
+		return err
+	}
+	t.reportBytes += int64(len(all))
+	if t.entries, err = train.DecodeEntries(all, t.entries); err != nil {
+		return fmt.Errorf("pdsparse: %w", err)
+	}
+	return nil
 }
 
 // heldoutAccuracy returns the percentage of held-out rows whose top class

@@ -200,24 +200,21 @@ func isActive(active []dualVar, l int32) bool {
 	return false
 }
 
-// search fills t.msg with this rank's entries for the rows, in row order:
-// the rank's workers search the batch's rows at once, each with its own
+// search has this rank's entries for the rows reported in t.batch: the
+// rank's workers search the batch's rows at once, each with its own
 // scratch, a row whole or, where the search is split (t.parts > 1), in
 // pieces of a share of the classes each, joined by the worker that
 // finishes a row's last piece.
 func (t *roundTrainer) search(rows []int32) error {
 	reports := func(w numa.Worker) *train.RowReports { return &t.searchers.Get(w).RowReports }
-	var err error
 	if t.parts == 1 {
-		t.msg, err = t.batch.Run(t.team, &t.x, rows, reports,
-			func(w numa.Worker, q int, _ *train.RowReports) { t.report(t.searchers.Get(w), int32(q), rows[q]) }, t.msg)
-		return err
+		return t.batch.Run(t.team, &t.x, rows, reports,
+			func(w numa.Worker, q int, _ *train.RowReports) { t.report(t.searchers.Get(w), int32(q), rows[q]) })
 	}
 	t.startPieces(rows)
-	t.msg, err = t.batch.RunPieces(t.team, &t.x, rows, t.parts,
+	return t.batch.RunPieces(t.team, &t.x, rows, t.parts,
 		func(w numa.Worker, q, p int) { t.searchPiece(t.searchers.Get(w), q, rows[q], p) }, reports,
-		func(w numa.Worker, q int, _ *train.RowReports) { t.joinPieces(t.searchers.Get(w), int32(q), rows[q]) }, t.msg)
-	return err
+		func(w numa.Worker, q int, _ *train.RowReports) { t.joinPieces(t.searchers.Get(w), int32(q), rows[q]) })
 }
 
 // exchange gives every rank the reports of all ranks, in rank order.
