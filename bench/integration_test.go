@@ -124,7 +124,7 @@ func TestScaleCommand(t *testing.T) {
 	needBinaries(t)
 	out := filepath.Join(t.TempDir(), "study")
 	table := mustBench(t, "scale", "--data", bibtexTrain, "--test", bibtexTest, "--trees", "2",
-		"--ranks", "1,2", "--threads", "1", "--repeats", "1", "--warmup", "0", "--out", out)
+		"--ranks", "1,2", "--threads", "1", "--repeats", "1", "--warmup", "0", "--ceiling", "--out", out)
 
 	var s Scaling
 	readJSON(t, filepath.Join(out, "scaling.json"), &s)
@@ -172,6 +172,12 @@ func TestScaleCommand(t *testing.T) {
 	}
 	if csvLines != 3 {
 		t.Errorf("scaling.csv has %d lines, want 3", csvLines)
+	}
+	// The machine's ceiling at 1 and 2 workers: a header and a row per
+	// loop and count.
+	if b, err := os.ReadFile(filepath.Join(out, "ceiling.txt")); err != nil ||
+		len(strings.Split(strings.TrimSpace(string(b)), "\n")) != 1+2*len(CeilingKinds) {
+		t.Errorf("ceiling.txt: %v\n%s", err, b)
 	}
 	var written []string
 	for _, n := range []string{"speedup", "efficiency", "comm"} {

@@ -129,6 +129,7 @@ func runScale(args []string) error {
 	var dataPath, testPath, algo, ranks, threads, out string
 	var trees, repeats, warmup int
 	var seed uint64
+	var ceiling bool
 	fs.StringVar(&dataPath, "data", "", "training data `FILE` (XMC format; a synthetic one of any size from xmc gen works too)")
 	fs.StringVar(&testPath, "test", "", "test data `FILE`: also time prediction and evaluation")
 	fs.StringVar(&algo, "algo", registry.Default, "algorithm (xmc train --algo)")
@@ -139,6 +140,7 @@ func runScale(args []string) error {
 	fs.IntVar(&repeats, "repeats", 3, "runs of every layout (interleaved)")
 	fs.IntVar(&warmup, "warmup", 1, "unrecorded runs first, on the widest layout, to warm the page cache")
 	fs.StringVar(&out, "out", "", "`DIR` for summaries, logs, scaling.json, scaling.csv and plots (must hold no summaries)")
+	fs.BoolVar(&ceiling, "ceiling", false, "also time this machine's ceiling at the study's worker counts (ranks × threads), into DIR/ceiling.txt (see xmc-bench ceiling)")
 	extra, err := parseStudy(fs, args, &out)
 	if err != nil {
 		return err
@@ -184,7 +186,32 @@ func runScale(args []string) error {
 	if err != nil {
 		return err
 	}
-	return writeScaling(s, out)
+	if err := writeScaling(s, out); err != nil || !ceiling {
+		return err
+	}
+	var workers []int
+	for _, l := range grid {
+		workers = append(workers, l.Ranks*l.Threads)
+	}
+	return writeCeiling(workers, filepath.Join(out, "ceiling.txt"))
+}
+
+// writeCeiling times this machine's ceiling at the worker counts and
+// writes its table to path and standard output.
+func writeCeiling(workers []int, path string) error {
+	topo, err := numa.Detect()
+	if err != nil {
+		return err
+	}
+	points, err := bench.Ceiling(topo, workers, 20)
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.Write(path, func(w *bufio.Writer) error { return bench.WriteCeiling(w, points) }); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	fmt.Fprintf(os.Stderr, "wrote %s\n", path)
+	return bench.WriteCeiling(os.Stdout, points)
 }
 
 func runAccuracy(args []string) error {
