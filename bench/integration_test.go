@@ -120,6 +120,20 @@ func readJSON(t *testing.T, path string, v any) {
 	}
 }
 
+// TestCeilingCommand runs xmc-bench ceiling on one and two workers: a row
+// per loop and count; a bad count is refused with a non-zero exit.
+func TestCeilingCommand(t *testing.T) {
+	needBinaries(t)
+	out := mustBench(t, "ceiling", "--workers", "2", "--ops", "1")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 1+2*len(CeilingKinds) || !strings.Contains(lines[0], "ceiling") {
+		t.Errorf("xmc-bench ceiling printed\n%s\nwant a header and %d rows", out, 2*len(CeilingKinds))
+	}
+	if _, errOut, code := runBench(t, "ceiling", "--workers", "0"); code == 0 || !strings.Contains(errOut, "--workers") {
+		t.Errorf("--workers 0: exit %d, %q", code, errOut)
+	}
+}
+
 func TestScaleCommand(t *testing.T) {
 	needBinaries(t)
 	out := filepath.Join(t.TempDir(), "study")
