@@ -71,42 +71,48 @@ func Ceiling(topo numa.Topology, workers []int, ops int) ([]CeilingPoint, error)
 		if err != nil {
 			return nil, err
 		}
-		own := make([][]float32, n)
-		sink := make([]float32, n)
-		err = pool.Run(func(w numa.Worker) error { // first touched by its worker
-			own[w.ID] = ceilingTable(32<<20/4, uint32(w.ID+3))
-			return nil
-		})
-		for _, kind := range CeilingKinds {
-			if err != nil {
-				break
-			}
-			best := time.Duration(math.MaxInt64)
-			for range ops {
-				start := time.Now()
-				if err = pool.Run(func(w numa.Worker) error {
-					sink[w.ID] += work[kind](w.ID, own[w.ID])
-					return nil
-				}); err != nil {
-					break
-				}
-				best = min(best, time.Since(start))
-			}
-			if n == 1 {
-				one[kind] = best
-			}
-			slower := float64(best) / float64(one[kind])
-			points = append(points, CeilingPoint{Kind: kind, Workers: n, Op: best, Slower: slower, Speedup: float64(n) / slower})
-		}
+		best, err := ceilingOps(pool, n, ops, work)
 		pool.Close()
 		if err != nil {
 			return nil, err
 		}
-		if math.IsNaN(float64(sink[0])) { // keeps the work from being optimised away
-			return nil, fmt.Errorf("ceiling: a loop summed to NaN")
+		for _, kind := range CeilingKinds {
+			if n == 1 {
+				one[kind] = best[kind]
+			}
+			slower := float64(best[kind]) / float64(one[kind])
+			points = append(points, CeilingPoint{Kind: kind, Workers: n, Op: best[kind], Slower: slower, Speedup: float64(n) / slower})
 		}
 	}
 	return points, nil
+}
+
+// ceilingOps returns the best time of ops ops of each kind's work on the n
+// workers of pool, each with a 32 MiB table of its own to stream.
+func ceilingOps(pool *numa.Pool, n, ops int, work map[string]func(id int, own []float32) float32) (map[string]time.Duration, error) {
+	own := make([][]float32, n)
+	if err := pool.Run(func(w numa.Worker) error { // first touched by its worker
+		own[w.ID] = ceilingTable(32<<20/4, uint32(w.ID+3))
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	sink := make([]float32, n) // the results, stored so that no work is dropped
+	best := map[string]time.Duration{}
+	for _, kind := range CeilingKinds {
+		best[kind] = time.Duration(math.MaxInt64)
+		for range ops {
+			start := time.Now()
+			if err := pool.Run(func(w numa.Worker) error {
+				sink[w.ID] += work[kind](w.ID, own[w.ID])
+				return nil
+			}); err != nil {
+				return nil, err
+			}
+			best[kind] = min(best[kind], time.Since(start))
+		}
+	}
+	return best, nil
 }
 
 // WriteCeiling writes points as a table, a row per kind and worker count.

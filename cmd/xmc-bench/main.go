@@ -193,24 +193,31 @@ func runScale(args []string) error {
 	for _, l := range grid {
 		workers = append(workers, l.Ranks*l.Threads)
 	}
-	return writeCeiling(workers, filepath.Join(out, "ceiling.txt"))
+	return writeCeiling(workers, 20, filepath.Join(out, "ceiling.txt"))
 }
 
-// writeCeiling times this machine's ceiling at the worker counts and
-// writes its table to path and standard output.
-func writeCeiling(workers []int, path string) error {
+// writeCeiling times this machine's ceiling at the worker counts (none:
+// half, all but one and all of its CPUs), ops ops each, and writes its
+// table to standard output and to path, if any.
+func writeCeiling(workers []int, ops int, path string) error {
 	topo, err := numa.Detect()
 	if err != nil {
 		return err
 	}
-	points, err := bench.Ceiling(topo, workers, 20)
+	if len(workers) == 0 {
+		n := len(topo.CPUs())
+		workers = []int{max(1, n/2), max(1, n-1), n}
+	}
+	points, err := bench.Ceiling(topo, workers, ops)
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.Write(path, func(w *bufio.Writer) error { return bench.WriteCeiling(w, points) }); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+	if path != "" {
+		if err := atomicfile.Write(path, func(w *bufio.Writer) error { return bench.WriteCeiling(w, points) }); err != nil {
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+		fmt.Fprintf(os.Stderr, "wrote %s\n", path)
 	}
-	fmt.Fprintf(os.Stderr, "wrote %s\n", path)
 	return bench.WriteCeiling(os.Stdout, points)
 }
 
@@ -560,22 +567,14 @@ func runCeiling(args []string) error {
 	if err := cli.Parse(fs, args, false); err != nil {
 		return err
 	}
-	topo, err := numa.Detect()
-	if err != nil {
-		return err
-	}
-	n := len(topo.CPUs())
-	counts := []int{max(1, n/2), max(1, n-1), n}
+	var counts []int
 	if workers != "" {
+		var err error
 		if counts, err = cli.IntList("workers", workers); err != nil {
 			return err
 		}
 	}
-	points, err := bench.Ceiling(topo, counts, ops)
-	if err != nil {
-		return err
-	}
-	return bench.WriteCeiling(os.Stdout, points)
+	return writeCeiling(counts, ops, "")
 }
 
 func runPeakRSS(args []string) error {
