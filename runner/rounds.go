@@ -44,8 +44,11 @@ type RoundTrainer interface {
 	// round run.
 	Save() (state [][]byte, shared []byte, err error)
 	// Finish returns the model's encoded units that this rank owns, once
-	// the rounds are over (complete or stopped).
-	Finish() ([]Result, error)
+	// the rounds are over (complete or stopped). Its parallel loops go to
+	// team, as the rounds' do: encoding every unit is work that grows with
+	// the model, and would otherwise run on the lead alone while the
+	// other workers wait.
+	Finish(team *numa.Team) ([]Result, error)
 }
 
 // Rounds describes how Run trains a RoundTrainer.
@@ -126,16 +129,15 @@ func (p Rounds) Run(ctx context.Context, t RoundTrainer) (results []Result, stop
 	r := start
 	err = p.Pool.Together(func(team *numa.Team) error {
 		var err error
-		r, stopped, err = p.rounds(ctx, t, team, ck, owned, start, report)
+		if r, stopped, err = p.rounds(ctx, t, team, ck, owned, start, report); err != nil {
+			return err
+		}
+		if p.Progress != nil && c.Rank() == 0 {
+			p.Progress.Finish()
+		}
+		results, err = t.Finish(team)
 		return err
 	})
-	if err != nil {
-		return nil, false, err
-	}
-	if p.Progress != nil && c.Rank() == 0 {
-		p.Progress.Finish()
-	}
-	results, err = t.Finish()
 	if err != nil {
 		return nil, false, err
 	}

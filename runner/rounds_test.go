@@ -144,7 +144,7 @@ func (t *lsqTrainer) Save() ([][]byte, []byte, error) {
 	return state, binary.LittleEndian.AppendUint64(shared, math.Float64bits(t.loss)), nil
 }
 
-func (t *lsqTrainer) Finish() ([]Result, error) {
+func (t *lsqTrainer) Finish(*numa.Team) ([]Result, error) {
 	var out []Result
 	for _, u := range t.owned {
 		out = append(out, Result{Unit: u, Data: t.encode(u)})

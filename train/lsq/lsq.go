@@ -371,11 +371,13 @@ func (t *roundTrainer) Save() ([][]byte, []byte, error) {
 	return state, shared, err
 }
 
-// Finish encodes every owned unit as a linear.Block.
-func (t *roundTrainer) Finish() ([]runner.Result, error) {
-	out := make([]runner.Result, len(t.units))
-	w := make([]float64, t.cols)
-	for i, lu := range t.units {
+// Finish encodes every owned unit as a linear.Block, the units on the
+// team's workers.
+func (t *roundTrainer) Finish(team *numa.Team) ([]runner.Result, error) {
+	weights := numa.NewPerWorker(t.pool, func(numa.Worker) []float64 { return make([]float64, t.cols) })
+	return train.EncodeUnits(team, t.owned, func(wk numa.Worker, i int) ([]byte, error) {
+		w := weights.Get(wk)
+		lu := t.units[i]
 		var b linear.Block
 		k := len(lu.labels)
 		for c, l := range lu.labels {
@@ -387,11 +389,6 @@ func (t *roundTrainer) Finish() ([]runner.Result, error) {
 			}
 			b.Append(l, w, t.p.Prune)
 		}
-		enc, err := b.MarshalBinary()
-		if err != nil {
-			return nil, err
-		}
-		out[i] = runner.Result{Unit: t.owned[i], Data: enc}
-	}
-	return out, nil
+		return b.MarshalBinary()
+	})
 }

@@ -8,7 +8,9 @@ import (
 
 	"xmc/mips"
 	"xmc/model/linear"
+	"xmc/numa"
 	"xmc/runner"
+	"xmc/train"
 )
 
 // Save returns each owned block's vectors and index, and the shared scale
@@ -93,11 +95,16 @@ func (t *roundTrainer) decodeBlock(b *classBlock, e []byte) error {
 }
 
 // Finish encodes every owned block as a linear.Block of its weights
-// s·v (the best epoch's with --heldout).
-func (t *roundTrainer) Finish() ([]runner.Result, error) {
-	out := make([]runner.Result, len(t.mine))
-	dense := make([]float64, t.x.Cols)
+// s·v (the best epoch's with --heldout), the blocks on the team's workers.
+func (t *roundTrainer) Finish(team *numa.Team) ([]runner.Result, error) {
+	units := make([]int, len(t.mine))
 	for q, b := range t.mine {
+		units[q] = b.unit
+	}
+	dense := numa.NewPerWorker(t.pool, func(numa.Worker) []float64 { return make([]float64, t.x.Cols) })
+	return train.EncodeUnits(team, units, func(w numa.Worker, q int) ([]byte, error) {
+		d := dense.Get(w)
+		b := t.mine[q]
 		vec, scale := b.vec, t.scale
 		if b.best != nil {
 			vec, scale = b.best, t.bestScale
@@ -106,24 +113,19 @@ func (t *roundTrainer) Finish() ([]runner.Result, error) {
 		for k, l := range b.classes {
 			idx, val := vec.Vector(k)
 			for e, j := range idx {
-				w := scale * val[e]
-				if math.IsNaN(w) || math.IsInf(w, 0) {
+				v := scale * val[e]
+				if math.IsNaN(v) || math.IsInf(v, 0) {
 					return nil, fmt.Errorf("class %d: training diverged: non-finite weight", l)
 				}
-				dense[j] = w
+				d[j] = v
 			}
-			lb.AppendSparse(l, idx, dense, t.p.Prune)
+			lb.AppendSparse(l, idx, d, t.p.Prune)
 			for _, j := range idx {
-				dense[j] = 0
+				d[j] = 0
 			}
 		}
-		enc, err := lb.MarshalBinary()
-		if err != nil {
-			return nil, err
-		}
-		out[q] = runner.Result{Unit: b.unit, Data: enc}
-	}
-	return out, nil
+		return lb.MarshalBinary()
+	})
 }
 
 // stateBytes is the memory of this rank's class blocks: their vectors, the

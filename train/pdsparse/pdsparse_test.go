@@ -124,7 +124,7 @@ func TestPDSparseSameWeights(t *testing.T) {
 			if ph := tr.phases; ph.search <= 0 || ph.exchange <= 0 || ph.solve <= 0 || ph.apply <= 0 {
 				return fmt.Errorf("round phases not timed: %+v", ph)
 			}
-			got, err = tr.Finish()
+			got, err = finish(tr)
 			return err
 		})
 		if err != nil {
@@ -178,7 +178,7 @@ func TestPDSparseResumeAcrossStores(t *testing.T) {
 			if st, sh, err = tt.Save(); err != nil {
 				return err
 			}
-			res, err = tt.Finish()
+			res, err = finish(tt)
 			return err
 		})
 		return res, st, sh, err
@@ -241,6 +241,15 @@ func runRounds(t *roundTrainer, from, to int) error {
 		}
 		return nil
 	})
+}
+
+// finish runs t.Finish on its pool's workers, as runner.Rounds does.
+func finish(t *roundTrainer) (res []runner.Result, err error) {
+	err = t.pool.Together(func(team *numa.Team) error {
+		res, err = t.Finish(team)
+		return err
+	})
+	return res, err
 }
 
 func TestRoundPhasesStats(t *testing.T) {
