@@ -294,3 +294,36 @@ func TestSearchParts(t *testing.T) {
 		}
 	}
 }
+
+// TestFinishRefusesNonFiniteWeight makes two weights of untrained dense
+// weights infinite, in features far apart, and checks that Finish, its
+// gathering by class on 3 workers, names the class of the first in feature
+// order.
+func TestFinishRefusesNonFiniteWeight(t *testing.T) {
+	tr, _ := traintest.Bibtex(t)
+	p := DefaultParams()
+	err := mpi.Launch(1, mpi.MaxMessage, func(c mpi.Comm) error {
+		rt, err := newRoundTrainer(p.forData(tr, noneSet), tr, c, numatest.Pool(t, 3, 1))
+		if err != nil {
+			return err
+		}
+		if err := rt.Start(runner.OwnedUnits(len(rt.blocks), 0, 1), 0, nil, nil); err != nil {
+			return err
+		}
+		if rt.dense == nil {
+			return fmt.Errorf("Bibtex's weights are not dense")
+		}
+		late, early := len(rt.places)-2, 3
+		rt.places[late][0].v = math.Inf(1)
+		rt.places[early][len(rt.places[early])-1].v = math.Inf(-1)
+		_, err = finish(rt)
+		want := fmt.Sprintf("class %d: training diverged", rt.global[rt.places[early][len(rt.places[early])-1].class])
+		if err == nil || !strings.Contains(err.Error(), want) {
+			return fmt.Errorf("Finish: %v, want %q", err, want)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -5,12 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
-
-	"xmc/model/linear"
-	"xmc/numa"
-	"xmc/runner"
-	"xmc/train"
 )
 
 // Save returns each owned unit's dual sums, as (feature, class, v)
@@ -87,88 +81,6 @@ func (t *roundTrainer) loadShared(b []byte) error {
 		return errors.New("pdsparse: shared state has trailing bytes")
 	}
 	return nil
-}
-
-// Finish encodes every owned unit as a linear.Block of w = prox_λ(v), the
-// units on the team's workers.
-func (t *roundTrainer) Finish(team *numa.Team) ([]runner.Result, error) {
-	cw, err := t.classWeights()
-	if err != nil {
-		return nil, err
-	}
-	// first[q] is the local id of owned unit q's first class: local ids
-	// number the owned units' classes in order (own).
-	first := make([]int, len(t.owned))
-	for q := 1; q < len(t.owned); q++ {
-		first[q] = first[q-1] + len(t.blocks[t.owned[q-1]])
-	}
-	dense := numa.NewPerWorker(t.pool, func(numa.Worker) []float64 { return make([]float64, t.x.Cols) })
-	return train.EncodeUnits(team, t.owned, func(w numa.Worker, q int) ([]byte, error) {
-		d := dense.Get(w)
-		var b linear.Block
-		for k, l := range t.blocks[t.owned[q]] {
-			feats, weights := cw.of(first[q] + k)
-			for e, j := range feats {
-				d[j] = weights[e]
-			}
-			b.AppendSparse(l, feats, d, t.p.Prune)
-			for _, j := range feats {
-				d[j] = 0
-			}
-		}
-		return b.MarshalBinary()
-	})
-}
-
-// classWeights holds every local class's non-zero weights with their
-// features, in increasing feature order, one class after another in flat
-// arrays: class c's lie in [start[c], end[c]).
-type classWeights struct {
-	start, end []int
-	feature    []int32
-	weight     []float64
-}
-
-// of returns local class c's features and weights.
-func (cw *classWeights) of(c int) ([]int32, []float64) {
-	return cw.feature[cw.start[c]:cw.end[c]], cw.weight[cw.start[c]:cw.end[c]]
-}
-
-// classWeights gathers the weights (the best epoch's with --heldout) from
-// the places, which hold them by feature, by class: a count of each class's
-// places, then one pass that puts each non-zero weight at its class's next
-// slot, with no list that grows. It fails on a weight that is not finite.
-func (t *roundTrainer) classWeights() (*classWeights, error) {
-	n := len(t.global)
-	cw := &classWeights{start: make([]int, n+1)}
-	for j := range t.places {
-		for _, p := range t.places[j] {
-			cw.start[p.class+1]++
-		}
-	}
-	for c := range n {
-		cw.start[c+1] += cw.start[c]
-	}
-	cw.end = slices.Clone(cw.start[:n])
-	cw.feature, cw.weight = make([]int32, cw.start[n]), make([]float64, cw.start[n])
-	for j := range t.places {
-		for e := range t.places[j] {
-			p := &t.places[j][e]
-			w := t.weight(p)
-			if t.bestWt != nil {
-				w = t.bestWeight(j, e)
-			}
-			if math.IsNaN(w) || math.IsInf(w, 0) {
-				return nil, fmt.Errorf("class %d: training diverged: non-finite weight", t.global[p.class])
-			}
-			if w != 0 {
-				at := cw.end[p.class]
-				cw.feature[at], cw.weight[at] = int32(j), w
-				cw.end[p.class]++
-			}
-		}
-	}
-	return cw, nil
 }
 
 // meanActive is the mean size of the rows' active sets.
