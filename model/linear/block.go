@@ -32,31 +32,45 @@ func (b *Block) Reset() {
 // magnitude is at least prune (all non-zero weights if prune is 0), so that
 // the stored model is sparse.
 func (b *Block) Append(l int32, w []float64, prune float64) {
-	if len(b.Start) == 0 {
-		b.Start = append(b.Start, 0)
-	}
 	for j, v := range w {
-		if v != 0 && math.Abs(v) >= prune {
-			b.Feature = append(b.Feature, int32(j))
-			b.Weight = append(b.Weight, float32(v))
-		}
+		b.keep(int32(j), v, prune)
 	}
-	b.Labels = append(b.Labels, l)
-	b.Start = append(b.Start, int64(len(b.Feature)))
+	b.endLabel(l)
 }
 
 // AppendSparse is Append for a dense w whose non-zero entries all lie in
 // cols, given in increasing order: it reads only those entries, so that a
 // label whose weights touch few columns costs O(len(cols)), not O(D).
 func (b *Block) AppendSparse(l int32, cols []int32, w []float64, prune float64) {
+	for _, j := range cols {
+		b.keep(j, w[j], prune)
+	}
+	b.endLabel(l)
+}
+
+// AppendPairs is Append for the weight w[i] of each column cols[i], the
+// columns in increasing order: a trainer that holds a label's weights as
+// such pairs needs no dense vector of every column to append them.
+func (b *Block) AppendPairs(l int32, cols []int32, w []float64, prune float64) {
+	for i, j := range cols {
+		b.keep(j, w[i], prune)
+	}
+	b.endLabel(l)
+}
+
+// keep stores weight v of column j of the label being appended, unless it
+// is 0 or of magnitude below prune.
+func (b *Block) keep(j int32, v, prune float64) {
+	if v != 0 && math.Abs(v) >= prune {
+		b.Feature = append(b.Feature, j)
+		b.Weight = append(b.Weight, float32(v))
+	}
+}
+
+// endLabel ends the label being appended, l, after its weights.
+func (b *Block) endLabel(l int32) {
 	if len(b.Start) == 0 {
 		b.Start = append(b.Start, 0)
-	}
-	for _, j := range cols {
-		if v := w[j]; v != 0 && math.Abs(v) >= prune {
-			b.Feature = append(b.Feature, j)
-			b.Weight = append(b.Weight, float32(v))
-		}
 	}
 	b.Labels = append(b.Labels, l)
 	b.Start = append(b.Start, int64(len(b.Feature)))

@@ -368,14 +368,34 @@ func TestLinearFile(t *testing.T) {
 	}
 }
 
-// TestLinearAppendPrune checks that Append keeps exactly the weights of
-// magnitude at least prune.
+// TestLinearAppendPrune checks that Append, AppendSparse and AppendPairs
+// keep exactly the weights of magnitude at least prune, each label's
+// between its start and the next's.
 func TestLinearAppendPrune(t *testing.T) {
-	var b Block
-	b.Append(3, []float64{0.5, -0.01, 0.009, 0, -2, math.SmallestNonzeroFloat64}, 0.01)
-	feat, w := b.Row(0)
-	if !slices.Equal(feat, []int32{0, 1, 4}) || !slices.Equal(w, []float32{0.5, -0.01, -2}) {
-		t.Errorf("kept %v %v", feat, w)
+	dense := []float64{0.5, -0.01, 0.009, 0, -2, math.SmallestNonzeroFloat64}
+	cols := []int32{0, 1, 2, 4, 5}
+	pairs := []float64{0.5, -0.01, 0.009, -2, math.SmallestNonzeroFloat64}
+	tests := []struct {
+		name   string
+		append func(b *Block, l int32)
+	}{
+		{"Append", func(b *Block, l int32) { b.Append(l, dense, 0.01) }},
+		{"AppendSparse", func(b *Block, l int32) { b.AppendSparse(l, cols, dense, 0.01) }},
+		{"AppendPairs", func(b *Block, l int32) { b.AppendPairs(l, cols, pairs, 0.01) }},
+	}
+	for _, tt := range tests {
+		var b Block
+		tt.append(&b, 3)
+		tt.append(&b, 7)
+		for r := range 2 {
+			feat, w := b.Row(r)
+			if !slices.Equal(feat, []int32{0, 1, 4}) || !slices.Equal(w, []float32{0.5, -0.01, -2}) {
+				t.Errorf("%s: label %d kept %v %v", tt.name, b.Labels[r], feat, w)
+			}
+		}
+		if !slices.Equal(b.Labels, []int32{3, 7}) || !slices.Equal(b.Start, []int64{0, 3, 6}) {
+			t.Errorf("%s: labels %v, starts %v", tt.name, b.Labels, b.Start)
+		}
 	}
 }
 

@@ -101,28 +101,25 @@ func (t *roundTrainer) Finish(team *numa.Team) ([]runner.Result, error) {
 	for q, b := range t.mine {
 		units[q] = b.unit
 	}
-	dense := numa.NewPerWorker(t.pool, func(numa.Worker) []float64 { return make([]float64, t.x.Cols) })
-	return train.EncodeUnits(team, units, func(w numa.Worker, q int) ([]byte, error) {
-		d := dense.Get(w)
+	return train.EncodeUnits(team, units, func(_ numa.Worker, q int) ([]byte, error) {
 		b := t.mine[q]
 		vec, scale := b.vec, t.scale
 		if b.best != nil {
 			vec, scale = b.best, t.bestScale
 		}
 		var lb linear.Block
+		var w []float64 // a class's weights, scaled
 		for k, l := range b.classes {
 			idx, val := vec.Vector(k)
-			for e, j := range idx {
-				v := scale * val[e]
+			w = w[:0]
+			for _, v := range val {
+				v *= scale
 				if math.IsNaN(v) || math.IsInf(v, 0) {
 					return nil, fmt.Errorf("class %d: training diverged: non-finite weight", l)
 				}
-				d[j] = v
+				w = append(w, v)
 			}
-			lb.AppendSparse(l, idx, d, t.p.Prune)
-			for _, j := range idx {
-				d[j] = 0
-			}
+			lb.AppendPairs(l, idx, w, t.p.Prune)
 		}
 		return lb.MarshalBinary()
 	})

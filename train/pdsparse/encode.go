@@ -23,19 +23,11 @@ func (t *roundTrainer) Finish(team *numa.Team) ([]runner.Result, error) {
 	for q := 1; q < len(t.owned); q++ {
 		first[q] = first[q-1] + len(t.blocks[t.owned[q-1]])
 	}
-	dense := numa.NewPerWorker(t.pool, func(numa.Worker) []float64 { return make([]float64, t.x.Cols) })
-	return train.EncodeUnits(team, t.owned, func(w numa.Worker, q int) ([]byte, error) {
-		d := dense.Get(w)
+	return train.EncodeUnits(team, t.owned, func(_ numa.Worker, q int) ([]byte, error) {
 		var b linear.Block
 		for k, l := range t.blocks[t.owned[q]] {
 			feats, weights := cw.of(first[q] + k)
-			for e, j := range feats {
-				d[j] = weights[e]
-			}
-			b.AppendSparse(l, feats, d, t.p.Prune)
-			for _, j := range feats {
-				d[j] = 0
-			}
+			b.AppendPairs(l, feats, weights, t.p.Prune)
 		}
 		return b.MarshalBinary()
 	})
