@@ -13,6 +13,9 @@ import (
 // Finish encodes every owned unit as a linear.Block of w = prox_λ(v), the
 // units on the team's workers.
 func (t *roundTrainer) Finish(team *numa.Team) ([]runner.Result, error) {
+	// The rounds are over: what the search and the steps read beside the
+	// places goes, so that its memory can serve the gathering.
+	t.nz, t.at, t.dense = nil, placeTable{}, nil
 	cw, err := t.classWeights(team)
 	if err != nil {
 		return nil, err
