@@ -200,8 +200,8 @@ func isActive(active []dualVar, l int32) bool {
 	return false
 }
 
-// search has this rank's entries for the rows reported in t.batch: the
-// rank's workers search the batch's rows at once, each with its own
+// search has this rank's workers report, in t.batch, its entries for the
+// rows: they search the batch's rows at once, each with its own
 // scratch, a row whole or, where the search is split (t.parts > 1), in
 // pieces of a share of the classes each, joined by the worker that
 // finishes a row's last piece.
