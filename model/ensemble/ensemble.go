@@ -54,10 +54,10 @@ func (c Calibration) Apply(s float64) float64 {
 }
 
 // DefaultCalibration is the calibration of a member of kind kind when
-// none was fitted: a forest's scores are already in [0, 1]; any other
-// model's (a margin) goes through the sigmoid.
+// none was fitted: a forest's and a label tree's scores are already in
+// [0, 1]; any other model's (a margin) goes through the sigmoid.
 func DefaultCalibration(kind string) Calibration {
-	if kind == "forest" {
+	if kind == "forest" || kind == "plt" {
 		return Identity
 	}
 	return Calibration{Scale: 1, Sigmoid: true}

@@ -11,10 +11,11 @@ import (
 	"xmc/model/ensemble"
 	"xmc/model/forest"
 	"xmc/model/linear"
+	"xmc/model/plt"
 )
 
 // All returns every kind of model.
-func All() []model.Kind { return []model.Kind{forest.Kind{}, linear.Kind{}} }
+func All() []model.Kind { return []model.Kind{forest.Kind{}, linear.Kind{}, plt.Kind{}} }
 
 // Of returns the kind of model that header h describes.
 func Of(h model.Header) (model.Kind, error) {

@@ -11,6 +11,7 @@ import (
 	"xmc/model"
 	"xmc/model/forest"
 	"xmc/model/linear"
+	"xmc/model/plt"
 )
 
 // TestOf checks how a header names its kind: the first algorithms by
@@ -53,6 +54,7 @@ func TestNewHeaderKeepsOldBytes(t *testing.T) {
 		{linear.Kind{}, "ppdsparse", ""},
 		{linear.Kind{}, "lsq", "linear"},
 		{forest.Kind{}, "extra-trees", "forest"},
+		{plt.Kind{}, "plt", "plt"},
 	} {
 		h := model.NewHeader(c.kind, c.algorithm, 10, 3, 7, params)
 		if h.Kind != c.recorded {
@@ -79,6 +81,7 @@ func TestLoad(t *testing.T) {
 	}{
 		{"forest.model", "forest", "forest", "2 trees"},
 		{"lsq.model", "linear", "lsq", "147 labels"},
+		{"plt.model", "plt", "plt", "1 trees"},
 	} {
 		path := filepath.Join("testdata", c.file)
 		m, h, err := Load(path, nil)

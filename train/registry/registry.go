@@ -13,6 +13,7 @@ import (
 	"xmc/train/lsq"
 	"xmc/train/memoir"
 	"xmc/train/pdsparse"
+	"xmc/train/plt"
 	"xmc/train/ppdsparse"
 )
 
@@ -36,6 +37,7 @@ func Algorithms() []Algorithm {
 		{"ppdsparse", "one-vs-all L1+L2 hinge or squared hinge, primal-dual sparse active set", ppdsparse.New},
 		{"pdsparse", "multi-class (and multi-label) max-margin with L1+L2, PD-Sparse's primal-dual sparse dual block-coordinate steps over class blocks in synchronous rounds", pdsparse.New},
 		{"memoir", "multi-class Crammer–Singer SVM by mini-batch SGD whose most violating class comes from an approximate maximum inner product search per class block (SimpleLSH or a small-world graph), in synchronous rounds", memoir.New},
+		{"plt", "probabilistic label trees: a tree over the labels by balanced two-means, a logistic regression at every node, as napkinXC and Parabel", plt.New},
 		{"lsq", "one-vs-all least squares by mini-batch gradient descent in synchronous rounds: the round mode's reference, a baseline", lsq.New},
 	}
 }

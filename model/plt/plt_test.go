@@ -1,0 +1,185 @@
+package plt
+
+import (
+	"errors"
+	"math"
+	"slices"
+	"testing"
+
+	"xmc/data"
+	"xmc/model"
+	"xmc/model/linear"
+	"xmc/numa/numatest"
+)
+
+// smallTree returns a tree over 3 features (and the bias, column 3) and
+// labels 0-3: the root's children are node 1 (labels 2 and 0 below it)
+// and leaf 2 (label 3), node 1's children are leaves 3 (label 2) and 4
+// (label 0); label 1 is in no tree, as a label without training rows.
+func smallTree(shift float32) *Tree {
+	return &Tree{Cols: 4,
+		ChildStart: []int32{1, 3, 5, 5, 5, 5},
+		Label:      []int32{-1, -1, 3, 2, 0},
+		WStart:     []int64{0, 0, 2, 4, 6, 7},
+		WIdx:       []int32{0, 3, 1, 3, 0, 2, 3},
+		WVal:       []float32{2, 0.5 + shift, 1.5, -1, -1, 3, 0.25}}
+}
+
+// TestTreeEncoding round-trips a tree and refuses malformed ones, each with
+// a message naming what is wrong.
+func TestTreeEncoding(t *testing.T) {
+	good := smallTree(0)
+	b, err := good.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Tree
+	if err := back.decode(b, 4); err != nil {
+		t.Fatal(err)
+	}
+	if back.Cols != good.Cols || !slices.Equal(back.ChildStart, good.ChildStart) || !slices.Equal(back.Label, good.Label) ||
+		!slices.Equal(back.WStart, good.WStart) || !slices.Equal(back.WIdx, good.WIdx) || !slices.Equal(back.WVal, good.WVal) {
+		t.Fatalf("decoded %+v, want %+v", back, *good)
+	}
+	cases := []struct {
+		name    string
+		corrupt func(t *Tree)
+		L       int
+	}{
+		{"node its own child", func(t *Tree) { t.ChildStart = []int32{1, 3, 3, 3, 5, 5} }, 4},
+		{"internal node with a label", func(t *Tree) { t.Label[1] = 1 }, 4},
+		{"leaf without a label", func(t *Tree) { t.Label[2] = -1 }, 4},
+		{"label out of range", func(t *Tree) { t.Label[2] = 4 }, 4},
+		{"label twice", func(t *Tree) { t.Label[2] = 0 }, 4},
+		{"root with weights", func(t *Tree) { t.WStart = []int64{0, 1, 2, 4, 6, 7} }, 4},
+		{"column out of order", func(t *Tree) { t.WIdx[1] = 0 }, 4},
+		{"column out of range", func(t *Tree) { t.WIdx[1] = 4 }, 4},
+		{"weight not finite", func(t *Tree) { t.WVal[2] = float32(math.NaN()) }, 4},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			bad := smallTree(0)
+			c.corrupt(bad)
+			b, err := bad.MarshalBinary()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got Tree
+			if err := got.decode(b, c.L); !errors.Is(err, errCorrupt) {
+				t.Fatalf("decode: %v, want a corrupt tree", err)
+			}
+		})
+	}
+	var got Tree
+	if err := got.decode(append(b, 0), 4); !errors.Is(err, errCorrupt) {
+		t.Fatalf("trailing byte: %v, want a corrupt tree", err)
+	}
+	if err := got.decode(b[:len(b)-1], 4); !errors.Is(err, errCorrupt) {
+		t.Fatalf("truncated: %v, want a corrupt tree", err)
+	}
+}
+
+// bruteForce returns every label's probability in tree t for the dense
+// row x: the product of the sigmoids of the margins on its path.
+func bruteForce(t *Tree, x []float64) map[int32]float64 {
+	p := map[int32]float64{}
+	var walk func(v int32, q float64)
+	walk = func(v int32, q float64) {
+		lo, hi := t.Children(v)
+		if lo == hi {
+			p[t.Label[v]] = q
+		}
+		for c := lo; c < hi; c++ {
+			idx, val := t.Weights(c)
+			var m float64
+			for e, j := range idx {
+				m += float64(val[e]) * x[j]
+			}
+			walk(c, q*sigmoid(m))
+		}
+	}
+	walk(0, 1)
+	return p
+}
+
+// TestPredictExact checks the best-first search against every label's
+// probability computed along its path, for k = 1 to every label, on a
+// model of two trees, and that two parts of it, each with one tree, merge
+// into the same scores, bit for bit.
+func TestPredictExact(t *testing.T) {
+	x := &data.CSR{Rows: 3, Cols: 3, Indptr: []int64{0, 2, 3, 6}, Indices: []int32{0, 2, 1, 0, 1, 2},
+		Values: []float32{1, 2, 3, 0.5, -1, 4}}
+	prep := linear.Preprocess{Normalize: true, Bias: true}
+	trees := []*Tree{smallTree(0), smallTree(-2)}
+	whole := &Model{D: 3, L: 4, Prep: prep, Trees: trees, TotalTrees: 2}
+	pool := numatest.Pool(t, 2, 1)
+	for k := 1; k <= 4; k++ {
+		got, err := whole.Predict(x, k, pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range x.Rows {
+			dense := make([]float64, 4)
+			idx, val := x.Row(i)
+			for q, j := range idx {
+				dense[j] = float64(data.ScaleValue(val[q], prep.Scale(val)))
+			}
+			dense[3] = 1
+			sum := map[int32]float64{}
+			for _, tr := range trees {
+				p := bruteForce(tr, dense)
+				var all []model.Scored
+				for l, v := range p {
+					all = append(all, model.Scored{Label: l, Score: float32(v)})
+				}
+				slices.SortFunc(all, func(a, b model.Scored) int { return cmpScored(a, b) })
+				for _, s := range all[:min(k, len(all))] {
+					sum[s.Label] += math.Round(p[s.Label]/probabilityStep) * probabilityStep
+				}
+			}
+			var want []model.Scored
+			for l, v := range sum {
+				want = append(want, model.Scored{Label: l, Score: float32(v / 2)})
+			}
+			slices.SortFunc(want, cmpScored)
+			want = want[:min(k, len(want))]
+			if len(got[i]) != len(want) {
+				t.Fatalf("k=%d row %d: %v, want %v", k, i, got[i], want)
+			}
+			for q := range want {
+				if got[i][q].Label != want[q].Label || math.Abs(float64(got[i][q].Score-want[q].Score)) > 1e-6 {
+					t.Fatalf("k=%d row %d: %v, want %v", k, i, got[i], want)
+				}
+			}
+		}
+		var parts [][]byte
+		for _, tr := range trees {
+			part := &Model{D: 3, L: 4, Prep: prep, Trees: []*Tree{tr}, TotalTrees: 2}
+			sums, err := part.Partial(x, k, pool)
+			if err != nil {
+				t.Fatal(err)
+			}
+			parts = append(parts, model.EncodeSums(sums))
+		}
+		merged, err := whole.Merge(parts, x.Rows, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range merged {
+			if !slices.Equal(merged[i], got[i]) {
+				t.Fatalf("k=%d row %d: merged %v, whole %v", k, i, merged[i], got[i])
+			}
+		}
+	}
+}
+
+// cmpScored orders scores best first, ties by label.
+func cmpScored(a, b model.Scored) int {
+	switch {
+	case a.Score > b.Score:
+		return -1
+	case a.Score < b.Score:
+		return 1
+	}
+	return int(a.Label - b.Label)
+}
