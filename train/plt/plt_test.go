@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -149,8 +150,9 @@ func TestSplitBalanced(t *testing.T) {
 	}
 	set := []int32{0, 1, 2, 3, 4, 5, 6, 7, 8}
 	s := newSplitScratch(4)
-	serial := func(n int, body func(lo, hi int)) { body(0, n) }
-	v.split(s, set, rand.New(rand.NewPCG(5, 6)), 1e-4, 10, serial)
+	if err := (splitter{v: v}).split(s, set, rand.New(rand.NewPCG(5, 6)), 1e-4, 10); err != nil {
+		t.Fatal(err)
+	}
 	first, second := set[:5], set[5:]
 	even := func(ls []int32) bool {
 		for _, l := range ls {
@@ -201,4 +203,81 @@ func newHeader(t testing.TB, ds *data.Dataset, p Params) model.Header {
 		t.Fatal(err)
 	}
 	return model.NewHeader(pltmodel.Kind{}, "plt", ds.D(), ds.L(), 7, params)
+}
+
+// TestSplitShared splits a set of bigSplit labels with a team of one
+// worker and of three, and checks that the halves are the same and as
+// even as the set allows.
+func TestSplitShared(t *testing.T) {
+	const labels, cols = bigSplit + 3, 6000
+	rng := rand.New(rand.NewPCG(8, 9))
+	v := &labelVectors{cols: cols}
+	for range labels {
+		var idx []int32
+		var val []float32
+		for j := rng.IntN(40); j < cols; j += 1 + rng.IntN(400) {
+			idx, val = append(idx, int32(j)), append(val, float32(rng.Float64()))
+		}
+		v.idx, v.val = append(v.idx, idx), append(v.val, val)
+	}
+	var want []int32
+	for _, workers := range []int{1, 3} {
+		pool := numatest.Pool(t, workers, 1)
+		set := make([]int32, labels)
+		for l := range set {
+			set[l] = int32(l)
+		}
+		err := pool.Together(func(team *numa.Team) error {
+			scratches := numa.NewPerWorker(pool, func(numa.Worker) *splitScratch { return newSplitScratch(cols) })
+			sp := splitter{v: v, team: team, scratches: scratches}
+			return sp.split(scratches.Get(team.Lead()), set, rand.New(rand.NewPCG(1, 2)), 1e-4, 20)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		half := (labels + 1) / 2
+		if !slices.IsSorted(set[:half]) || !slices.IsSorted(set[half:]) {
+			t.Fatalf("%d workers: halves not increasing", workers)
+		}
+		if want == nil {
+			want = set
+		} else if !slices.Equal(set, want) {
+			t.Errorf("%d workers: halves differ from one worker's", workers)
+		}
+	}
+}
+
+// TestSelectFirst checks the selection against a sort, on keys with many
+// ties broken by index.
+func TestSelectFirst(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	for _, n := range []int{1, 2, 3, 10, 101, 1000} {
+		keys := make([]int, n)
+		for i := range keys {
+			keys[i] = rng.IntN(1 + n/4)
+		}
+		before := func(x, y int32) bool { return keys[x] < keys[y] || (keys[x] == keys[y] && x < y) }
+		for _, k := range []int{0, 1, n / 2, n - 1, n} {
+			order := make([]int32, n)
+			for i := range order {
+				order[i] = int32(i)
+			}
+			rng.Shuffle(n, func(a, b int) { order[a], order[b] = order[b], order[a] })
+			selectFirst(order, k, before)
+			sorted := slices.Clone(order)
+			slices.SortFunc(sorted, func(x, y int32) int {
+				if before(x, y) {
+					return -1
+				}
+				return 1
+			})
+			got := slices.Clone(order[:k])
+			slices.Sort(got)
+			want := slices.Clone(sorted[:k])
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				t.Fatalf("n=%d k=%d: first %v, want %v", n, k, got, want)
+			}
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package plt
 
 import (
+	"errors"
 	"math/rand/v2"
 
 	"xmc/numa"
@@ -44,32 +45,29 @@ func (t *trainer) split(team *numa.Team, u int) (*shape, error) {
 	path := []uint64{1} // per node: the root 1, a split's halves 2p and 2p+1
 	scratches := numa.NewPerWorker(t.pool, func(numa.Worker) *splitScratch { return newSplitScratch(t.labels.cols) })
 	lead := scratches.Get(team.Lead())
-	splitNode := func(sc *splitScratch, v int32, parallel func(n int, body func(lo, hi int))) {
+	splitNode := func(sp splitter, sc *splitScratch, v int32) error {
 		rng := rand.New(rand.NewPCG(t.seed, stream(streamSplit, u, path[v])))
-		t.labels.split(sc, s.order[s.lo[v]:s.hi[v]], rng, t.p.KMeansEps, t.p.KMeansIters, parallel)
+		return sp.split(sc, s.order[s.lo[v]:s.hi[v]], rng, t.p.KMeansEps, t.p.KMeansIters)
 	}
-	serial := func(n int, body func(lo, hi int)) { body(0, n) }
-	var err error // the first error of the team's loops
-	shared := func(n int, body func(lo, hi int)) {
-		if e := team.For(n, 256, func(_ numa.Worker, lo, hi int) { body(lo, hi) }); err == nil {
-			err = e
-		}
-	}
+	alone, shared := splitter{v: t.labels}, splitter{v: t.labels, team: team, scratches: scratches}
 	for level := []int32{0}; len(level) > 0; {
 		var small []int32
 		for _, v := range level {
 			switch size := s.hi[v] - s.lo[v]; {
 			case s.label[v] >= 0 || int(size) <= t.p.MaxLeaves:
 			case size >= bigSplit:
-				splitNode(lead, v, shared)
+				if err := splitNode(shared, lead, v); err != nil {
+					return nil, err
+				}
 			default:
 				small = append(small, v)
 			}
 		}
-		if e := team.For(len(small), 1, func(w numa.Worker, i, _ int) { splitNode(scratches.Get(w), small[i], serial) }); err == nil {
-			err = e
+		errs := make([]error, len(small))
+		if err := team.For(len(small), 1, func(w numa.Worker, i, _ int) { errs[i] = splitNode(alone, scratches.Get(w), small[i]) }); err != nil {
+			return nil, err
 		}
-		if err != nil {
+		if err := errors.Join(errs...); err != nil {
 			return nil, err
 		}
 		var next []int32
