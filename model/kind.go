@@ -13,8 +13,8 @@ import (
 // Kind is one kind of model: how a trainer's units (a tree, a block of
 // labels) are stored in a model file, and how a model, or the part of one
 // that a rank holds, is decoded to score rows. Each kind has its package
-// below this one (model/forest, model/linear); trainers name the kind they
-// produce, and package kinds finds a file's kind from its header.
+// below this one (model/forest, model/linear, model/plt); trainers name the
+// kind they produce, and package kinds finds a file's kind from its header.
 type Kind interface {
 	// Name names the kind in model headers: "forest", "linear".
 	Name() string

@@ -8,7 +8,7 @@
 // (RoundEntry, BatchReports, AllGather) and label blocks (LabelBlocks).
 //
 // Each algorithm is a package below this one (train/forest, train/dismec,
-// train/ppdsparse, train/pdsparse, train/memoir, train/lsq), and
+// train/ppdsparse, train/pdsparse, train/memoir, train/plt, train/lsq), and
 // train/registry lists them.
 package train
 
