@@ -14,9 +14,9 @@ import (
 )
 
 // defaultMembers are the members of xmc train --algo ensemble without
-// --member: a forest and a one-vs-all linear model, which lead at
-// different P@k on different sets (docs/algorithms/ensemble.md).
-var defaultMembers = []string{"forest", "ppdsparse"}
+// --member: a forest, a one-vs-all linear model and a label tree, which
+// lead at different P@k on different sets (docs/algorithms/ensemble.md).
+var defaultMembers = []string{"forest", "ppdsparse", "plt"}
 
 // runEnsemble makes an ensemble file of trained models, its weights fitted
 // on held-out rows.

@@ -13,9 +13,9 @@ import (
 )
 
 // nodeScratch is a worker's memory for training nodes: per row, the last
-// node whose parent's rows (gathered) or own rows (positive) it was found
-// among, the rows and targets of the node in training, the dual variables,
-// and the dense weights with the columns they touch.
+// gathering it was found in (gathered) and the last node it is positive
+// for (positive); the parent's rows and the targets of the node in
+// training, the dual variables, and the weights.
 type nodeScratch struct {
 	gathered, positive []int32
 	gathers            int32 // the gatherings so far, which stamp gathered
@@ -25,10 +25,12 @@ type nodeScratch struct {
 	alpha              []float64
 	index              []int32
 	// The parent's rows copied with their columns renumbered densely (in
-	// order of first appearance): row i is idx, val[ptr[i]:ptr[i+1]], and
-	// local column c is the data's column cols[c], which local maps back
-	// (-1: none). The weights w and the rows are then small and
-	// contiguous, which the passes over the rows read many times.
+	// order of first appearance): row i is idx, val[ptr[i]:ptr[i+1]] and
+	// sq[i] its squared norm; local column c is the data's column cols[c],
+	// and local[j] the local column of the data's column j (-1: none). The
+	// weights w, over the local columns, and the rows are then small and
+	// contiguous, which the passes over the rows read many times. The copy
+	// holds up to every row, for the root's children.
 	ptr   []int64
 	idx   []int32
 	val   []float32

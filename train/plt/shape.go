@@ -34,7 +34,7 @@ func (s *shape) add(lo, hi, label, parent int32) int32 {
 }
 
 // split builds tree u's shape with the team: the labels seen in training
-// split in halves by balanced two-means (labelVectors.split) until a set
+// split in halves by balanced two-means (splitter.split) until a set
 // has at most MaxLeaves labels, which become its children, one leaf each.
 // A level's large sets are split one after the other, each with the whole
 // team; the others a set per worker. A split's seeds come from the tree and
