@@ -1,8 +1,11 @@
 package model
 
 import (
+	"fmt"
 	"math"
 	"slices"
+
+	"xmc/data"
 )
 
 // Scored is one predicted label with its score.
@@ -213,4 +216,17 @@ func DuplicateLabel(row []Scored, scratch *[]int32) (int32, bool) {
 		}
 	}
 	return 0, false
+}
+
+// CheckInput reports whether a model over D features can score the rows
+// of x for their k best labels: the check of a model's Predict and
+// Partial before any work.
+func CheckInput(x *data.CSR, D, k int) error {
+	if x.Cols > D {
+		return fmt.Errorf("data has %d features but the model was trained on %d", x.Cols, D)
+	}
+	if k < 1 {
+		return fmt.Errorf("top-k must be at least 1, got %d", k)
+	}
+	return nil
 }

@@ -199,11 +199,8 @@ func (m *Model) topRow(idx []int32, val []float32, k int, s *linearScratch) []mo
 // on the pool's workers, blocks of rows at a time, each worker with
 // scratch it allocates itself; top is valid during the call only.
 func (m *Model) forRows(x *data.CSR, k int, pool *numa.Pool, row func(i int, top []model.Scored)) error {
-	if x.Cols > m.D {
-		return fmt.Errorf("data has %d features but the model was trained on %d", x.Cols, m.D)
-	}
-	if k < 1 {
-		return fmt.Errorf("top-k must be at least 1, got %d", k)
+	if err := model.CheckInput(x, m.D, k); err != nil {
+		return err
 	}
 	var next atomic.Int64
 	return pool.Run(func(numa.Worker) error {

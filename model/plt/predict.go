@@ -201,11 +201,8 @@ func (m *Model) row(idx []int32, val []float32, k int, s *scratch) {
 // searched for it, on the pool's workers, each with scratch it allocates
 // itself; emit must zero the sums of s.touched in s.acc.
 func (m *Model) forRows(x *data.CSR, k int, pool *numa.Pool, emit func(i int, s *scratch)) error {
-	if x.Cols > m.D {
-		return fmt.Errorf("data has %d features but the model was trained on %d", x.Cols, m.D)
-	}
-	if k < 1 {
-		return fmt.Errorf("top-k must be at least 1, got %d", k)
+	if err := model.CheckInput(x, m.D, k); err != nil {
+		return err
 	}
 	var next atomic.Int64
 	return pool.Run(func(numa.Worker) error {
