@@ -12,7 +12,6 @@ package plt
 import (
 	"flag"
 	"fmt"
-	"log/slog"
 	"math"
 	"sync/atomic"
 
@@ -117,7 +116,7 @@ func (a *Trainer) Prepare(env train.Env, ds *data.Dataset) (*train.Work, error) 
 	if err := train.LogUntrained(env.Log, d.LabelCounts()); err != nil {
 		return nil, err
 	}
-	t := &trainer{p: p, seed: env.Seed, data: replicas, pool: env.Pool, log: env.Log}
+	t := &trainer{p: p, seed: env.Seed, data: replicas, pool: env.Pool}
 	if t.labels, err = newLabelVectors(d, env.Pool); err != nil {
 		return nil, err
 	}
@@ -135,7 +134,6 @@ type trainer struct {
 	data   *numa.Replicas[*onevsall.Data]
 	labels *labelVectors
 	pool   *numa.Pool
-	log    *slog.Logger
 	// Figures of the rank's training, for Work.Stats.
 	nodes, weights, passes, unconverged atomic.Int64
 }

@@ -61,7 +61,8 @@ func newLabelVectors(d *onevsall.Data, pool *numa.Pool) (*labelVectors, error) {
 			inv := 1 / math.Sqrt(ss)
 			idx, val := make([]int32, 0, len(s.touched)), make([]float32, 0, len(s.touched))
 			for _, j := range s.touched {
-				if f := float32(s.acc[j] * inv); f != 0 {
+				// Sums that cancelled out leave ss = 0 and no entry.
+				if f := float32(s.acc[j] * inv); ss > 0 && f != 0 {
 					idx, val = append(idx, j), append(val, f)
 				}
 				s.acc[j] = 0
