@@ -122,9 +122,11 @@ func (m *Model) newScratch() *scratch {
 func sigmoid(v float64) float64 { return 1 / (1 + math.Exp(-v)) }
 
 // dot returns node v's margin for the row held densely in s.x and
-// sparsely in s.idx, s.val: over the node's weights, or over the row's
-// columns, each looked up among the weights by binary search, whichever
-// reads fewer (a node near the root has many weights, a row few columns).
+// sparsely in s.idx, s.val: over the node's weights, or, where the row has
+// far fewer columns than the node has weights (8 · columns · log₂ weights
+// below weights: a binary search's steps are branches the processor
+// mispredicts, each costing several reads in turn), over the row's columns,
+// each looked up among the weights.
 func (t *Tree) dot(v int32, s *scratch) float64 {
 	idx, val := t.Weights(v)
 	val = val[:len(idx)]
