@@ -23,7 +23,7 @@ func trainFlags(fs *flag.FlagSet, c *pipeline.TrainConfig, jo *job.Options, algo
 	for _, a := range registry.Algorithms() {
 		names = append(names, a.Name)
 	}
-	fs.StringVar(algo, "algo", registry.Default, "algorithm: "+strings.Join(names, ", ")+" (its flags are listed below), or ensemble (a forest and a linear model, see --member)")
+	fs.StringVar(algo, "algo", registry.Default, "algorithm: "+strings.Join(names, ", ")+" (its flags are listed below), or ensemble (by default a forest, PPDSparse and a label tree, see --member)")
 	fs.StringVar(&c.DataPath, "data", "", "training data `FILE` (or the DXML X_data.txt with --train-split)")
 	fs.StringVar(&c.TrainSplit, "train-split", "", "DXML trSplit `FILE`: rows of --data to train on")
 	fs.StringVar(&c.TestPath, "test", "", "test data `FILE`: evaluate after training")
