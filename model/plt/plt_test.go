@@ -111,7 +111,21 @@ func TestPredictExact(t *testing.T) {
 		Values: []float32{1, 2, 3, 0.5, -1, 4}}
 	prep := linear.Preprocess{Normalize: true, Bias: true}
 	trees := []*Tree{smallTree(0), smallTree(-2)}
-	whole := &Model{D: 3, L: 4, Prep: prep, Trees: trees, TotalTrees: 2}
+	// Each model's trees decoded, as a model file's are (AddTree indexes them).
+	decoded := func(trees ...*Tree) *Model {
+		m := &Model{D: 3, L: 4, Prep: prep, TotalTrees: 2}
+		for _, tr := range trees {
+			b, err := tr.MarshalBinary()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := m.AddTree(b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return m
+	}
+	whole := decoded(trees...)
 	pool := numatest.Pool(t, 2, 1)
 	for k := 1; k <= 4; k++ {
 		got, err := whole.Predict(x, k, pool)
@@ -154,7 +168,7 @@ func TestPredictExact(t *testing.T) {
 		}
 		var parts [][]byte
 		for _, tr := range trees {
-			part := &Model{D: 3, L: 4, Prep: prep, Trees: []*Tree{tr}, TotalTrees: 2}
+			part := decoded(tr)
 			sums, err := part.Partial(x, k, pool)
 			if err != nil {
 				t.Fatal(err)

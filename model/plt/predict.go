@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/bits"
 	"slices"
 	"sync/atomic"
 
@@ -38,6 +37,7 @@ func (m *Model) AddTree(b []byte) error {
 	if t.Cols != m.Prep.Cols(m.D) {
 		return fmt.Errorf("%w: %d weight columns, want %d", errCorrupt, t.Cols, m.Prep.Cols(m.D))
 	}
+	t.index()
 	m.Trees = append(m.Trees, t)
 	return nil
 }
@@ -105,9 +105,9 @@ func (f *frontier) pop() candidate {
 
 // scratch is one worker's prediction memory.
 type scratch struct {
-	x       []float64 // the row, dense over the columns; zero between rows
-	idx     []int32   // the row's columns, increasing, and their values
+	idx     []int32 // the row's columns, increasing, and their values
 	val     []float64
+	margin  []float64 // the margins of a node's children
 	queue   frontier
 	acc     []float64 // per label, the row's sum of probabilities; zero between rows
 	touched []int32
@@ -115,48 +115,26 @@ type scratch struct {
 }
 
 func (m *Model) newScratch() *scratch {
-	return &scratch{x: make([]float64, m.Prep.Cols(m.D)), acc: make([]float64, m.L)}
+	return &scratch{acc: make([]float64, m.L)}
 }
 
 // sigmoid is the logistic function, the probability of a node's margin.
 func sigmoid(v float64) float64 { return 1 / (1 + math.Exp(-v)) }
 
-// dot returns node v's margin for the row held densely in s.x and
-// sparsely in s.idx, s.val: over the node's weights, or, where the row has
-// far fewer columns than the node has weights (8 · columns · log₂ weights
-// below weights: a binary search's steps are branches the processor
-// mispredicts, each costing several reads in turn), over the row's columns,
-// each looked up among the weights.
-func (t *Tree) dot(v int32, s *scratch) float64 {
-	idx, val := t.Weights(v)
-	val = val[:len(idx)]
-	var sum float64
-	if 8*len(s.idx)*bits.Len(uint(len(idx))) < len(idx) {
-		for q, j := range s.idx {
-			if e, ok := slices.BinarySearch(idx, j); ok {
-				sum += float64(val[e]) * s.val[q]
-			}
-		}
-		return sum
-	}
-	for q, j := range idx {
-		sum += float64(val[q]) * s.x[j]
-	}
-	return sum
-}
-
 // search adds to s.acc the probabilities of the tree's k most probable
-// labels for the row in s.x, found best first: a node leaves the frontier
-// in decreasing order of its path's probability, which no descendant
-// exceeds, so the first k leaves to leave it are the k most probable.
+// labels for the row in s.idx, s.val, found best first: a node leaves the
+// frontier in decreasing order of its path's probability, which no
+// descendant exceeds, so the first k leaves to leave it are the k most
+// probable.
 func (t *Tree) search(k int, s *scratch) {
 	q := s.queue[:0]
-	push := func(lo, hi int32, p float64) {
-		for c := lo; c < hi; c++ {
-			q.push(candidate{p: p * sigmoid(t.dot(c, s)), node: c})
+	push := func(v int32, p float64) {
+		lo, hi := t.Children(v)
+		for c, m := range t.margins(v, lo, hi, s) {
+			q.push(candidate{p: p * sigmoid(m), node: lo + int32(c)})
 		}
 	}
-	push(t.ChildStart[0], t.ChildStart[1], 1)
+	push(0, 1)
 	for found := 0; found < k && len(q) > 0; {
 		c := q.pop()
 		if l := t.Label[c.node]; l >= 0 {
@@ -171,7 +149,7 @@ func (t *Tree) search(k int, s *scratch) {
 			found++
 			continue
 		}
-		push(t.ChildStart[c.node], t.ChildStart[c.node+1], c.p)
+		push(c.node, c.p)
 	}
 	s.queue = q[:0]
 }
@@ -182,20 +160,14 @@ func (m *Model) row(idx []int32, val []float32, k int, s *scratch) {
 	scale := m.Prep.Scale(val)
 	s.idx, s.val = s.idx[:0], s.val[:0]
 	for q, j := range idx {
-		x := float64(data.ScaleValue(val[q], scale))
-		s.x[j] = x
-		s.idx, s.val = append(s.idx, j), append(s.val, x)
+		s.idx, s.val = append(s.idx, j), append(s.val, float64(data.ScaleValue(val[q], scale)))
 	}
 	if m.Prep.Bias {
-		s.x[m.D] = 1
 		s.idx, s.val = append(s.idx, int32(m.D)), append(s.val, 1)
 	}
 	s.touched = s.touched[:0]
 	for _, t := range m.Trees {
 		t.search(k, s)
-	}
-	for _, j := range idx {
-		s.x[j] = 0
 	}
 }
 
@@ -257,10 +229,10 @@ func (m *Model) Merge(parts [][]byte, rows, k int) ([][]model.Scored, error) {
 
 // Summary gives the trees, nodes and weights held.
 func (m *Model) Summary() string {
-	nodes, nnz := 0, 0
+	nodes, nnz := 0, int64(0)
 	for _, t := range m.Trees {
 		nodes += t.Nodes()
-		nnz += len(t.WIdx)
+		nnz += t.NNZ()
 	}
 	return fmt.Sprintf("%d trees, %d nodes, %d weights", len(m.Trees), nodes, nnz)
 }
@@ -280,7 +252,7 @@ func (m *Model) Describe(w io.Writer) error {
 				depth = max(depth, int(level[c]))
 			}
 		}
-		if _, err := fmt.Fprintf(w, "tree %d: %d nodes, %d leaves, depth %d, %d weights\n", i, t.Nodes(), leaves, depth, len(t.WIdx)); err != nil {
+		if _, err := fmt.Fprintf(w, "tree %d: %d nodes, %d leaves, depth %d, %d weights\n", i, t.Nodes(), leaves, depth, t.NNZ()); err != nil {
 			return err
 		}
 	}

@@ -41,7 +41,14 @@ type Tree struct {
 	WStart []int64
 	WIdx   []int32
 	WVal   []float32
+	// byCol is the weights by parent and column, for prediction: built
+	// when a model's tree is decoded (Model.AddTree), which then drops
+	// WIdx and WVal (WStart stays, for the counts).
+	byCol byColumn
 }
+
+// NNZ returns the number of weights.
+func (t *Tree) NNZ() int64 { return t.WStart[t.Nodes()] }
 
 // Nodes returns the number of nodes.
 func (t *Tree) Nodes() int { return len(t.Label) }
