@@ -22,27 +22,26 @@ type byColumn struct {
 	weight   []float32
 }
 
-// index builds t's byColumn and drops the weights by node, which
-// prediction no longer reads: the weights are held once. A node's entries
-// are laid out by counting, column by column, its children in order.
+// index builds t's byColumn from its weights (WIdx and WVal, or a decoded
+// tree's encoding) and drops those, which prediction does not read: the
+// weights are held once. A node's entries are laid out by counting, column
+// by column, its children in order.
 func (t *Tree) index() {
 	n := t.Nodes()
 	b := byColumn{colStart: make([]int64, n+1), entBase: make([]int64, n),
-		child: make([]int32, len(t.WIdx)), weight: make([]float32, len(t.WIdx))}
+		child: make([]int32, t.NNZ()), weight: make([]float32, t.NNZ())}
 	count, next := make([]int64, t.Cols), make([]int64, t.Cols)
 	var used []int32
 	var filled int64
 	for p := range n {
 		lo, hi := t.Children(int32(p))
 		used = used[:0]
-		for c := lo; c < hi; c++ {
-			idx, _ := t.Weights(c)
-			for _, j := range idx {
-				if count[j] == 0 {
-					used = append(used, j)
-				}
-				count[j]++
+		for e := t.WStart[lo]; e < t.WStart[hi]; e++ {
+			j, _ := t.weight(e)
+			if count[j] == 0 {
+				used = append(used, j)
 			}
+			count[j]++
 		}
 		slices.Sort(used)
 		b.entBase[p] = filled
@@ -54,16 +53,16 @@ func (t *Tree) index() {
 			b.entEnd = append(b.entEnd, int32(filled-b.entBase[p]))
 		}
 		for c := lo; c < hi; c++ {
-			idx, val := t.Weights(c)
-			for q, j := range idx {
-				b.child[next[j]], b.weight[next[j]] = c-lo, val[q]
+			for e := t.WStart[c]; e < t.WStart[c+1]; e++ {
+				j, x := t.weight(e)
+				b.child[next[j]], b.weight[next[j]] = c-lo, x
 				next[j]++
 			}
 		}
 		b.colStart[p+1] = int64(len(b.cols))
 	}
 	t.byCol = b
-	t.WIdx, t.WVal = nil, nil
+	t.WIdx, t.WVal, t.raw.idx, t.raw.val = nil, nil, nil, nil
 }
 
 // margins sets s.margin[0:hi-lo] to the margins of node p's children lo

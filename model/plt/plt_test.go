@@ -38,8 +38,19 @@ func TestTreeEncoding(t *testing.T) {
 		t.Fatal(err)
 	}
 	if back.Cols != good.Cols || !slices.Equal(back.ChildStart, good.ChildStart) || !slices.Equal(back.Label, good.Label) ||
-		!slices.Equal(back.WStart, good.WStart) || !slices.Equal(back.WIdx, good.WIdx) || !slices.Equal(back.WVal, good.WVal) {
+		!slices.Equal(back.WStart, good.WStart) {
 		t.Fatalf("decoded %+v, want %+v", back, *good)
+	}
+	for e := range good.NNZ() {
+		if j, x := back.weight(e); j != good.WIdx[e] || x != good.WVal[e] {
+			t.Fatalf("weight %d decoded as (%d, %v), want (%d, %v)", e, j, x, good.WIdx[e], good.WVal[e])
+		}
+	}
+	// Indexed, the tree holds its weights by column alone and is not
+	// encoded again.
+	back.index()
+	if _, err := back.MarshalBinary(); err == nil {
+		t.Error("an indexed tree was encoded")
 	}
 	cases := []struct {
 		name    string
@@ -90,10 +101,9 @@ func bruteForce(t *Tree, x []float64) map[int32]float64 {
 			p[t.Label[v]] = q
 		}
 		for c := lo; c < hi; c++ {
-			idx, val := t.Weights(c)
 			var m float64
-			for e, j := range idx {
-				m += float64(val[e]) * x[j]
+			for e := t.WStart[c]; e < t.WStart[c+1]; e++ {
+				m += float64(t.WVal[e]) * x[t.WIdx[e]]
 			}
 			walk(c, q*sigmoid(m))
 		}

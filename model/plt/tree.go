@@ -41,10 +41,21 @@ type Tree struct {
 	WStart []int64
 	WIdx   []int32
 	WVal   []float32
-	// byCol is the weights by parent and column, for prediction: built
-	// when a model's tree is decoded (Model.AddTree), which then drops
-	// WIdx and WVal (WStart stays, for the counts).
+	// raw holds a decoded tree's columns and values as encoded (aliasing
+	// the encoding, little-endian), in place of WIdx and WVal, until
+	// byCol, the weights by parent and column that prediction reads, is
+	// built from them (Model.AddTree): a loaded tree holds its weights once.
+	raw   struct{ idx, val []byte }
 	byCol byColumn
+}
+
+// weight returns weight e's column and value, from WIdx and WVal or, in a
+// tree being decoded, from its encoding.
+func (t *Tree) weight(e int64) (int32, float32) {
+	if t.raw.idx != nil {
+		return int32(binary.LittleEndian.Uint32(t.raw.idx[4*e:])), math.Float32frombits(binary.LittleEndian.Uint32(t.raw.val[4*e:]))
+	}
+	return t.WIdx[e], t.WVal[e]
 }
 
 // NNZ returns the number of weights.
@@ -56,17 +67,15 @@ func (t *Tree) Nodes() int { return len(t.Label) }
 // Children returns the first child of node v and the end of its children.
 func (t *Tree) Children(v int32) (lo, hi int32) { return t.ChildStart[v], t.ChildStart[v+1] }
 
-// Weights returns node v's classifier.
-func (t *Tree) Weights(v int32) ([]int32, []float32) {
-	lo, hi := t.WStart[v], t.WStart[v+1]
-	return t.WIdx[lo:hi], t.WVal[lo:hi]
-}
-
 // MarshalBinary encodes the tree: the magic, the node count, the columns
 // and the weight count, then ChildStart, Label, WStart, WIdx and WVal,
-// little-endian.
+// little-endian. A tree loaded for prediction, which no longer holds
+// WIdx and WVal, is not encoded again.
 func (t *Tree) MarshalBinary() ([]byte, error) {
 	n, nnz := t.Nodes(), len(t.WIdx)
+	if int64(nnz) != t.NNZ() || len(t.WVal) != nnz {
+		return nil, fmt.Errorf("plt: encode a tree of %d weights holding %d columns and %d values", t.NNZ(), nnz, len(t.WVal))
+	}
 	b := make([]byte, 0, 24+8*n+4+8*(n+1)+8*nnz)
 	b = binary.LittleEndian.AppendUint32(b, treeMagic)
 	b = binary.LittleEndian.AppendUint32(b, uint32(n))
@@ -90,10 +99,6 @@ func (t *Tree) MarshalBinary() ([]byte, error) {
 	return b, nil
 }
 
-// UnmarshalBinary decodes a tree written by MarshalBinary and checks it
-// over L labels (see check).
-func (t *Tree) UnmarshalBinary(b []byte) error { return t.decode(b, -1) }
-
 // decode decodes b into t and checks it; L < 0 skips the check of the
 // labels' range.
 func (t *Tree) decode(b []byte, L int) error {
@@ -106,19 +111,20 @@ func (t *Tree) decode(b []byte, L int) error {
 	if r.Err() != nil || n < 1 || cols > math.MaxInt32 || nnz > uint64(r.Len()) {
 		return fmt.Errorf("%w: header of %d nodes, %d columns, %d weights", errCorrupt, n, cols, nnz)
 	}
-	*t = Tree{Cols: int(cols), ChildStart: r.I32s(n + 1), Label: r.I32s(n), WStart: r.I64s(n + 1),
-		WIdx: r.I32s(int(nnz)), WVal: r.F32s(int(nnz))}
+	*t = Tree{Cols: int(cols), ChildStart: r.I32s(n + 1), Label: r.I32s(n), WStart: r.I64s(n + 1)}
+	t.raw.idx, t.raw.val = r.Take(4*int(nnz)), r.Take(4*int(nnz))
 	if err := r.End(errCorrupt); err != nil {
 		return err
 	}
-	return t.check(L)
+	return t.check(L, int64(nnz))
 }
 
-// check reports whether the tree is well formed: children numbered after
-// their parent and consecutive, every node but the root some node's child,
-// a label (in [0, L) when L ≥ 0, each once) on every leaf and on no other
-// node, weights' columns increasing and in range, and finite weights.
-func (t *Tree) check(L int) error {
+// check reports whether the tree of nnz weights is well formed: children
+// numbered after their parent and consecutive, every node but the root
+// some node's child, a label (in [0, L) when L ≥ 0, each once) on every
+// leaf and on no other node, weights' columns increasing and in range, and
+// finite weights.
+func (t *Tree) check(L int, nnz int64) error {
 	n := t.Nodes()
 	cs := t.ChildStart
 	if n < 2 || cs[0] != 1 {
@@ -146,21 +152,23 @@ func (t *Tree) check(L int) error {
 		}
 	}
 	ws := t.WStart
-	if ws[0] != 0 || ws[1] != 0 || ws[n] != int64(len(t.WIdx)) {
-		return fmt.Errorf("%w: weight offsets %d, %d ... %d for %d weights (the root has none)", errCorrupt, ws[0], ws[1], ws[n], len(t.WIdx))
+	if ws[0] != 0 || ws[1] != 0 || ws[n] != nnz {
+		return fmt.Errorf("%w: weight offsets %d, %d ... %d for %d weights (the root has none)", errCorrupt, ws[0], ws[1], ws[n], nnz)
 	}
 	for v := range n {
 		if ws[v+1] < ws[v] {
 			return fmt.Errorf("%w: node %d's weights [%d, %d)", errCorrupt, v, ws[v], ws[v+1])
 		}
-		idx, val := t.Weights(int32(v))
-		for q, j := range idx {
-			if j < 0 || int(j) >= t.Cols || (q > 0 && j <= idx[q-1]) {
+		prev := int32(-1)
+		for e := ws[v]; e < ws[v+1]; e++ {
+			j, x := t.weight(e)
+			if j <= prev || int(j) >= t.Cols {
 				return fmt.Errorf("%w: node %d: weight column %d out of order or range (%d columns)", errCorrupt, v, j, t.Cols)
 			}
-			if f := float64(val[q]); math.IsNaN(f) || math.IsInf(f, 0) {
-				return fmt.Errorf("%w: node %d: weight %v of column %d", errCorrupt, v, val[q], j)
+			if f := float64(x); math.IsNaN(f) || math.IsInf(f, 0) {
+				return fmt.Errorf("%w: node %d: weight %v of column %d", errCorrupt, v, x, j)
 			}
+			prev = j
 		}
 	}
 	return nil
