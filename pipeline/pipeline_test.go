@@ -53,7 +53,7 @@ var quickAlgorithms = map[string][]string{
 	"ppdsparse": {"--labels-per-unit", "40"},
 	"lsq":       {"--epochs", "2"},
 	"memoir":    {"--epochs", "2"},
-	"plt":       {"--trees", "3", "--max-leaves", "20"},
+	"plt":       {"--trees", "3", "--max-leaves", "20", "--max-iter", "5"},
 }
 
 // TestEveryAlgorithmTested keeps quickAlgorithms in step with the registry.
