@@ -104,21 +104,27 @@ const pieceNodes = 8
 
 // pieces splits the children of every node into pieces, most costly first,
 // so that the workers start with the root's children, trained on every
-// row, and end with small pieces.
-func (sh *shape) pieces(d *onevsall.Data) []piece {
+// row, and end with small pieces. A piece costs at most a quarter of a
+// worker's share of the whole, or holds one node: the two children of the
+// root, which train on every row, go to two workers.
+func (sh *shape) pieces(d *onevsall.Data, workers int) []piece {
+	rows := make([]int64, sh.nodes()) // at most: the parent's labels' positives
+	var total int64
+	for v := range sh.nodes() {
+		lo, hi := sh.childStart[v], sh.childStart[v+1]
+		for _, l := range sh.order[sh.lo[v]:sh.hi[v]] {
+			rows[v] += int64(len(d.Positives(l)))
+		}
+		total += rows[v] * int64(hi-lo)
+	}
+	most := max(1, total/int64(4*workers))
 	var out []piece
 	for v := range sh.nodes() {
 		lo, hi := sh.childStart[v], sh.childStart[v+1]
-		if lo == hi {
-			continue
-		}
-		var rows int64 // at most: the parent's labels' positives
-		for _, l := range sh.order[sh.lo[v]:sh.hi[v]] {
-			rows += int64(len(d.Positives(l)))
-		}
-		for a := lo; a < hi; a += pieceNodes {
-			b := min(a+pieceNodes, hi)
-			out = append(out, piece{lo: a, hi: b, cost: rows * int64(b-a)})
+		size := int32(min(pieceNodes, max(1, most/max(1, rows[v]))))
+		for a := lo; a < hi; a += size {
+			b := min(a+size, hi)
+			out = append(out, piece{lo: a, hi: b, cost: rows[v] * int64(b-a)})
 		}
 	}
 	slices.SortStableFunc(out, func(a, b piece) int { return cmp.Compare(b.cost, a.cost) })
@@ -133,7 +139,7 @@ func (t *trainer) train(team *numa.Team, u int, sh *shape) (*pltmodel.Tree, erro
 	idx, val := make([][]int32, n), make([][]float32, n)
 	scratches := numa.NewPerWorker(t.pool, func(numa.Worker) *nodeScratch { return newNodeScratch(t.data.Get(0).X.Rows, cols) })
 	errs := make([]error, n)
-	pieces := sh.pieces(t.data.Get(0))
+	pieces := sh.pieces(t.data.Get(0), team.Workers())
 	err := team.For(len(pieces), 1, func(w numa.Worker, i, _ int) {
 		d, s := t.data.Get(w.Domain), scratches.Get(w)
 		for v := pieces[i].lo; v < pieces[i].hi; v++ {
