@@ -86,3 +86,15 @@ func TopOfSums(top *Top, acc []float64, touched []int32, div, k int) []Scored {
 	}
 	return slices.Clone(top.Sorted())
 }
+
+// SparseOfSums returns the sums in acc of the labels touched as a sparse
+// row, in new memory, and zeroes them: a part's partial result of a row
+// (a forest's leaf sums, a label tree's probabilities).
+func SparseOfSums(acc []float64, touched []int32) Sparse {
+	row := Sparse{Labels: slices.Clone(touched), Sums: make([]float64, len(touched))}
+	for q, l := range touched {
+		row.Sums[q] = acc[l]
+		acc[l] = 0
+	}
+	return row
+}

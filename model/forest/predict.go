@@ -247,12 +247,7 @@ func (f *Model) PartialSums(x *data.CSR, pool *numa.Pool) ([]model.Sparse, error
 		return nil, err
 	}
 	err := f.forRows(x, pool, f.blocking(x, pool), func(s *forestScratch, i int) {
-		row := model.Sparse{Labels: make([]int32, len(s.touched)), Sums: make([]float64, len(s.touched))}
-		for q, l := range s.touched {
-			row.Labels[q], row.Sums[q] = l, s.acc[l]
-			s.acc[l] = 0
-		}
-		out[i] = row
+		out[i] = model.SparseOfSums(s.acc, s.touched)
 	})
 	return out, err
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 	"sync/atomic"
 
 	"xmc/data"
@@ -210,14 +209,7 @@ func (m *Model) Predict(x *data.CSR, k int, pool *numa.Pool) ([][]model.Scored, 
 // tree.
 func (m *Model) Partial(x *data.CSR, k int, pool *numa.Pool) ([]model.Sparse, error) {
 	out := make([]model.Sparse, x.Rows)
-	err := m.forRows(x, k, pool, func(i int, s *scratch) {
-		r := model.Sparse{Labels: slices.Clone(s.touched), Sums: make([]float64, len(s.touched))}
-		for q, l := range s.touched {
-			r.Sums[q] = s.acc[l]
-			s.acc[l] = 0
-		}
-		out[i] = r
-	})
+	err := m.forRows(x, k, pool, func(i int, s *scratch) { out[i] = model.SparseOfSums(s.acc, s.touched) })
 	return out, err
 }
 

@@ -40,18 +40,10 @@ func newLabelVectors(d *onevsall.Data, pool *numa.Pool) (*labelVectors, error) {
 			s.touched = s.touched[:0]
 			for _, r := range d.Positives(l) {
 				idx, val := d.X.Row(int(r))
-				for q, j := range idx {
-					if int(j) >= d.D {
-						continue // the bias column
-					}
-					if s.acc[j] == 0 {
-						s.touched = append(s.touched, j)
-					}
-					s.acc[j] += float64(val[q])
-					if s.acc[j] == 0 { // cancelled out: keep it listed once
-						s.acc[j] = math.SmallestNonzeroFloat64
-					}
+				if n := len(idx); n > 0 && int(idx[n-1]) >= d.D { // the bias column, last
+					idx, val = idx[:n-1], val[:n-1]
 				}
+				s.touched = addSparse(s.acc, s.touched, idx, val)
 			}
 			slices.Sort(s.touched)
 			var ss float64
@@ -71,6 +63,25 @@ func newLabelVectors(d *onevsall.Data, pool *numa.Pool) (*labelVectors, error) {
 		}
 	})
 	return v, err
+}
+
+// addSparse adds the sparse vector (idx, val) to the dense acc and returns
+// touched with every column it made non-zero appended: the one way a label
+// vector, a centre and a block's partial sum are summed. A sum that cancels
+// out is kept as the smallest non-zero value, so that its column stays
+// listed once.
+func addSparse(acc []float64, touched []int32, idx []int32, val []float32) []int32 {
+	val = val[:len(idx)]
+	for q, j := range idx {
+		if acc[j] == 0 {
+			touched = append(touched, j)
+		}
+		acc[j] += float64(val[q])
+		if acc[j] == 0 {
+			acc[j] = math.SmallestNonzeroFloat64
+		}
+	}
+	return touched
 }
 
 // bigSplit is the smallest set of labels whose k-means passes are shared
@@ -119,15 +130,7 @@ func (v *labelVectors) setCentre(s *splitScratch, c int, labels []int32) {
 	}
 	s.touched[c] = s.touched[c][:0]
 	for _, l := range labels {
-		for q, j := range v.idx[l] {
-			if centre[j] == 0 {
-				s.touched[c] = append(s.touched[c], j)
-			}
-			centre[j] += float64(v.val[l][q])
-			if centre[j] == 0 {
-				centre[j] = math.SmallestNonzeroFloat64
-			}
-		}
+		s.touched[c] = addSparse(centre, s.touched[c], v.idx[l], v.val[l])
 	}
 	var ss float64
 	for _, j := range s.touched[c] {
@@ -158,15 +161,7 @@ func (v *labelVectors) setCentreShared(team *numa.Team, scratches *numa.PerWorke
 		}
 		ws.accCols = ws.accCols[:0]
 		for _, l := range labels[b*centreLabels : min((b+1)*centreLabels, len(labels))] {
-			for q, j := range v.idx[l] {
-				if ws.acc[j] == 0 {
-					ws.accCols = append(ws.accCols, j)
-				}
-				ws.acc[j] += float64(v.val[l][q])
-				if ws.acc[j] == 0 {
-					ws.acc[j] = math.SmallestNonzeroFloat64
-				}
-			}
+			ws.accCols = addSparse(ws.acc, ws.accCols, v.idx[l], v.val[l])
 		}
 		slices.Sort(ws.accCols)
 		idx, val := s.blockIdx[b][:0], s.blockVal[b][:0]
