@@ -257,7 +257,7 @@ func fitEnsemble(j *job.Rank, path string, paths []string, held *data.Dataset, s
 	err = j.Phase("fit", func() error {
 		for m, part := range parts {
 			memberKinds[m] = model.KindName(spec[m].Header)
-			err := predict(j, PredictOnRanks, part, nil, &held.X, ensemble.Candidates(k), func(_ int, rows [][]model.Scored) error {
+			err := predict(j, PredictOnRanks, part, nil, &held.X, ensemble.Candidates(memberKinds[m], k), func(_ int, rows [][]model.Scored) error {
 				lists[m] = append(lists[m], rows...)
 				return nil
 			})

@@ -76,19 +76,38 @@ type Member struct {
 	Calibration Calibration  `json:"calibration"`
 }
 
-// Candidates returns how many labels each member proposes for a row when
-// the ensemble predicts k: a label that no member ranks among its first 6k
-// does not reach the ensemble's first k in practice, and the bound keeps a
-// row's work and messages independent of the number of labels. With 10k
-// the ensembles of four sets over six seeds were no more accurate and
-// predicted more slowly (docs/algorithms/ensemble.md).
-func Candidates(k int) int { return 6 * max(k, 1) }
+// Candidates returns how many labels a member of kind kind proposes for a
+// row when the ensemble predicts k: 6k, as a label that no member ranks
+// among its first 6k does not reach the ensemble's first k in practice,
+// and the bound keeps a row's work and messages independent of the number
+// of labels (with 10k the ensembles of four sets over six seeds were no
+// more accurate and predicted more slowly). A label tree proposes k: its
+// best-first search expands more nodes the more labels it lists, whereas a
+// forest's or a linear model's lists come from scores it computes anyway;
+// with 6k from the tree the ensembles gained at most 0.2 of P@1 and cost
+// up to twice their members' sum (docs/algorithms/ensemble.md).
+func Candidates(kind string, k int) int {
+	if kind == "plt" {
+		return max(k, 1)
+	}
+	return 6 * max(k, 1)
+}
+
+// wants returns every member's Candidates, from the members' kinds.
+func wants(kinds []string, k int) []int {
+	w := make([]int, len(kinds))
+	for m, kind := range kinds {
+		w[m] = Candidates(kind, k)
+	}
+	return w
+}
 
 // Model is an ensemble, or the part of one that a rank holds (the part of
 // every member it owns), ready to score rows.
 type Model struct {
 	members []model.Model
 	spec    []Member
+	kinds   []string // the members' kinds, for Candidates
 	// L is the members' number of labels.
 	L int
 }
@@ -105,29 +124,35 @@ func New(members []model.Model, spec []Member, L int) (*Model, error) {
 		// Partial numbers member m's label l as m·L + l in an int32.
 		return nil, fmt.Errorf("%d members of %d labels: more than 2^31 labels in all", len(members), L)
 	}
-	return &Model{members: members, spec: spec, L: L}, nil
+	kinds := make([]string, len(spec))
+	for m, s := range spec {
+		kinds[m] = model.KindName(s.Header)
+	}
+	return &Model{members: members, spec: spec, kinds: kinds, L: L}, nil
 }
 
 // Predict returns the k best labels of every row of x by the ensemble's
-// score, computed from each member's Candidates(k) best.
+// score, computed from each member's Candidates best.
 func (e *Model) Predict(x *data.CSR, k int, pool *numa.Pool) ([][]model.Scored, error) {
 	lists := make([][][]model.Scored, len(e.members))
+	want := wants(e.kinds, k)
 	for m, mm := range e.members {
 		var err error
-		if lists[m], err = mm.Predict(x, Candidates(k), pool); err != nil {
+		if lists[m], err = mm.Predict(x, want[m], pool); err != nil {
 			return nil, fmt.Errorf("member %d (%s): %w", m, e.spec[m].Path, err)
 		}
 	}
 	return e.fuse(lists, x.Rows, k, pool)
 }
 
-// Partial returns every member's partial result for Candidates(k), its
+// Partial returns every member's partial result for its Candidates, its
 // labels numbered m·L + label for member m so that one sparse row carries
 // them all; Merge parts them again.
 func (e *Model) Partial(x *data.CSR, k int, pool *numa.Pool) ([]model.Sparse, error) {
 	out := make([]model.Sparse, x.Rows)
+	want := wants(e.kinds, k)
 	for m, mm := range e.members {
-		part, err := mm.Partial(x, Candidates(k), pool)
+		part, err := mm.Partial(x, want[m], pool)
 		if err != nil {
 			return nil, fmt.Errorf("member %d (%s): %w", m, e.spec[m].Path, err)
 		}
@@ -146,7 +171,7 @@ func (e *Model) Partial(x *data.CSR, k int, pool *numa.Pool) ([]model.Sparse, er
 }
 
 // Merge splits every part's rows by member, merges each member's parts
-// as the member does (exactly its Predict of Candidates(k)), and fuses
+// as the member does (exactly its Predict of its Candidates), and fuses
 // them: the same result as Predict on the whole ensemble.
 func (e *Model) Merge(parts [][]byte, rows, k int) ([][]model.Scored, error) {
 	byMember := make([][][]byte, len(e.members)) // member, part
@@ -163,9 +188,10 @@ func (e *Model) Merge(parts [][]byte, rows, k int) ([][]model.Scored, error) {
 		}
 	}
 	lists := make([][][]model.Scored, len(e.members))
+	want := wants(e.kinds, k)
 	for m, mm := range e.members {
 		var err error
-		if lists[m], err = mm.Merge(byMember[m], rows, Candidates(k)); err != nil {
+		if lists[m], err = mm.Merge(byMember[m], rows, want[m]); err != nil {
 			return nil, fmt.Errorf("member %d (%s): %w", m, e.spec[m].Path, err)
 		}
 	}
@@ -184,10 +210,11 @@ func (e *Model) fuse(lists [][][]model.Scored, rows, k int, pool *numa.Pool) ([]
 		weights[m], cals[m] = s.Weight, s.Calibration
 	}
 	out := make([][]model.Scored, rows)
+	want := wants(e.kinds, k)
 	if pool == nil {
 		var f fuser
 		for i := range rows {
-			out[i] = f.row(lists, i, weights, cals, Candidates(k), k)
+			out[i] = f.row(lists, i, weights, cals, want, k)
 		}
 		return out, nil
 	}
@@ -195,7 +222,7 @@ func (e *Model) fuse(lists [][][]model.Scored, rows, k int, pool *numa.Pool) ([]
 	err := pool.For(rows, fuseRows, func(w numa.Worker, lo, hi int) {
 		f := fusers.Get(w)
 		for i := lo; i < hi; i++ {
-			out[i] = f.row(lists, i, weights, cals, Candidates(k), k)
+			out[i] = f.row(lists, i, weights, cals, want, k)
 		}
 	})
 	return out, err
@@ -251,7 +278,7 @@ type fuser struct {
 // gets m's floor: the last score of a full list of want entries (a bound
 // on every score it left out), and 0 for a shorter one (a forest lists
 // every label of non-zero score).
-func (f *fuser) group(lists [][][]model.Scored, i, want int) {
+func (f *fuser) group(lists [][][]model.Scored, i int, want []int) {
 	members := len(lists)
 	if cap(f.floors) < members {
 		f.floors = make([]float64, members)
@@ -259,7 +286,7 @@ func (f *fuser) group(lists [][][]model.Scored, i, want int) {
 	floors := f.floors[:members]
 	clear(floors)
 	for m := range lists {
-		if l := lists[m][i]; len(l) >= want {
+		if l := lists[m][i]; len(l) >= want[m] {
 			floors[m] = float64(l[len(l)-1].Score)
 		}
 	}
@@ -290,7 +317,7 @@ func (f *fuser) group(lists [][][]model.Scored, i, want int) {
 
 // row returns row i's k best labels by the weighted sum of the members'
 // calibrated scores.
-func (f *fuser) row(lists [][][]model.Scored, i int, weights []float64, cals []Calibration, want, k int) []model.Scored {
+func (f *fuser) row(lists [][][]model.Scored, i int, weights []float64, cals []Calibration, want []int, k int) []model.Scored {
 	f.group(lists, i, want)
 	f.top.Reset(k)
 	members := len(lists)

@@ -109,17 +109,28 @@ func TestPlatt(t *testing.T) {
 }
 
 // TestFuseFloors checks that a label one member leaves out gets that
-// member's floor: its last score for a full list, 0 for a shorter one.
+// member's floor: its last score for a list as long as the member was asked
+// for (its own count), 0 for a shorter one.
 func TestFuseFloors(t *testing.T) {
 	lists := [][][]model.Scored{
-		{{{Label: 1, Score: 0.9}, {Label: 2, Score: 0.5}}}, // full: 2 wanted
-		{{{Label: 3, Score: 0.8}}},                         // short
+		{{{Label: 1, Score: 0.9}, {Label: 2, Score: 0.5}}},
+		{{{Label: 3, Score: 0.8}}},
 	}
-	var f fuser
-	got := f.row(lists, 0, []float64{0.5, 0.5}, []Calibration{Identity, Identity}, 2, 3)
-	want := []model.Scored{{Label: 3, Score: float32(0.5*0.5 + 0.5*0.8)}, {Label: 1, Score: 0.45}, {Label: 2, Score: 0.25}}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("fused %v, want %v", got, want)
+	for _, c := range []struct {
+		name  string
+		asked []int
+		want  []model.Scored
+	}{
+		{"second short", []int{2, 2}, []model.Scored{{Label: 3, Score: float32(0.5*0.5 + 0.5*0.8)}, {Label: 1, Score: 0.45}, {Label: 2, Score: 0.25}}},
+		// Labels 2 and 3 tie: the lower label first.
+		{"second full", []int{2, 1}, []model.Scored{{Label: 1, Score: float32(0.5*0.9 + 0.5*0.8)}, {Label: 2, Score: float32(0.5*0.5 + 0.5*0.8)}, {Label: 3, Score: float32(0.5*0.5 + 0.5*0.8)}}},
+		{"both short", []int{3, 2}, []model.Scored{{Label: 1, Score: 0.45}, {Label: 3, Score: 0.4}, {Label: 2, Score: 0.25}}},
+	} {
+		var f fuser
+		got := f.row(lists, 0, []float64{0.5, 0.5}, []Calibration{Identity, Identity}, c.asked, 3)
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: fused %v, want %v", c.name, got, c.want)
+		}
 	}
 }
 
@@ -133,13 +144,14 @@ func TestFuseOnPool(t *testing.T) {
 	for m := range lists {
 		lists[m] = make([][]model.Scored, rows)
 		for i := range lists[m] {
-			for _, l := range rng.Perm(200)[:rng.IntN(Candidates(k)+1)] {
+			for _, l := range rng.Perm(200)[:rng.IntN(Candidates("forest", k)+1)] {
 				lists[m][i] = append(lists[m][i], model.Scored{Label: int32(l), Score: rng.Float32()})
 			}
 			model.SortScored(lists[m][i])
 		}
 	}
-	e := &Model{spec: []Member{{Weight: 0.7, Calibration: Identity}, {Weight: 0.3, Calibration: Calibration{Scale: 2, Shift: -1, Sigmoid: true}}}, L: 200}
+	e := &Model{spec: []Member{{Weight: 0.7, Calibration: Identity}, {Weight: 0.3, Calibration: Calibration{Scale: 2, Shift: -1, Sigmoid: true}}},
+		kinds: []string{"forest", "plt"}, L: 200}
 	want, err := e.fuse(lists, rows, k, nil)
 	if err != nil {
 		t.Fatal(err)

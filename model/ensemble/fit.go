@@ -23,8 +23,8 @@ const weightStep = 0.05
 
 // Fit chooses the members' calibrations and weights on held-out rows that
 // no member trained on: lists[m][i] is member m's prediction of
-// Candidates(k) labels for held-out row i, truth the rows' true labels,
-// and kinds[m] member m's model kind.
+// Candidates(kinds[m], k) labels for held-out row i, truth the rows' true
+// labels, and kinds[m] member m's model kind.
 //
 // Each member's calibration is Platt scaling, σ(A·s + B) fitted by
 // logistic regression to whether each proposed label is true (with
@@ -40,7 +40,7 @@ func Fit(lists [][][]model.Scored, truth *data.CSR, kinds []string, k int) Fitte
 	if len(lists) == 1 {
 		// One member: its own scores, unchanged.
 		f.Calibrations[0], f.Weights[0] = Identity, 1
-		f.Objective = newTable(lists, f.Calibrations, k).objective(f.Weights, positive)
+		f.Objective = newTable(lists, f.Calibrations, wants(kinds, k), k).objective(f.Weights, positive)
 		return f
 	}
 	for m := range lists {
@@ -50,7 +50,7 @@ func Fit(lists [][][]model.Scored, truth *data.CSR, kinds []string, k int) Fitte
 		}
 		f.Calibrations[m] = c
 	}
-	t := newTable(lists, f.Calibrations, k)
+	t := newTable(lists, f.Calibrations, wants(kinds, k), k)
 	for m := range f.Weights {
 		f.Weights[m] = 1 / float64(len(lists))
 	}
@@ -206,13 +206,14 @@ type table struct {
 }
 
 // newTable builds the table of the members' lists, calibrated by cals,
-// grouped by label as fuser.row groups them.
-func newTable(lists [][][]model.Scored, cals []Calibration, k int) *table {
+// grouped by label as fuser.row groups them (want[m]: member m's
+// Candidates).
+func newTable(lists [][][]model.Scored, cals []Calibration, want []int, k int) *table {
 	rows := len(lists[0])
 	t := &table{members: len(lists), k: k, labels: make([][]int32, rows), scores: make([][]float64, rows)}
 	var f fuser
 	for i := range rows {
-		f.group(lists, i, Candidates(k))
+		f.group(lists, i, want)
 		t.labels[i] = slices.Clone(f.labels)
 		t.scores[i] = make([]float64, len(f.raw))
 		for q, s := range f.raw {
