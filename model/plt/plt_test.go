@@ -3,6 +3,7 @@ package plt
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -206,4 +207,65 @@ func cmpScored(a, b model.Scored) int {
 		return 1
 	}
 	return int(a.Label - b.Label)
+}
+
+// TestMarginsByColumn checks a node's children's margins from the index by
+// column against each child's own weights, bit for bit, on a tree whose
+// large nodes find a row's columns in their bitmaps and whose small ones by
+// binary search.
+func TestMarginsByColumn(t *testing.T) {
+	const cols = 10000
+	rng := rand.New(rand.NewPCG(5, 6))
+	weights := func(n int) ([]int32, []float32) {
+		idx := rng.Perm(cols)[:n]
+		slices.Sort(idx)
+		var js []int32
+		var xs []float32
+		for _, j := range idx {
+			js = append(js, int32(j))
+			xs = append(xs, float32(rng.NormFloat64()))
+		}
+		return js, xs
+	}
+	// The root's children 1 and 2 have many columns; node 1's five leaves
+	// and node 2's two, few.
+	tr := &Tree{Cols: cols, ChildStart: []int32{1, 3, 8, 10, 10, 10, 10, 10, 10, 10, 10},
+		Label: []int32{-1, -1, -1, 0, 1, 2, 3, 4, 5, 6}, WStart: []int64{0, 0}}
+	for v := 1; v < tr.Nodes(); v++ {
+		n := 20
+		if v <= 2 {
+			n = 700
+		}
+		js, xs := weights(n)
+		tr.WIdx, tr.WVal = append(tr.WIdx, js...), append(tr.WVal, xs...)
+		tr.WStart = append(tr.WStart, int64(len(tr.WIdx)))
+	}
+	own := &Tree{Cols: tr.Cols, ChildStart: tr.ChildStart, Label: tr.Label, WStart: tr.WStart,
+		WIdx: slices.Clone(tr.WIdx), WVal: slices.Clone(tr.WVal)}
+	tr.index()
+	if b := tr.byCol; b.wordStart[0] < 0 || b.wordStart[1] >= 0 || b.wordStart[2] >= 0 {
+		t.Fatalf("bitmaps at nodes 0, 1, 2: %v, want the root's alone", b.wordStart[:3])
+	}
+	s := &scratch{}
+	for row := range 50 {
+		dense := make([]float64, cols)
+		s.idx, s.val = s.idx[:0], s.val[:0]
+		for _, j := range slices.Sorted(slices.Values(rng.Perm(cols)[:rng.IntN(3000)])) {
+			dense[j] = rng.NormFloat64()
+			s.idx, s.val = append(s.idx, int32(j)), append(s.val, dense[j])
+		}
+		for p := int32(0); p < 3; p++ {
+			lo, hi := tr.Children(p)
+			got := tr.margins(p, lo, hi, s)
+			for c := lo; c < hi; c++ {
+				var want float64
+				for e := own.WStart[c]; e < own.WStart[c+1]; e++ {
+					want += float64(own.WVal[e]) * dense[own.WIdx[e]]
+				}
+				if got[c-lo] != want {
+					t.Fatalf("row %d, node %d: child %d's margin %v, want %v", row, p, c, got[c-lo], want)
+				}
+			}
+		}
+	}
 }
