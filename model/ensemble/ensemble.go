@@ -84,8 +84,8 @@ type Member struct {
 // more accurate and predicted more slowly). A label tree proposes k: its
 // best-first search expands more nodes the more labels it lists, whereas a
 // forest's or a linear model's lists come from scores it computes anyway;
-// with 6k from the tree the ensembles gained at most 0.2 of P@1 and cost
-// up to twice their members' sum (docs/algorithms/ensemble.md).
+// with 6k from the tree the ensembles were barely more accurate and much
+// slower than their members (docs/algorithms/ensemble.md).
 func Candidates(kind string, k int) int {
 	if kind == "plt" {
 		return max(k, 1)

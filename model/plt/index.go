@@ -20,8 +20,7 @@ import (
 // A node of many columns (see denseColumns) also holds them as a bitmap
 // over every column, with the count of set bits before each word: a row's
 // column is then found among the node's by a bit test and a count of ones
-// rather than by a binary search, which took a quarter of a tree's
-// prediction. Node p's bitmap is words[wordStart[p]:][:wordsPerNode] and
+// rather than by a binary search. Node p's bitmap is words[wordStart[p]:][:wordsPerNode] and
 // its counts before[wordStart[p]:][:wordsPerNode]; wordStart[p] is −1 for
 // a node without one.
 type byColumn struct {
@@ -93,22 +92,25 @@ func (b *byColumn) bitmaps(cols int) {
 	n := len(b.entBase)
 	b.wordsPerNode = (cols + 63) / 64
 	b.wordStart = make([]int64, n)
+	var words int64
 	for p := range n {
 		b.wordStart[p] = -1
-		list := b.cols[b.colStart[p]:b.colStart[p+1]]
-		if !denseColumns(len(list), cols) {
+		if denseColumns(int(b.colStart[p+1]-b.colStart[p]), cols) {
+			b.wordStart[p] = words
+			words += int64(b.wordsPerNode)
+		}
+	}
+	b.words, b.before = make([]uint64, words), make([]int32, words)
+	for p, w := range b.wordStart {
+		if w < 0 {
 			continue
 		}
-		w := int64(len(b.words))
-		b.wordStart[p] = w
-		b.words = append(b.words, make([]uint64, b.wordsPerNode)...)
-		b.before = append(b.before, make([]int32, b.wordsPerNode)...)
-		words, before := b.words[w:], b.before[w:]
-		for _, j := range list {
+		words, before := b.words[w:][:b.wordsPerNode], b.before[w:][:b.wordsPerNode]
+		for _, j := range b.cols[b.colStart[p]:b.colStart[p+1]] {
 			words[j>>6] |= 1 << (j & 63)
 		}
 		count := 0
-		for i, word := range words[:b.wordsPerNode] {
+		for i, word := range words {
 			before[i] = int32(count)
 			count += bits.OnesCount64(word)
 		}
