@@ -19,6 +19,7 @@ import (
 
 	"xmc/data"
 	"xmc/model"
+	"xmc/model/linear"
 	"xmc/mpi"
 	"xmc/numa"
 	"xmc/runner"
@@ -131,4 +132,14 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// PreprocessFlags registers --normalize and, with bias, --bias: the row
+// preprocessing of the trainers of linear weights, which their models
+// record for prediction.
+func PreprocessFlags(fs *flag.FlagSet, p *linear.Preprocess, bias bool) {
+	fs.BoolVar(&p.Normalize, "normalize", p.Normalize, "scale rows to unit L2 norm, in training and prediction")
+	if bias {
+		fs.BoolVar(&p.Bias, "bias", p.Bias, "append a constant bias feature")
+	}
 }

@@ -105,8 +105,7 @@ func (a *Trainer) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&p.BatchSize, "batch-size", p.BatchSize, "rows per round (mini-batch)")
 	fs.Float64Var(&p.Step, "step", p.Step, "first step size; halved after an epoch whose loss grew")
 	fs.Float64Var(&p.Tol, "tol", p.Tol, "stop after an epoch whose loss changed by at most this, relative")
-	fs.BoolVar(&p.Normalize, "normalize", p.Normalize, "scale rows to unit L2 norm, in training and prediction")
-	fs.BoolVar(&p.Bias, "bias", p.Bias, "append a constant bias feature")
+	train.PreprocessFlags(fs, &p.Preprocess, true)
 }
 
 // Prepare checks the parameters and builds the replicas and the round

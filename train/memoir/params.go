@@ -157,7 +157,7 @@ func (a *Trainer) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&p.ClassBlocks, "class-blocks", p.ClassBlocks, "blocks the classes are dealt into, each with its own index, whatever the ranks: ranks own blocks, so give at least one per rank; more blocks score more classes a row (more accuracy, more time)")
 	fs.Float64Var(&p.Prune, "prune", p.Prune, "drop trained weights of smaller magnitude")
 	p.EarlyStop.Flags(fs, "macro-F1")
-	fs.BoolVar(&p.Normalize, "normalize", p.Normalize, "scale rows to unit L2 norm, in training and prediction")
+	train.PreprocessFlags(fs, &p.Preprocess, false)
 }
 
 // Prepare checks the parameters and builds the round trainer. Every rank

@@ -40,8 +40,7 @@ func (p *Params) Flags(fs *flag.FlagSet) {
 	fs.Float64Var(&p.Cost, "cost", p.Cost, "misclassification cost C")
 	fs.Float64Var(&p.Prune, "prune", p.Prune, "drop trained weights of smaller magnitude")
 	fs.IntVar(&p.LabelsPerUnit, "labels-per-unit", p.LabelsPerUnit, "labels per work unit")
-	fs.BoolVar(&p.Normalize, "normalize", p.Normalize, "scale rows to unit L2 norm, in training and prediction")
-	fs.BoolVar(&p.Bias, "bias", p.Bias, "append a constant bias feature")
+	train.PreprocessFlags(fs, &p.Preprocess, true)
 }
 
 // Schedule is the default schedule of the one-vs-all trainers, whose

@@ -114,7 +114,7 @@ func (a *Trainer) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&p.MaxSelect, "max-select", p.MaxSelect, "negative classes a row's search adds at most (default: the mean labels per row)")
 	fs.Float64Var(&p.Prune, "prune", p.Prune, "drop trained weights of smaller magnitude")
 	p.EarlyStop.Flags(fs, "accuracy")
-	fs.BoolVar(&p.Normalize, "normalize", p.Normalize, "scale rows to unit L2 norm, in training and prediction")
+	train.PreprocessFlags(fs, &p.Preprocess, false)
 }
 
 // Prepare checks the parameters and builds the round trainer. Every rank

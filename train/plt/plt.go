@@ -97,8 +97,7 @@ func (a *Trainer) Flags(fs *flag.FlagSet) {
 	fs.Float64Var(&p.Eps, "eps", p.Eps, "tolerance of a node's dual coordinate descent")
 	fs.IntVar(&p.MaxIter, "max-iter", p.MaxIter, "passes of a node's dual coordinate descent at most")
 	fs.Float64Var(&p.Prune, "prune", p.Prune, "drop trained weights of smaller magnitude (the bias is kept)")
-	fs.BoolVar(&p.Normalize, "normalize", p.Normalize, "scale rows to unit L2 norm, in training and prediction")
-	fs.BoolVar(&p.Bias, "bias", p.Bias, "append a constant bias feature")
+	train.PreprocessFlags(fs, &p.Preprocess, true)
 }
 
 // Prepare checks the parameters, copies the rows (one copy per NUMA
