@@ -31,6 +31,9 @@ func (Kind) Counts(h model.Header, units [][]byte) (map[string]int64, error) {
 	if _, err := linear.ParsePreprocess(h.Params); err != nil {
 		return nil, err
 	}
+	if _, err := ParseLoss(h.Params); err != nil {
+		return nil, err
+	}
 	return map[string]int64{"trees": int64(model.CountHeld(units))}, nil
 }
 
@@ -46,7 +49,11 @@ func (Kind) Decode(h model.Header, units [][]byte, total int) (model.Model, erro
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{D: h.D, L: h.L, Prep: prep, TotalTrees: total}
+	loss, err := ParseLoss(h.Params)
+	if err != nil {
+		return nil, err
+	}
+	m := &Model{D: h.D, L: h.L, Prep: prep, Loss: loss, TotalTrees: total}
 	for u, b := range units {
 		if b == nil {
 			continue
@@ -73,10 +80,14 @@ func Load(path string, keep func(tree int) bool) (*Model, model.Header, error) {
 		if err != nil {
 			return fmt.Errorf("%s: %w", f.Path, err)
 		}
+		loss, err := ParseLoss(f.Header.Params)
+		if err != nil {
+			return fmt.Errorf("%s: %w", f.Path, err)
+		}
 		if m == nil {
-			m = &Model{D: whole.D, L: whole.L, Prep: prep, TotalTrees: int(whole.Counts["trees"])}
-		} else if prep != m.Prep {
-			return fmt.Errorf("%s: shard preprocessing differs from the model's", f.Path)
+			m = &Model{D: whole.D, L: whole.L, Prep: prep, Loss: loss, TotalTrees: int(whole.Counts["trees"])}
+		} else if prep != m.Prep || loss != m.Loss {
+			return fmt.Errorf("%s: shard preprocessing or loss differs from the model's", f.Path)
 		}
 		return nil
 	}, func(_ *model.File, s model.Section, t int) error {

@@ -92,8 +92,8 @@ func TestTreeEncoding(t *testing.T) {
 }
 
 // bruteForce returns every label's probability in tree t for the dense
-// row x: the product of the sigmoids of the margins on its path.
-func bruteForce(t *Tree, x []float64) map[int32]float64 {
+// row x: the product of the probabilities prob of the margins on its path.
+func bruteForce(t *Tree, x []float64, prob func(margin float64) float64) map[int32]float64 {
 	p := map[int32]float64{}
 	var walk func(v int32, q float64)
 	walk = func(v int32, q float64) {
@@ -106,7 +106,7 @@ func bruteForce(t *Tree, x []float64) map[int32]float64 {
 			for e := t.WStart[c]; e < t.WStart[c+1]; e++ {
 				m += float64(t.WVal[e]) * x[t.WIdx[e]]
 			}
-			walk(c, q*sigmoid(m))
+			walk(c, q*prob(m))
 		}
 	}
 	walk(0, 1)
@@ -116,15 +116,33 @@ func bruteForce(t *Tree, x []float64) map[int32]float64 {
 // TestPredictExact checks the best-first search against every label's
 // probability computed along its path, for k = 1 to every label, on a
 // model of two trees, and that two parts of it, each with one tree, merge
-// into the same scores, bit for bit.
+// into the same scores, bit for bit, for each loss.
 func TestPredictExact(t *testing.T) {
+	cases := []struct {
+		loss Loss
+		prob func(margin float64) float64
+	}{
+		{Logistic, func(m float64) float64 { return 1 / (1 + math.Exp(-m)) }},
+		{SquaredHinge, func(m float64) float64 {
+			if m >= 1 {
+				return 1
+			}
+			return math.Exp(-(1 - m) * (1 - m))
+		}},
+	}
+	for _, c := range cases {
+		t.Run(string(c.loss), func(t *testing.T) { testPredictExact(t, c.loss, c.prob) })
+	}
+}
+
+func testPredictExact(t *testing.T, loss Loss, prob func(float64) float64) {
 	x := &data.CSR{Rows: 3, Cols: 3, Indptr: []int64{0, 2, 3, 6}, Indices: []int32{0, 2, 1, 0, 1, 2},
 		Values: []float32{1, 2, 3, 0.5, -1, 4}}
 	prep := linear.Preprocess{Normalize: true, Bias: true}
 	trees := []*Tree{smallTree(0), smallTree(-2)}
 	// Each model's trees decoded, as a model file's are (AddTree indexes them).
 	decoded := func(trees ...*Tree) *Model {
-		m := &Model{D: 3, L: 4, Prep: prep, TotalTrees: 2}
+		m := &Model{D: 3, L: 4, Prep: prep, Loss: loss, TotalTrees: 2}
 		for _, tr := range trees {
 			b, err := tr.MarshalBinary()
 			if err != nil {
@@ -152,7 +170,7 @@ func TestPredictExact(t *testing.T) {
 			dense[3] = 1
 			sum := map[int32]float64{}
 			for _, tr := range trees {
-				p := bruteForce(tr, dense)
+				p := bruteForce(tr, dense, prob)
 				var all []model.Scored
 				for l, v := range p {
 					all = append(all, model.Scored{Label: l, Score: float32(v)})
@@ -266,6 +284,29 @@ func TestMarginsByColumn(t *testing.T) {
 					t.Fatalf("row %d, node %d: child %d's margin %v, want %v", row, p, c, got[c-lo], want)
 				}
 			}
+		}
+	}
+}
+
+// TestParseLoss checks the loss a header records: logistic when it records
+// none (the files written before the squared hinge), an error for a loss
+// that does not exist.
+func TestParseLoss(t *testing.T) {
+	cases := []struct {
+		params string
+		want   Loss
+		err    bool
+	}{
+		{`{"normalize":true,"bias":true}`, Logistic, false},
+		{`{"loss":"log"}`, Logistic, false},
+		{`{"loss":"sqhinge"}`, SquaredHinge, false},
+		{`{"loss":"hinge"}`, "", true},
+		{`{"loss":1}`, "", true},
+	}
+	for _, c := range cases {
+		got, err := ParseLoss([]byte(c.params))
+		if (err != nil) != c.err || got != c.want {
+			t.Errorf("ParseLoss(%s) = %q, %v; want %q, error %v", c.params, got, err, c.want, c.err)
 		}
 	}
 }

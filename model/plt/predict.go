@@ -19,6 +19,9 @@ type Model struct {
 	// Prep is the preprocessing training applied to rows (normalised, a
 	// bias column at D): prediction applies it to every test row.
 	Prep linear.Preprocess
+	// Loss is the loss the nodes were trained with, which turns their
+	// margins into probabilities.
+	Loss Loss
 	// Trees are the trees held and TotalTrees the whole model's count: a
 	// label's score is its probabilities' sum over the trees held divided
 	// by TotalTrees, so that the parts' partial sums add up to the mean.
@@ -117,20 +120,17 @@ func (m *Model) newScratch() *scratch {
 	return &scratch{acc: make([]float64, m.L)}
 }
 
-// sigmoid is the logistic function, the probability of a node's margin.
-func sigmoid(v float64) float64 { return 1 / (1 + math.Exp(-v)) }
-
 // search adds to s.acc the probabilities of the tree's k most probable
 // labels for the row in s.idx, s.val, found best first: a node leaves the
 // frontier in decreasing order of its path's probability, which no
 // descendant exceeds, so the first k leaves to leave it are the k most
-// probable.
-func (t *Tree) search(k int, s *scratch) {
+// probable. loss turns the nodes' margins into probabilities.
+func (t *Tree) search(k int, loss Loss, s *scratch) {
 	q := s.queue[:0]
 	push := func(v int32, p float64) {
 		lo, hi := t.Children(v)
 		for c, m := range t.margins(v, lo, hi, s) {
-			q.push(candidate{p: p * sigmoid(m), node: lo + int32(c)})
+			q.push(candidate{p: p * loss.probability(m), node: lo + int32(c)})
 		}
 	}
 	push(0, 1)
@@ -166,7 +166,7 @@ func (m *Model) row(idx []int32, val []float32, k int, s *scratch) {
 	}
 	s.touched = s.touched[:0]
 	for _, t := range m.Trees {
-		t.search(k, s)
+		t.search(k, m.Loss, s)
 	}
 }
 

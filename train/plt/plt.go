@@ -2,9 +2,9 @@
 // 2016; Parabel, Prabhu et al., WWW 2018; napkinXC, Jasinska-Kobus et al.
 // 2020): a tree over the labels, built by balanced two-way k-means of the
 // labels' mean rows, and at every node but the root an L2-regularised
-// logistic regression, trained by LIBLINEAR's dual coordinate descent on
-// the rows relevant to its parent, of whether a label below the node is
-// relevant. A model of several trees averages them. A tree is a unit of
+// logistic regression (or, as Parabel's, a squared hinge loss SVM),
+// trained by LIBLINEAR's dual coordinate descent on the rows relevant to
+// its parent, of whether a label below the node is relevant. A model of several trees averages them. A tree is a unit of
 // work, which a rank's workers train together: the splits of a level and
 // the nodes' classifiers are shared out among them.
 package plt
@@ -36,9 +36,12 @@ type Params struct {
 	// less; KMeansIters bounds its passes.
 	KMeansEps   float64 `json:"kmeans_eps"`
 	KMeansIters int     `json:"kmeans_iters"`
-	// Cost is C of every node's logistic regression, Eps the tolerance of
-	// its dual coordinate descent (LIBLINEAR's stopping rule) and MaxIter
-	// the bound on its passes over the rows.
+	// Loss is the loss of every node's classifier: logistic (napkinXC's
+	// default) or squared hinge (Parabel's).
+	Loss pltmodel.Loss `json:"loss"`
+	// Cost is C of every node's classifier, Eps the tolerance of its dual
+	// coordinate descent (LIBLINEAR's stopping rule) and MaxIter the bound
+	// on its passes over the rows.
 	Cost    float64 `json:"cost"`
 	Eps     float64 `json:"eps"`
 	MaxIter int     `json:"max_iter"`
@@ -50,9 +53,9 @@ type Params struct {
 }
 
 // DefaultParams returns napkinXC's defaults: one tree, sets of at most 100
-// labels, C = 10, tolerance 0.1, weights under 0.1 dropped.
+// labels, logistic loss, C = 10, tolerance 0.1, weights under 0.1 dropped.
 func DefaultParams() Params {
-	return Params{Trees: 1, MaxLeaves: 100, KMeansEps: 1e-4, KMeansIters: 100, Cost: 10, Eps: 0.1, MaxIter: 100, Prune: 0.1,
+	return Params{Trees: 1, MaxLeaves: 100, KMeansEps: 1e-4, KMeansIters: 100, Loss: pltmodel.Logistic, Cost: 10, Eps: 0.1, MaxIter: 100, Prune: 0.1,
 		Preprocess: linear.Preprocess{Normalize: true, Bias: true}}
 }
 
@@ -68,6 +71,8 @@ func (p Params) Validate() error {
 		return fmt.Errorf("--kmeans-eps must be 0 or more, got %v", p.KMeansEps)
 	case p.KMeansIters < 1:
 		return fmt.Errorf("--kmeans-iters must be at least 1, got %d", p.KMeansIters)
+	case p.Loss.Check() != nil:
+		return fmt.Errorf("--loss: %w", p.Loss.Check())
 	case !(p.Cost > 0) || !finite(p.Cost):
 		return fmt.Errorf("--cost must be a positive number, got %v", p.Cost)
 	case !(p.Eps > 0) || !finite(p.Eps):
@@ -93,7 +98,10 @@ func (a *Trainer) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&p.MaxLeaves, "max-leaves", p.MaxLeaves, "a set of at most this many labels becomes a node with the labels as its children; larger ones are split in two")
 	fs.Float64Var(&p.KMeansEps, "kmeans-eps", p.KMeansEps, "end a split's k-means when its mean similarity grows by less")
 	fs.IntVar(&p.KMeansIters, "kmeans-iters", p.KMeansIters, "passes of a split's k-means at most")
-	fs.Float64Var(&p.Cost, "cost", p.Cost, "C of every node's logistic regression")
+	fs.Func("loss", "loss of every node's classifier: "+string(pltmodel.Logistic)+" (logistic regression, napkinXC's default) or "+
+		string(pltmodel.SquaredHinge)+" (an SVM's squared hinge, Parabel's; with --cost 1) (default "+string(p.Loss)+")",
+		func(v string) error { p.Loss = pltmodel.Loss(v); return p.Loss.Check() })
+	fs.Float64Var(&p.Cost, "cost", p.Cost, "C of every node's classifier")
 	fs.Float64Var(&p.Eps, "eps", p.Eps, "tolerance of a node's dual coordinate descent")
 	fs.IntVar(&p.MaxIter, "max-iter", p.MaxIter, "passes of a node's dual coordinate descent at most")
 	fs.Float64Var(&p.Prune, "prune", p.Prune, "drop trained weights of smaller magnitude (the bias is kept)")
