@@ -267,7 +267,10 @@ func fitEnsemble(j *job.Rank, path string, paths []string, held *data.Dataset, s
 		}
 		var b []byte
 		if j.ID == 0 {
-			f := ensemble.Fit(lists, &held.Y, memberKinds, k)
+			f, err := ensemble.Fit(lists, &held.Y, memberKinds, k, j.Pool)
+			if err != nil {
+				return err
+			}
 			for m := range spec {
 				spec[m].Weight, spec[m].Calibration = f.Weights[m], f.Calibrations[m]
 			}
@@ -276,7 +279,6 @@ func fitEnsemble(j *job.Rank, path string, paths []string, held *data.Dataset, s
 			}
 			j.Log.Info("ensemble written", "path", path, "heldout_rows", held.N(), "heldout_mean_p_at_k", fmt.Sprintf("%.2f", f.Objective),
 				"weights", fmt.Sprint(f.Weights))
-			var err error
 			if b, err = json.Marshal(spec); err != nil {
 				return err
 			}

@@ -71,10 +71,18 @@ func heldout(n int) ([][][]model.Scored, *data.CSR) {
 
 // TestFit checks that Fit weighs the member that ranks the true labels
 // first at least as much as the other, reaches that member's P@k, and is
-// deterministic.
+// deterministic: the same on one worker and on three.
 func TestFit(t *testing.T) {
 	lists, y := heldout(40)
-	f := Fit(lists, y, []string{"linear", "forest"}, 5)
+	fit := func(lists [][][]model.Scored, kinds []string, workers int) Fitted {
+		t.Helper()
+		f, err := Fit(lists, y, kinds, 5, numatest.Pool(t, workers, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	f := fit(lists, []string{"linear", "forest"}, 1)
 	if !(f.Weights[0] >= f.Weights[1]) {
 		t.Errorf("weights %v: want the first member's at least the second's", f.Weights)
 	}
@@ -82,10 +90,10 @@ func TestFit(t *testing.T) {
 	if want := (100 + 100.0/3 + 20) / 3; math.Abs(f.Objective-want) > 1e-9 {
 		t.Errorf("objective %v, want %v", f.Objective, want)
 	}
-	if again := Fit(lists, y, []string{"linear", "forest"}, 5); !reflect.DeepEqual(again, f) {
-		t.Errorf("a second fit gave %+v, the first %+v", again, f)
+	if again := fit(lists, []string{"linear", "forest"}, 3); !reflect.DeepEqual(again, f) {
+		t.Errorf("a fit on 3 workers gave %+v, on one %+v", again, f)
 	}
-	one := Fit(lists[:1], y, []string{"linear"}, 5)
+	one := fit(lists[:1], []string{"linear"}, 1)
 	if one.Weights[0] != 1 || one.Calibrations[0] != Identity {
 		t.Errorf("one member: %+v, want weight 1 and the identity", one)
 	}
