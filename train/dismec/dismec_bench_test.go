@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"xmc/data"
-	"xmc/metrics"
 	"xmc/numa/numatest"
 	"xmc/train/traintest"
 )
@@ -47,14 +46,7 @@ func benchDismec(b *testing.B, tr, te *data.Dataset) {
 			b.ReportMetric((traintest.ProcessCPU()-cpu0).Seconds()/float64(b.N), "cpu-s/op")
 			b.ReportMetric(float64(st.Newton)/float64(st.Labels), "newton/label")
 			b.ReportMetric(float64(st.CG)/float64(st.Labels), "cg/label")
-			scores, err := linearModel(b, tr, p, units).Predict(&te.X, 5, pool)
-			if err != nil {
-				b.Fatal(err)
-			}
-			m, err := metrics.Evaluate(&te.Y, scores, nil, []int{1, 3, 5})
-			if err != nil {
-				b.Fatal(err)
-			}
+			m := traintest.PrecisionAtK(b, linearModel(b, tr, p, units), te, pool)
 			for _, k := range []string{"P@1", "P@3", "P@5"} {
 				b.ReportMetric(m[k], k)
 			}

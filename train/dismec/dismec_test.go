@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"xmc/data"
-	"xmc/metrics"
 	"xmc/model/linear"
 	"xmc/numa"
 	"xmc/numa/numatest"
@@ -56,14 +55,7 @@ func TestDismecBibtexAccuracy(t *testing.T) {
 		units, trainer := trainDismec(t, tr, p, pool)
 		elapsed := time.Since(start)
 		m := linearModel(t, tr, p, units)
-		scores, err := m.Predict(&te.X, 5, pool)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := metrics.Evaluate(&te.Y, scores, nil, []int{1, 3, 5})
-		if err != nil {
-			t.Fatal(err)
-		}
+		got := traintest.PrecisionAtK(t, m, te, pool)
 		st := trainer.Stats()
 		stats[init] = st
 		t.Logf("%s: %.2fs P@1 %.2f P@3 %.2f P@5 %.2f, %d weights; %d labels, %d Newton, %d CG iterations, %d unconverged",

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"xmc/data"
-	"xmc/metrics"
 	"xmc/model"
 	pltmodel "xmc/model/plt"
 	"xmc/mpi"
@@ -69,14 +68,7 @@ func TestPLTBibtexAccuracy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		scores, err := m.Predict(&te.X, 5, pool)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := metrics.Evaluate(&te.Y, scores, nil, []int{1, 3, 5})
-		if err != nil {
-			t.Fatal(err)
-		}
+		got := traintest.PrecisionAtK(t, m, te, pool)
 		t.Logf("%s: P@1/3/5 %.2f/%.2f/%.2f", c.name, got["P@1"], got["P@3"], got["P@5"])
 		if got["P@1"] < c.p1 || got["P@3"] < c.p3 || got["P@5"] < c.p5 {
 			t.Errorf("%s: P@1/3/5 %.2f/%.2f/%.2f, want at least %v/%v/%v", c.name, got["P@1"], got["P@3"], got["P@5"], c.p1, c.p3, c.p5)

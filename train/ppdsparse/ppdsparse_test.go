@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"xmc/data"
-	"xmc/metrics"
 	"xmc/model/linear"
 	"xmc/numa"
 	"xmc/numa/numatest"
@@ -38,15 +37,7 @@ func evalPPDSparse(t testing.TB, tr, te *data.Dataset, p Params, units [][]byte,
 	if err != nil {
 		t.Fatal(err)
 	}
-	scores, err := m.Predict(&te.X, 5, pool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := metrics.Evaluate(&te.Y, scores, nil, []int{1, 3, 5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return got
+	return traintest.PrecisionAtK(t, m, te, pool)
 }
 
 // TestPPDSparseBibtexAccuracy trains every label of Bibtex with the
