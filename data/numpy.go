@@ -86,7 +86,11 @@ type numpyArray struct {
 // checks that its dtype is a number and that the elements it announces are
 // exactly the bytes that follow.
 func openArray(r io.Reader, size int64, file, name string) (*numpyArray, error) {
-	counted := &countingReader{r: bufio.NewReaderSize(r, 1<<16)}
+	buffered := bufio.NewReaderSize(r, 1<<16)
+	if n, ok := headerBytes(buffered); ok && n > maxHeaderBytes {
+		return nil, errorf(file, 0, 0, "%s: a NumPy header of %d bytes, want at most %d (corrupt?)", name, n, maxHeaderBytes)
+	}
+	counted := &countingReader{r: buffered}
 	var dec *npy.Reader
 	err := guard(func() (err error) { dec, err = npy.NewReader(counted); return err })
 	if err != nil {
@@ -110,6 +114,30 @@ func openArray(r io.Reader, size int64, file, name string) (*numpyArray, error) 
 	}
 	a.n = int(n)
 	return a, nil
+}
+
+// maxHeaderBytes bounds an array's header, as NumPy's own reader does by
+// default (numpy.lib.format's max_header_size): npyio's parse of a header
+// takes time quadratic in its length, and a corrupt length of megabytes
+// must be an error, not minutes of parsing.
+const maxHeaderBytes = 10000
+
+// headerBytes returns the header length that an array's preamble in r
+// announces (the magic "\x93NUMPY", the format's version, then the length:
+// 2 bytes in version 1, 4 in versions 2 and 3), without consuming it; ok
+// is false where r does not start with a preamble, which npyio reports.
+func headerBytes(r *bufio.Reader) (n int64, ok bool) {
+	pre, err := r.Peek(12)
+	if len(pre) < 10 || string(pre[:6]) != "\x93NUMPY" {
+		return 0, false
+	}
+	if pre[6] == 1 {
+		return int64(binary.LittleEndian.Uint16(pre[8:10])), true
+	}
+	if err != nil {
+		return 0, false
+	}
+	return int64(binary.LittleEndian.Uint32(pre[8:12])), true
 }
 
 func (a *numpyArray) errorf(format string, args ...any) *ParseError {
@@ -368,8 +396,12 @@ func checkSparseFormat(f *zip.File, path string) error {
 	if f.UncompressedSize64 > 1<<10 {
 		return errorf(path, 0, 0, "format.npy: %d bytes, want a short string", f.UncompressedSize64)
 	}
+	br := bufio.NewReader(io.LimitReader(rc, 1<<10))
+	if n, ok := headerBytes(br); ok && n > maxHeaderBytes {
+		return errorf(path, 0, 0, "format.npy: a NumPy header of %d bytes, want at most %d (corrupt?)", n, maxHeaderBytes)
+	}
 	var format string
-	if err := guard(func() error { return npy.Read(rc, &format) }); err != nil {
+	if err := guard(func() error { return npy.Read(br, &format) }); err != nil {
 		return &ParseError{File: path, Msg: "format.npy: want a string: " + err.Error(), Err: err}
 	}
 	if format != "csr" {

@@ -247,6 +247,9 @@ func TestReadDenseErrors(t *testing.T) {
 	if err := npy.Write(&oneD, []float32{1, 2}); err != nil {
 		t.Fatal(err)
 	}
+	// A version 2 preamble announcing a header of 1 MB, which npyio would
+	// parse in quadratic time.
+	long := append([]byte("\x93NUMPY\x02\x00\x00\x00\x10\x00"), bytes.Repeat([]byte{' '}, 1<<20)...)
 	tests := []struct {
 		name string
 		file []byte
@@ -256,6 +259,7 @@ func TestReadDenseErrors(t *testing.T) {
 		{"trailing bytes", append(append([]byte{}, dense...), 0), "the file holds 81"},
 		{"1-D", oneD.Bytes(), "shape [2], want a 2-D array"},
 		{"header cut", dense[:9], "not a NumPy array"},
+		{"header too long", long, "a NumPy header of 1048576 bytes, want at most 10000"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
