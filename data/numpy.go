@@ -87,8 +87,8 @@ type numpyArray struct {
 // exactly the bytes that follow.
 func openArray(r io.Reader, size int64, file, name string) (*numpyArray, error) {
 	buffered := bufio.NewReaderSize(r, 1<<16)
-	if n, ok := headerBytes(buffered); ok && n > maxHeaderBytes {
-		return nil, errorf(file, 0, 0, "%s: a NumPy header of %d bytes, want at most %d (corrupt?)", name, n, maxHeaderBytes)
+	if err := checkHeaderLength(buffered); err != nil {
+		return nil, errorf(file, 0, 0, "%s: %v", name, err)
 	}
 	counted := &countingReader{r: buffered}
 	var dec *npy.Reader
@@ -122,22 +122,27 @@ func openArray(r io.Reader, size int64, file, name string) (*numpyArray, error) 
 // must be an error, not minutes of parsing.
 const maxHeaderBytes = 10000
 
-// headerBytes returns the header length that an array's preamble in r
-// announces (the magic "\x93NUMPY", the format's version, then the length:
-// 2 bytes in version 1, 4 in versions 2 and 3), without consuming it; ok
-// is false where r does not start with a preamble, which npyio reports.
-func headerBytes(r *bufio.Reader) (n int64, ok bool) {
+// checkHeaderLength reports an array whose preamble in r (the magic
+// "\x93NUMPY", the format's version, then the header's length: 2 bytes in
+// version 1, 4 in versions 2 and 3) announces a header longer than
+// maxHeaderBytes, without consuming it. Whatever is not a preamble passes,
+// for npyio to report.
+func checkHeaderLength(r *bufio.Reader) error {
 	pre, err := r.Peek(12)
 	if len(pre) < 10 || string(pre[:6]) != "\x93NUMPY" {
-		return 0, false
+		return nil
 	}
-	if pre[6] == 1 {
-		return int64(binary.LittleEndian.Uint16(pre[8:10])), true
+	var n int64
+	switch {
+	case pre[6] == 1:
+		n = int64(binary.LittleEndian.Uint16(pre[8:10]))
+	case err == nil:
+		n = int64(binary.LittleEndian.Uint32(pre[8:12]))
 	}
-	if err != nil {
-		return 0, false
+	if n > maxHeaderBytes {
+		return fmt.Errorf("a NumPy header of %d bytes, want at most %d (corrupt?)", n, maxHeaderBytes)
 	}
-	return int64(binary.LittleEndian.Uint32(pre[8:12])), true
+	return nil
 }
 
 func (a *numpyArray) errorf(format string, args ...any) *ParseError {
@@ -396,9 +401,9 @@ func checkSparseFormat(f *zip.File, path string) error {
 	if f.UncompressedSize64 > 1<<10 {
 		return errorf(path, 0, 0, "format.npy: %d bytes, want a short string", f.UncompressedSize64)
 	}
-	br := bufio.NewReader(io.LimitReader(rc, 1<<10))
-	if n, ok := headerBytes(br); ok && n > maxHeaderBytes {
-		return errorf(path, 0, 0, "format.npy: a NumPy header of %d bytes, want at most %d (corrupt?)", n, maxHeaderBytes)
+	br := bufio.NewReader(rc)
+	if err := checkHeaderLength(br); err != nil {
+		return errorf(path, 0, 0, "format.npy: %v", err)
 	}
 	var format string
 	if err := guard(func() error { return npy.Read(br, &format) }); err != nil {

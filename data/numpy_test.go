@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"hash/crc32"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -186,6 +187,21 @@ func TestReadNumPyErrors(t *testing.T) {
 		w.Write(raw)
 	}
 	zw.Close()
+	// A format.npy whose version 2 preamble announces a header of 1 MB.
+	var longFormat bytes.Buffer
+	zw = zip.NewWriter(&longFormat)
+	r, _ := zip.NewReader(bytes.NewReader(good), int64(len(good)))
+	for _, f := range r.File {
+		w, _ := zw.Create(f.Name)
+		if f.Name == "format.npy" {
+			w.Write([]byte("\x93NUMPY\x02\x00\x00\x00\x10\x00{'descr': '<U3'"))
+			continue
+		}
+		rc, _ := f.Open()
+		io.Copy(w, rc)
+		rc.Close()
+	}
+	zw.Close()
 	tests := []struct {
 		name   string
 		file   []byte
@@ -210,6 +226,7 @@ func TestReadNumPyErrors(t *testing.T) {
 		{"float64 overflow", bad("data.npy", []float64{1, 1e300}), nil, "data.npy: element 1 is +Inf, want a finite float32"},
 		{"CSC matrix", bad("format.npy", "csc"), nil, `a SciPy "csc" matrix: xmc reads CSR matrices`},
 		{"no format", bad("format.npy", nil), nil, `no array "format": not a SciPy sparse matrix`},
+		{"format header too long", longFormat.Bytes(), nil, "format.npy: a NumPy header of 1048576 bytes, want at most 10000"},
 		{"no data", bad("data.npy", nil), nil, `no array "data"`},
 		{"bad shape", bad("shape.npy", []int64{2}), nil, "shape.npy: shape [1], want 2 elements"},
 		{"negative shape", bad("shape.npy", []int64{-2, 3}), nil, "matrix shape -2 × 3 out of range"},

@@ -84,14 +84,17 @@ func Fit(lists [][][]model.Scored, truth *data.CSR, kinds []string, k int, pool 
 // mean does not depend on the workers. Without rows, equal weights.
 func (t *table) bagged(positive [][]int32, rows []int32, pool *numa.Pool) ([]float64, error) {
 	if len(rows) == 0 {
-		return t.search(positive, rows, &model.Top{}), nil
+		return equalWeights(t.members), nil
 	}
 	found := make([][]float64, fitBags)
 	var next atomic.Int64
 	err := pool.Run(func(numa.Worker) error {
 		var top model.Top
-		sample := make([]int32, len(rows))
+		var sample []int32 // allocated by the workers that take a resample
 		for b := int(next.Add(1)) - 1; b < fitBags; b = int(next.Add(1)) - 1 {
+			if sample == nil {
+				sample = make([]int32, len(rows))
+			}
 			rng := rand.New(rand.NewPCG(fitStream, uint64(b)))
 			for i := range sample {
 				sample[i] = rows[rng.IntN(len(rows))]
@@ -116,10 +119,7 @@ func (t *table) bagged(positive [][]int32, rows []int32, pool *numa.Pool) ([]flo
 // given (a row as often as it is given): a coordinate search from equal
 // weights over a grid of weightStep, each move kept only if it gains.
 func (t *table) search(positive [][]int32, rows []int32, top *model.Top) []float64 {
-	w := make([]float64, t.members)
-	for m := range w {
-		w[m] = 1 / float64(t.members)
-	}
+	w := equalWeights(t.members)
 	best := t.objective(w, positive, rows, top)
 	trial := make([]float64, len(w))
 	for pass := 0; pass < 20; pass++ {
@@ -136,6 +136,15 @@ func (t *table) search(positive [][]int32, rows []int32, top *model.Top) []float
 		if !improved {
 			break
 		}
+	}
+	return w
+}
+
+// equalWeights returns members weights of 1/members each.
+func equalWeights(members int) []float64 {
+	w := make([]float64, members)
+	for m := range w {
+		w[m] = 1 / float64(members)
 	}
 	return w
 }

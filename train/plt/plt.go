@@ -4,9 +4,10 @@
 // labels' mean rows, and at every node but the root an L2-regularised
 // logistic regression (or, as Parabel's, a squared hinge loss SVM),
 // trained by LIBLINEAR's dual coordinate descent on the rows relevant to
-// its parent, of whether a label below the node is relevant. A model of several trees averages them. A tree is a unit of
-// work, which a rank's workers train together: the splits of a level and
-// the nodes' classifiers are shared out among them.
+// its parent, of whether a label below the node is relevant. A model of
+// several trees averages them. A tree is a unit of work, which a rank's
+// workers train together: the splits of a level and the nodes'
+// classifiers are shared out among them.
 package plt
 
 import (
