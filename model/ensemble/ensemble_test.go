@@ -174,3 +174,84 @@ func TestFuseOnPool(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchRanksAsPrediction checks that the weight search's hits of a
+// row are those of the row as prediction fuses it (fuser.row), for random
+// members' lists, calibrations and weights, with every k up to 5 (the
+// objective's precisions up to k), on 1 and 3 workers.
+func TestSearchRanksAsPrediction(t *testing.T) {
+	const rows, L = 300, 40
+	rng := rand.New(rand.NewPCG(5, 6))
+	kinds := []string{"forest", "ppdsparse", "plt"}
+	y := &data.CSR{Rows: rows, Cols: L, Indptr: []int64{0}}
+	lists := make([][][]model.Scored, len(kinds))
+	for range rows {
+		for _, l := range rng.Perm(L)[:1+rng.IntN(4)] {
+			y.Indices, y.Values = append(y.Indices, int32(l)), append(y.Values, 1)
+		}
+		y.Indptr = append(y.Indptr, int64(len(y.Indices)))
+		for m, kind := range kinds {
+			var row []model.Scored
+			for _, l := range rng.Perm(L)[:rng.IntN(Candidates(kind, 5)+1)] {
+				// Scores on a coarse grid, so that fused scores tie.
+				row = append(row, model.Scored{Label: int32(l), Score: float32(rng.IntN(4)) / 4})
+			}
+			model.SortScored(row)
+			lists[m] = append(lists[m], row)
+		}
+	}
+	cals := []Calibration{Identity, {Scale: 2, Shift: -1, Sigmoid: true}, {Scale: 0.5}}
+	positive := truthSets(y)
+	trials := [][]float64{{1, 0, 0}, {0.2, 0.3, 0.5}, {1.0 / 3, 1.0 / 3, 1.0 / 3}, {0, 0.55, 0.45}}
+	for k := 1; k <= 6; k++ {
+		want := wants(kinds, k)
+		tab, err := newTable(lists, cals, want, k, positive, numatest.Pool(t, 2, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var f fuser
+		expect := make([]int64, len(trials))
+		for g, w := range trials {
+			for i := range rows {
+				fused := f.row(lists, i, w, cals, want, k)
+				for _, kk := range tab.ks {
+					for _, s := range fused[:min(kk, len(fused))] {
+						if isTrue(positive[i], s.Label) {
+							expect[g] += hitScale / int64(kk)
+						}
+					}
+				}
+			}
+		}
+		for _, workers := range []int{1, 3} {
+			got, err := tab.hits(everyRow(rows), trials, numatest.Pool(t, workers, 1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, expect) {
+				t.Errorf("k = %d, %d workers: hits %v, prediction's %v", k, workers, got, expect)
+			}
+		}
+	}
+}
+
+// TestResample checks that a bootstrap resample draws as many rows as it
+// resamples, names each row once with its count, and is the same for the
+// same stream.
+func TestResample(t *testing.T) {
+	all := everyRow(50)
+	r := resample(all, rand.New(rand.NewPCG(fitStream, 1)))
+	var n int64
+	for q, c := range r.counts {
+		if c < 1 || (q > 0 && r.rows[q] <= r.rows[q-1]) {
+			t.Fatalf("row %d counted %d times, after row %d", r.rows[q], c, r.rows[max(q-1, 0)])
+		}
+		n += int64(c)
+	}
+	if n != 50 || r.total != 50 {
+		t.Errorf("drew %d rows (total %d), want 50", n, r.total)
+	}
+	if again := resample(all, rand.New(rand.NewPCG(fitStream, 1))); !reflect.DeepEqual(again, r) {
+		t.Error("the same stream drew another resample")
+	}
+}

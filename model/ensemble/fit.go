@@ -4,7 +4,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"sync/atomic"
 
 	"xmc/data"
 	"xmc/model"
@@ -45,99 +44,146 @@ const (
 // each of fitBags bootstrap resamples of the held-out rows (bagging,
 // Breiman 1996: the weights that are best on a few hundred rows are best
 // on those rows alone), each found by a coordinate search from equal
-// weights over a grid of 1/20, a move kept only if it gains. The
-// resamples are searched on the pool's workers. Fit is deterministic: the
-// same lists give the same weights on any number of ranks and workers.
+// weights over a grid of 1/20. Every step of a search scores all the grid's
+// weights of one member in one pass over the rows, shared out on the
+// pool's workers, and counts hits as integers, so that Fit is
+// deterministic: the same lists give the same weights on any number of
+// ranks and workers.
 func Fit(lists [][][]model.Scored, truth *data.CSR, kinds []string, k int, pool *numa.Pool) (Fitted, error) {
 	f := Fitted{Calibrations: make([]Calibration, len(lists)), Weights: make([]float64, len(lists))}
 	positive := truthSets(truth)
-	all := make([]int32, len(positive))
-	for i := range all {
-		all[i] = int32(i)
-	}
 	if len(lists) == 1 {
 		// One member: its own scores, unchanged.
 		f.Calibrations[0], f.Weights[0] = Identity, 1
-		f.Objective = newTable(lists, f.Calibrations, wants(kinds, k), k).objective(f.Weights, positive, all, &model.Top{})
-		return f, nil
-	}
-	for m := range lists {
-		c, ok := platt(lists[m], positive)
-		if !ok {
-			c = DefaultCalibration(kinds[m])
+	} else {
+		// The members' calibrations, one a worker.
+		err := pool.For(len(lists), 1, func(_ numa.Worker, m, _ int) {
+			c, ok := platt(lists[m], positive)
+			if !ok {
+				c = DefaultCalibration(kinds[m])
+			}
+			f.Calibrations[m] = c
+		})
+		if err != nil {
+			return Fitted{}, err
 		}
-		f.Calibrations[m] = c
 	}
-	t := newTable(lists, f.Calibrations, wants(kinds, k), k)
-	w, err := t.bagged(positive, all, pool)
+	t, err := newTable(lists, f.Calibrations, wants(kinds, k), k, positive, pool)
 	if err != nil {
 		return Fitted{}, err
 	}
-	f.Weights = w
-	f.Objective = t.objective(f.Weights, positive, all, &model.Top{})
+	all := everyRow(len(positive))
+	if len(lists) > 1 {
+		w, err := t.bagged(all, pool)
+		if err != nil {
+			return Fitted{}, err
+		}
+		f.Weights = w
+	}
+	hits, err := t.hits(all, [][]float64{f.Weights}, pool)
+	if err != nil {
+		return Fitted{}, err
+	}
+	f.Objective = t.percent(hits[0], all)
 	return f, nil
 }
 
+// sample is held-out rows that an objective counts, each as often as its
+// count: every row once, or a bootstrap resample.
+type sample struct {
+	rows   []int32
+	counts []int32
+	total  int64 // Σ counts
+}
+
+// everyRow returns the sample of rows 0 to n−1, each once.
+func everyRow(n int) sample {
+	s := sample{rows: make([]int32, n), counts: make([]int32, n), total: int64(n)}
+	for i := range n {
+		s.rows[i], s.counts[i] = int32(i), 1
+	}
+	return s
+}
+
+// resample returns a bootstrap resample of s's rows (drawn len(s.rows)
+// times with replacement, by rng): the rows drawn, in s's order, with how
+// often each was.
+func resample(s sample, rng *rand.Rand) sample {
+	drawn := make([]int32, len(s.rows))
+	for range s.rows {
+		drawn[rng.IntN(len(s.rows))]++
+	}
+	var r sample
+	for q, c := range drawn {
+		if c > 0 {
+			r.rows, r.counts = append(r.rows, s.rows[q]), append(r.counts, c)
+			r.total += int64(c)
+		}
+	}
+	return r
+}
+
 // bagged returns the mean of the weights search finds on fitBags bootstrap
-// resamples of the rows (each drawn from its own random stream), searched
-// on the pool's workers and added up in the resamples' order, so that the
-// mean does not depend on the workers. Without rows, equal weights.
-func (t *table) bagged(positive [][]int32, rows []int32, pool *numa.Pool) ([]float64, error) {
-	if len(rows) == 0 {
+// resamples of s (each drawn from its own random stream), added up in the
+// resamples' order. Without rows, equal weights.
+func (t *table) bagged(s sample, pool *numa.Pool) ([]float64, error) {
+	w := make([]float64, t.members)
+	if len(s.rows) == 0 {
 		return equalWeights(t.members), nil
 	}
-	found := make([][]float64, fitBags)
-	var next atomic.Int64
-	err := pool.Run(func(numa.Worker) error {
-		var top model.Top
-		var sample []int32 // allocated by the workers that take a resample
-		for b := int(next.Add(1)) - 1; b < fitBags; b = int(next.Add(1)) - 1 {
-			if sample == nil {
-				sample = make([]int32, len(rows))
-			}
-			rng := rand.New(rand.NewPCG(fitStream, uint64(b)))
-			for i := range sample {
-				sample[i] = rows[rng.IntN(len(rows))]
-			}
-			found[b] = t.search(positive, sample, &top)
+	for b := range fitBags {
+		found, err := t.search(resample(s, rand.New(rand.NewPCG(fitStream, uint64(b)))), pool)
+		if err != nil {
+			return nil, err
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	w := make([]float64, t.members)
-	for _, fb := range found {
-		for m, v := range fb {
+		for m, v := range found {
 			w[m] += v / fitBags
 		}
 	}
 	return w, nil
 }
 
-// search returns the weights that maximise the objective over the rows
-// given (a row as often as it is given): a coordinate search from equal
-// weights over a grid of weightStep, each move kept only if it gains.
-func (t *table) search(positive [][]int32, rows []int32, top *model.Top) []float64 {
+// search returns the weights that maximise the objective over s: a
+// coordinate search from equal weights over a grid of weightStep. Each
+// step scores every grid weight of one member (the others scaled to add up
+// to the rest) and moves to the first best of them if it gains.
+func (t *table) search(s sample, pool *numa.Pool) ([]float64, error) {
 	w := equalWeights(t.members)
-	best := t.objective(w, positive, rows, top)
-	trial := make([]float64, len(w))
+	start, err := t.hits(s, [][]float64{w}, pool)
+	if err != nil {
+		return nil, err
+	}
+	best := start[0]
+	trials := make([][]float64, int(math.Round(1/weightStep))+1)
+	for g := range trials {
+		trials[g] = make([]float64, t.members)
+	}
 	for pass := 0; pass < 20; pass++ {
 		improved := false
 		for m := range w {
-			for g := 0; g <= int(math.Round(1/weightStep)); g++ {
+			for g, trial := range trials {
 				reweigh(trial, w, m, float64(g)*weightStep)
-				if v := t.objective(trial, positive, rows, top); v > best+1e-9 {
-					copy(w, trial)
-					best, improved = v, true
+			}
+			hits, err := t.hits(s, trials, pool)
+			if err != nil {
+				return nil, err
+			}
+			at := -1
+			for g, h := range hits {
+				if h > best {
+					best, at = h, g
 				}
+			}
+			if at >= 0 {
+				copy(w, trials[at])
+				improved = true
 			}
 		}
 		if !improved {
 			break
 		}
 	}
-	return w
+	return w, nil
 }
 
 // equalWeights returns members weights of 1/members each.
@@ -268,64 +314,139 @@ func softplus(z float64) float64 {
 	return math.Log1p(math.Exp(z))
 }
 
-// table holds the held-out rows' candidate labels with every member's
-// calibrated score for each (a member's floor where it did not propose
-// the label), so that the weight search computes a row's fused scores as
-// dot products.
+// table holds the held-out rows' candidates, so that the weight search
+// computes a row's fused scores as dot products.
 type table struct {
 	members int
-	k       int
-	labels  [][]int32   // row, candidate
-	scores  [][]float64 // row, candidate × members
+	ks      []int // the objective's precisions: P@1, P@3 and P@5, those up to the prediction's k
+	rows    []candidates
 }
+
+// candidates are a held-out row's candidate labels with every member's
+// calibrated score for each (a member's floor where it did not propose
+// the label) and whether the label is true.
+type candidates struct {
+	labels []int32
+	isTrue []bool
+	scores []float64 // candidate × members
+}
+
+// hitScale makes a row's hits an integer: it is divisible by every k of
+// the objective (1, 3 and 5), and a row adds hitScale/k for each of its
+// first k labels that is true.
+const hitScale = 15
+
+// fitRows is the rows a worker takes at a time in the fit.
+const fitRows = 64
 
 // newTable builds the table of the members' lists, calibrated by cals,
 // grouped by label as fuser.row groups them (want[m]: member m's
-// Candidates).
-func newTable(lists [][][]model.Scored, cals []Calibration, want []int, k int) *table {
-	rows := len(lists[0])
-	t := &table{members: len(lists), k: k, labels: make([][]int32, rows), scores: make([][]float64, rows)}
-	var f fuser
-	for i := range rows {
-		f.group(lists, i, want)
-		t.labels[i] = slices.Clone(f.labels)
-		t.scores[i] = make([]float64, len(f.raw))
-		for q, s := range f.raw {
-			t.scores[i][q] = cals[q%len(lists)].Apply(s)
-		}
+// Candidates), with the rows' sorted true labels, on the pool's workers.
+func newTable(lists [][][]model.Scored, cals []Calibration, want []int, k int, positive [][]int32, pool *numa.Pool) (*table, error) {
+	t := &table{members: len(lists), ks: []int{1, 3, 5}, rows: make([]candidates, len(lists[0]))}
+	for len(t.ks) > 1 && t.ks[len(t.ks)-1] > k {
+		t.ks = t.ks[:len(t.ks)-1]
 	}
-	return t
+	fusers := numa.NewPerWorker(pool, func(numa.Worker) *fuser { return new(fuser) })
+	err := pool.For(len(t.rows), fitRows, func(w numa.Worker, lo, hi int) {
+		f := fusers.Get(w)
+		for i := lo; i < hi; i++ {
+			f.group(lists, i, want)
+			c := candidates{labels: slices.Clone(f.labels), isTrue: make([]bool, len(f.labels)), scores: make([]float64, len(f.raw))}
+			for q, label := range c.labels {
+				c.isTrue[q] = isTrue(positive[i], label)
+			}
+			for q, s := range f.raw {
+				c.scores[q] = cals[q%t.members].Apply(s)
+			}
+			t.rows[i] = c
+		}
+	})
+	return t, err
 }
 
-// objective returns the mean of P@1, P@3 and P@5 (those up to the table's
-// k), in percent, of the prediction fused with weights w, over the rows
-// given (a row as often as it is given).
-func (t *table) objective(w []float64, truth [][]int32, rows []int32, top *model.Top) float64 {
-	ks := []int{1, 3, 5}
-	for len(ks) > 1 && ks[len(ks)-1] > t.k {
-		ks = ks[:len(ks)-1]
+// hits returns, for each weight vector of trials, the hits over s of the
+// prediction fused with it: Σ over its rows of count × hitScale × (the
+// mean of P@k over the objective's k). The rows are scored fitRows at a
+// time on the pool's workers, each row under every trial in turn while its
+// candidates are in cache; integer sums make the result independent of the
+// workers.
+func (t *table) hits(s sample, trials [][]float64, pool *numa.Pool) ([]int64, error) {
+	type scratch struct {
+		sums []int64
+		best []rankedLabel
 	}
-	sum := 0.0
-	for _, i := range rows {
-		labels := t.labels[i]
-		top.Reset(ks[len(ks)-1])
-		for q, l := range labels {
-			v := 0.0
-			for m, wm := range w {
-				v += wm * t.scores[i][q*t.members+m]
+	perWorker := numa.NewPerWorker(pool, func(numa.Worker) *scratch {
+		return &scratch{sums: make([]int64, len(trials)), best: make([]rankedLabel, 0, t.ks[len(t.ks)-1])}
+	})
+	err := pool.For(len(s.rows), fitRows, func(w numa.Worker, lo, hi int) {
+		sc := perWorker.Get(w)
+		for q := lo; q < hi; q++ {
+			for g, weights := range trials {
+				sc.sums[g] += int64(s.counts[q]) * t.rowHits(int(s.rows[q]), weights, &sc.best)
 			}
-			top.Push(model.Scored{Label: l, Score: float32(v)})
 		}
-		best := top.Sorted()
-		for _, k := range ks {
-			hits := 0
-			for _, s := range best[:min(k, len(best))] {
-				if isTrue(truth[i], s.Label) {
-					hits++
-				}
+	})
+	if err != nil {
+		return nil, err
+	}
+	total := make([]int64, len(trials))
+	perWorker.Each(func(sc *scratch) {
+		for g, v := range sc.sums {
+			total[g] += v
+		}
+	})
+	return total, nil
+}
+
+// rankedLabel is a fused candidate with whether it is true.
+type rankedLabel struct {
+	model.Scored
+	isTrue bool
+}
+
+// rowHits returns row i's hitScale × Σ over the objective's k of (its true
+// labels among the first k)/k, fused with weights w; best is scratch for the
+// row's best candidates. A row's fused scores are computed as Ensemble
+// prediction computes them (float64 sums in member order, ranked as
+// float32), so that the search ranks as prediction does.
+func (t *table) rowHits(i int, w []float64, best *[]rankedLabel) int64 {
+	depth := t.ks[len(t.ks)-1]
+	b := (*best)[:0]
+	row := &t.rows[i]
+	for q, label := range row.labels {
+		v := 0.0
+		for m, wm := range w {
+			v += wm * row.scores[q*t.members+m]
+		}
+		c := rankedLabel{model.Scored{Label: label, Score: float32(v)}, row.isTrue[q]}
+		if len(b) == depth && !model.RanksBefore(c.Scored, b[depth-1].Scored) {
+			continue
+		}
+		// Insert c in rank order, dropping the last if b is full.
+		if len(b) < depth {
+			b = append(b, c)
+		}
+		at := len(b) - 1
+		for ; at > 0 && model.RanksBefore(c.Scored, b[at-1].Scored); at-- {
+			b[at] = b[at-1]
+		}
+		b[at] = c
+	}
+	*best = b
+	var h int64
+	for _, k := range t.ks {
+		for _, c := range b[:min(k, len(b))] {
+			if c.isTrue {
+				h += hitScale / int64(k)
 			}
-			sum += float64(hits) / float64(k)
 		}
 	}
-	return 100 * sum / float64(len(ks)*max(1, len(rows)))
+	return h
+}
+
+// percent returns the objective of hits over s: the mean of P@k over the
+// objective's k, in percent.
+func (t *table) percent(hits int64, s sample) float64 {
+	return 100 * float64(hits) / float64(hitScale*int64(len(t.ks))*max(1, s.total))
 }
