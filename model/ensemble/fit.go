@@ -407,9 +407,9 @@ type rankedLabel struct {
 
 // rowHits returns row i's hitScale × Σ over the objective's k of (its true
 // labels among the first k)/k, fused with weights w; best is scratch for the
-// row's best candidates. A row's fused scores are computed as Ensemble
-// prediction computes them (float64 sums in member order, ranked as
-// float32), so that the search ranks as prediction does.
+// row's best candidates. The fused scores are computed as the ensemble's
+// prediction computes them (fuser.row: float64 sums in member order,
+// ranked as float32), so that the search ranks as prediction does.
 func (t *table) rowHits(i int, w []float64, best *[]rankedLabel) int64 {
 	depth := t.ks[len(t.ks)-1]
 	b := (*best)[:0]

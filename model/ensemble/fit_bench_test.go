@@ -15,8 +15,9 @@ import (
 )
 
 // amazonHeldout returns held-out predictions of Amazon-670K's shape: the
-// default --heldout 0.05 of its 490,449 training rows, 5.45 true labels a
-// row among 670,091, and the default members' lists (a forest's and a
+// default --heldout 0.05 of its 490,449 training rows, 1 to 10 true labels
+// a row among 670,091 (5.5 on average, Amazon-670K 5.45), and the default
+// members' lists (a forest's and a
 // one-vs-all model's 30 labels, a label tree's 5). Each member ranks a
 // row's true labels and 60 other labels of that row (shared by the
 // members, as real members' mistakes overlap) by a noisy score where a
