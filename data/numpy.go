@@ -133,10 +133,9 @@ func checkHeaderLength(r *bufio.Reader) error {
 		return nil
 	}
 	var n int64
-	switch {
-	case pre[6] == 1:
+	if pre[6] == 1 {
 		n = int64(binary.LittleEndian.Uint16(pre[8:10]))
-	case err == nil:
+	} else if err == nil {
 		n = int64(binary.LittleEndian.Uint32(pre[8:12]))
 	}
 	if n > maxHeaderBytes {
