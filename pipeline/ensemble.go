@@ -278,6 +278,7 @@ func fitEnsemble(j *job.Rank, path string, paths []string, held *data.Dataset, s
 				return err
 			}
 			j.Log.Info("ensemble written", "path", path, "heldout_rows", held.N(), "heldout_mean_p_at_k", fmt.Sprintf("%.2f", f.Objective),
+				"resamples_searched", f.Searched,
 				"weights", fmt.Sprint(f.Weights))
 			if b, err = json.Marshal(spec); err != nil {
 				return err

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 
 	"xmc/data"
@@ -96,6 +97,43 @@ func TestFit(t *testing.T) {
 	one := fit(lists[:1], []string{"linear"}, 1)
 	if one.Weights[0] != 1 || one.Calibrations[0] != Identity {
 		t.Errorf("one member: %+v, want weight 1 and the identity", one)
+	}
+}
+
+// TestBaggedOutOfBag checks that a resample's searched weights enter the
+// mean only where they beat equal weights on its out-of-bag rows: uncalibrated,
+// equal weights rank member 1's first label (member 0's third) above the
+// true one, and the search gains on every resample; two copies of one
+// member gain nothing over equal weights.
+func TestBaggedOutOfBag(t *testing.T) {
+	lists, y := heldout(40)
+	cals := []Calibration{Identity, Identity}
+	for _, c := range []struct {
+		name     string
+		lists    [][][]model.Scored
+		searched int
+	}{
+		{"members apart", lists, fitBags},
+		{"twins", [][][]model.Scored{lists[0], lists[0]}, 0},
+	} {
+		pool := numatest.Pool(t, 2, 1)
+		tab, err := newTable(c.lists, cals, []int{5, 5}, 5, truthSets(y), pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, searched, err := tab.bagged(everyRow(y.Rows), pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if searched != c.searched {
+			t.Errorf("%s: %d resamples kept their searched weights, want %d", c.name, searched, c.searched)
+		}
+		if c.searched == 0 && (math.Abs(w[0]-0.5) > 1e-12 || math.Abs(w[1]-0.5) > 1e-12) {
+			t.Errorf("%s: weights %v, want equal", c.name, w)
+		}
+		if c.searched > 0 && !(w[0] > w[1]) {
+			t.Errorf("%s: weights %v, want the first member's above the second's", c.name, w)
+		}
 	}
 }
 
@@ -236,22 +274,32 @@ func TestSearchRanksAsPrediction(t *testing.T) {
 }
 
 // TestResample checks that a bootstrap resample draws as many rows as it
-// resamples, names each row once with its count, and is the same for the
-// same stream.
+// resamples, names each row once with its count, leaves out (out of bag)
+// exactly the rows it did not draw, and is the same for the same stream.
 func TestResample(t *testing.T) {
 	all := everyRow(50)
-	r := resample(all, rand.New(rand.NewPCG(fitStream, 1)))
+	in, out := resample(all, rand.New(rand.NewPCG(fitStream, 1)))
 	var n int64
-	for q, c := range r.counts {
-		if c < 1 || (q > 0 && r.rows[q] <= r.rows[q-1]) {
-			t.Fatalf("row %d counted %d times, after row %d", r.rows[q], c, r.rows[max(q-1, 0)])
+	for q, c := range in.counts {
+		if c < 1 || (q > 0 && in.rows[q] <= in.rows[q-1]) {
+			t.Fatalf("row %d counted %d times, after row %d", in.rows[q], c, in.rows[max(q-1, 0)])
 		}
 		n += int64(c)
 	}
-	if n != 50 || r.total != 50 {
-		t.Errorf("drew %d rows (total %d), want 50", n, r.total)
+	if n != 50 || in.total != 50 {
+		t.Errorf("drew %d rows (total %d), want 50", n, in.total)
 	}
-	if again := resample(all, rand.New(rand.NewPCG(fitStream, 1))); !reflect.DeepEqual(again, r) {
+	seen := make(map[int32]bool)
+	for _, r := range append(slices.Clone(in.rows), out.rows...) {
+		if seen[r] {
+			t.Errorf("row %d both drawn and out of bag", r)
+		}
+		seen[r] = true
+	}
+	if len(seen) != 50 || out.total != int64(len(out.rows)) || len(out.rows) == 0 {
+		t.Errorf("%d rows drawn or out of bag, %d out of bag (total %d), want all 50 and some out", len(seen), len(out.rows), out.total)
+	}
+	if again, _ := resample(all, rand.New(rand.NewPCG(fitStream, 1))); !reflect.DeepEqual(again, in) {
 		t.Error("the same stream drew another resample")
 	}
 }

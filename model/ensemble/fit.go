@@ -17,6 +17,10 @@ type Fitted struct {
 	Calibrations []Calibration
 	Weights      []float64
 	Objective    float64
+	// Searched is the number of the fitBags resamples whose searched
+	// weights gained on their out-of-bag rows and entered the mean (the
+	// others entered as equal weights).
+	Searched int
 }
 
 // weightStep is the grid of the weight search: weights are multiples of
@@ -36,19 +40,21 @@ const (
 // Candidates(kinds[m], k) labels for held-out row i, truth the rows' true
 // labels, and kinds[m] member m's model kind.
 //
-// Each member's calibration is Platt scaling, σ(A·s + B) fitted by
-// logistic regression to whether each proposed label is true (with
-// Platt's smoothed targets), or the kind's default if a member proposes no
-// true label or only true ones. The weights are then the mean of those
-// that maximise the mean of P@1, P@3 and P@5 of the fused prediction on
-// each of fitBags bootstrap resamples of the held-out rows (bagging,
-// Breiman 1996: the weights that are best on a few hundred rows are best
-// on those rows alone), each found by a coordinate search from equal
-// weights over a grid of 1/20. Every step of a search scores all the grid's
-// weights of one member in one pass over the rows, shared out on the
-// pool's workers, and counts hits as integers, so that Fit is
-// deterministic: the same lists give the same weights on any number of
-// ranks and workers.
+// Each member's calibration is Platt scaling, σ(A·s + B) fitted by logistic
+// regression to whether each proposed label is true (with Platt's smoothed
+// targets), or the kind's default if a member proposes no true label or
+// only true ones. The weights are then the mean of those that maximise the
+// mean of P@1, P@3 and P@5 of the fused prediction on each of fitBags
+// bootstrap resamples of the held-out rows (bagging, Breiman 1996: the
+// weights that are best on a few hundred rows are best on those rows
+// alone), each found by a coordinate search from equal weights over a grid
+// of 1/20 and kept only if it beats equal weights on the rows its resample
+// left out (else equal weights enter the mean in its place: on held-out
+// rows of a few hundred to a few thousand, searched weights that gain out
+// of bag are the exception). Every step of a search scores all the grid's
+// weights of one member in one pass over the rows, shared out on the pool's
+// workers, and counts hits as integers, so that Fit is deterministic: the
+// same lists give the same weights on any number of ranks and workers.
 func Fit(lists [][][]model.Scored, truth *data.CSR, kinds []string, k int, pool *numa.Pool) (Fitted, error) {
 	f := Fitted{Calibrations: make([]Calibration, len(lists)), Weights: make([]float64, len(lists))}
 	positive := truthSets(truth)
@@ -74,11 +80,9 @@ func Fit(lists [][][]model.Scored, truth *data.CSR, kinds []string, k int, pool 
 	}
 	all := everyRow(len(positive))
 	if len(lists) > 1 {
-		w, err := t.bagged(all, pool)
-		if err != nil {
+		if f.Weights, f.Searched, err = t.bagged(all, pool); err != nil {
 			return Fitted{}, err
 		}
-		f.Weights = w
 	}
 	hits, err := t.hits(all, [][]float64{f.Weights}, pool)
 	if err != nil {
@@ -107,40 +111,57 @@ func everyRow(n int) sample {
 
 // resample returns a bootstrap resample of s's rows (drawn len(s.rows)
 // times with replacement, by rng): the rows drawn, in s's order, with how
-// often each was.
-func resample(s sample, rng *rand.Rand) sample {
+// often each was, and the rows of s not drawn (out of bag), each once.
+func resample(s sample, rng *rand.Rand) (in, out sample) {
 	drawn := make([]int32, len(s.rows))
 	for range s.rows {
 		drawn[rng.IntN(len(s.rows))]++
 	}
-	var r sample
 	for q, c := range drawn {
 		if c > 0 {
-			r.rows, r.counts = append(r.rows, s.rows[q]), append(r.counts, c)
-			r.total += int64(c)
+			in.rows, in.counts = append(in.rows, s.rows[q]), append(in.counts, c)
+			in.total += int64(c)
+		} else {
+			out.rows, out.counts = append(out.rows, s.rows[q]), append(out.counts, 1)
+			out.total++
 		}
 	}
-	return r
+	return in, out
 }
 
-// bagged returns the mean of the weights search finds on fitBags bootstrap
-// resamples of s (each drawn from its own random stream), added up in the
-// resamples' order. Without rows, equal weights.
-func (t *table) bagged(s sample, pool *numa.Pool) ([]float64, error) {
-	w := make([]float64, t.members)
+// bagged returns the mean over fitBags bootstrap resamples of s (each
+// drawn from its own random stream) of the weights search finds on the
+// resample where they beat equal weights on its out-of-bag rows, and of
+// equal weights where they do not, added up in the resamples' order; and
+// how many resamples kept their searched weights. Without rows, equal
+// weights.
+func (t *table) bagged(s sample, pool *numa.Pool) ([]float64, int, error) {
+	equal := equalWeights(t.members)
 	if len(s.rows) == 0 {
-		return equalWeights(t.members), nil
+		return equal, 0, nil
 	}
+	w := make([]float64, t.members)
+	searched := 0
 	for b := range fitBags {
-		found, err := t.search(resample(s, rand.New(rand.NewPCG(fitStream, uint64(b)))), pool)
+		in, out := resample(s, rand.New(rand.NewPCG(fitStream, uint64(b))))
+		found, err := t.search(in, pool)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
+		}
+		h, err := t.hits(out, [][]float64{found, equal}, pool)
+		if err != nil {
+			return nil, 0, err
+		}
+		if h[0] > h[1] {
+			searched++
+		} else {
+			found = equal
 		}
 		for m, v := range found {
 			w[m] += v / fitBags
 		}
 	}
-	return w, nil
+	return w, searched, nil
 }
 
 // search returns the weights that maximise the objective over s: a
