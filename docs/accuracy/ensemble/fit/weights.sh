@@ -16,5 +16,5 @@ for d in ${SETS:-bibtex delicious debian-tags wordnet-hyper}; do for s in 1 2 3;
   ORACLE_ENS=$E ORACLE_TEST=$d.test.txt ORACLE_HELD=held.$d.s$s.txt \
   ORACLE_SCORES=orc/$d.$s.0-forest.scores,orc/$d.$s.1-ppdsparse.scores,orc/$d.$s.2-plt.scores \
   ORACLE_HELD_SCORES=orc/held.$d.$s.0-forest.scores,orc/held.$d.$s.1-ppdsparse.scores,orc/held.$d.$s.2-plt.scores \
-  $T -test.run "Listwise|Oracle|Alone" | grep -E "LW|ORACLE k=1|ALONE"
+  $T -test.run "Listwise|Oracle|Alone|OOB" | grep -E "LW|ORACLE k=1|ALONE|OOB"
 done; done
