@@ -50,8 +50,8 @@ const (
 // alone), each found by a coordinate search from equal weights over a grid
 // of 1/20 and kept only if it beats equal weights on the rows its resample
 // left out (else equal weights enter the mean in its place: on held-out
-// rows of a few hundred to a few thousand, searched weights that gain out
-// of bag are the exception). Every step of a search scores all the grid's
+// rows of a few hundred to a few thousand, most searched weights do not
+// gain out of bag). Every step of a search scores all the grid's
 // weights of one member in one pass over the rows, shared out on the pool's
 // workers, and counts hits as integers, so that Fit is deterministic: the
 // same lists give the same weights on any number of ranks and workers.
