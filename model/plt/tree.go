@@ -4,9 +4,9 @@
 // given that some label below its parent is" (Jasinska et al. 2016, as in
 // napkinXC and Parabel). A label's probability is the product of the
 // probabilities of the margins along its path (the loss the nodes were
-// trained with turns a margin into a probability); prediction finds each tree's k most probable
-// labels by a best-first search, and a model of several trees averages
-// them. A tree is one unit of the model file.
+// trained with turns a margin into a probability); prediction finds each
+// tree's k most probable labels by a best-first search, and a model of
+// several trees averages them. A tree is one unit of the model file.
 package plt
 
 import (
