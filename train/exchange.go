@@ -83,6 +83,16 @@ func DecodeEntries(b []byte, into []RoundEntry) ([]RoundEntry, error) {
 // rows beyond twice the entries that it still counts rather than merges.
 const countedRows = 256
 
+// AppendDecoded appends to into the entries of b, whole entries one after
+// another, in their order: a row's report where the rank that wrote it
+// reads it back.
+func AppendDecoded(into []RoundEntry, b []byte) []RoundEntry {
+	for k := 0; k+RoundEntryBytes <= len(b); k += RoundEntryBytes {
+		into = append(into, decodeEntry(b[k:]))
+	}
+	return into
+}
+
 // decodeEntry decodes the entry at the start of e.
 func decodeEntry(e []byte) RoundEntry {
 	return RoundEntry{Row: int32(binary.LittleEndian.Uint32(e)),
@@ -227,8 +237,8 @@ type RowReports struct {
 }
 
 // BatchReports has a rank's workers report on a round's rows at once,
-// and joins their reports in row order or decodes them where the workers
-// left them; it keeps its memory from round to round.
+// and joins their reports in row order; it keeps its memory from round to
+// round.
 type BatchReports struct {
 	pieces []reportPiece // per row of the round, where its report lies
 	order  RowOrder      // the rows in the order they are dealt
@@ -253,7 +263,7 @@ type reportPiece struct {
 // Run has the team's workers take the rows of a round, rows[q] for q in
 // [0, len(rows)), one at a time, in RowOrder, and call report for each,
 // which appends the row's entries to the worker's reports (reports(w)).
-// Join and Entries then give every row's entries in row order.
+// Join then gives every row's entries in row order.
 func (b *BatchReports) Run(team *numa.Team, x *data.CSR, rows []int32, reports func(numa.Worker) *RowReports,
 	report func(w numa.Worker, q int, r *RowReports)) error {
 	return b.RunPieces(team, x, rows, 1, nil, reports, report)
@@ -310,19 +320,13 @@ func (b *BatchReports) Join(dst []byte) []byte {
 	return dst
 }
 
-// Entries decodes the entries of every row of the last run, in row order,
-// into into[:0], from where the workers left them: what DecodeEntries
-// makes of Join's message where this rank's are the only reports, without
-// the message.
-func (b *BatchReports) Entries(into []RoundEntry) []RoundEntry {
-	into = into[:0]
+// Bytes returns the bytes of every row's entries in the last run.
+func (b *BatchReports) Bytes() int {
+	n := 0
 	for q := range b.pieces {
-		r := b.report(q)
-		for k := 0; k+RoundEntryBytes <= len(r); k += RoundEntryBytes {
-			into = append(into, decodeEntry(r[k:]))
-		}
+		n += len(b.report(q))
 	}
-	return into
+	return n
 }
 
 // report returns the bytes row q of the last run reported.

@@ -61,8 +61,9 @@ func TestDecodeEntries(t *testing.T) {
 }
 
 // TestBatchReports checks that the rows' reports come back in row order
-// whatever the workers, joined as a message or decoded (as the message
-// decodes), that one worker takes the rows of more features
+// whatever the workers, joined as a message, that each row's report,
+// decoded where it was written, holds the message's entries of the row,
+// that Bytes counts them, that one worker takes the rows of more features
 // first (ties in row order), and, for rows searched in pieces, that every
 // piece is searched once and a row reported only after all of its pieces.
 func TestBatchReports(t *testing.T) {
@@ -85,9 +86,10 @@ func TestBatchReports(t *testing.T) {
 			var dealt []int32 // by worker 0 alone, where there is one
 			var b BatchReports
 			var got []byte
-			var entries []RoundEntry
-			pieces := make([]atomic.Int32, len(rows)) // per row, its pieces searched
-			var early atomic.Bool                     // a row reported before all its pieces
+			var bytes int
+			decoded := make([][]RoundEntry, len(rows)) // per row, its report decoded by its worker
+			pieces := make([]atomic.Int32, len(rows))  // per row, its pieces searched
+			var early atomic.Bool                      // a row reported before all its pieces
 			err = pool.Together(func(team *numa.Team) error {
 				for range 2 { // a second round reuses the memory
 					dealt = dealt[:0]
@@ -104,14 +106,16 @@ func TestBatchReports(t *testing.T) {
 							if workers == 1 {
 								dealt = append(dealt, rows[q])
 							}
+							start := len(r.Msg)
 							for k := range q % 3 { // 0 to 2 entries a row
 								r.Msg = AppendEntry(r.Msg, RoundEntry{Row: int32(q), Class: int32(k)})
 							}
+							decoded[q] = AppendDecoded(decoded[q][:0], r.Msg[start:])
 						})
 					if err != nil {
 						return err
 					}
-					got, entries = b.Join(got), b.Entries(entries)
+					got, bytes = b.Join(got), b.Bytes()
 				}
 				return nil
 			})
@@ -128,8 +132,11 @@ func TestBatchReports(t *testing.T) {
 			if !slices.Equal(got, want) {
 				t.Errorf("%d parts, %d workers: the reports are not in row order", parts, workers)
 			}
-			if decoded, err := DecodeEntries(want, nil); err != nil || !slices.Equal(entries, decoded) {
-				t.Errorf("%d parts, %d workers: entries %v, want the message's %v (%v)", parts, workers, entries, decoded, err)
+			if message, err := DecodeEntries(want, nil); err != nil || !slices.Equal(slices.Concat(decoded...), message) {
+				t.Errorf("%d parts, %d workers: rows decoded %v, want the message's %v (%v)", parts, workers, decoded, message, err)
+			}
+			if bytes != len(want) {
+				t.Errorf("%d parts, %d workers: Bytes %d, want %d", parts, workers, bytes, len(want))
 			}
 			if workers == 1 && !slices.Equal(dealt, []int32{3, 7, 5, 0, 2, 6}) {
 				t.Errorf("%d parts: one worker took the rows %v, want those of more features first", parts, dealt)

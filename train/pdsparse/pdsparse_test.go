@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -58,12 +59,15 @@ func TestPDSClassesPerUnit(t *testing.T) {
 	}
 }
 
-// TestPDSparseSameWeights trains Bibtex with the dense weights its size
-// gets, and with weight lists whose place table is dense or hashed, and
-// with the steps applied by 1 or 3 workers (every round, or none, handed to
-// the workers): the weights must be the same bytes.
+// TestPDSparseSameWeights trains Bibtex's first 2,500 rows with the dense
+// weights their size gets, and with weight lists whose place table is
+// dense or hashed, and with the steps applied by 1 or 3 workers (every
+// round, or none, handed to the workers), on a rank alone (which solves
+// each row where it searched it) and on 2 ranks (which exchange their
+// reports): the weights must be the same bytes.
 func TestPDSparseSameWeights(t *testing.T) {
-	tr, _ := traintest.Bibtex(t)
+	bibtex, _ := traintest.Bibtex(t)
+	tr := traintest.Head(bibtex, 2500)
 	p := DefaultParams()
 	p.Epochs = 2
 	tests := []struct {
@@ -87,62 +91,92 @@ func TestPDSparseSameWeights(t *testing.T) {
 		{"lists, search in 7 shares, 2 workers", 2, false, placeDenseLimit, 0, 7},
 	}
 	var want []runner.Result
-	for _, tt := range tests {
-		var got []runner.Result
-		pool := numatest.Pool(t, tt.workers, 1)
-		err := mpi.Launch(1, mpi.MaxMessage, func(c mpi.Comm) error {
-			tr, err := newRoundTrainer(p.forData(tr, noneSet), tr, c, pool)
+	for _, tc := range tests {
+		for _, ranks := range []int{1, 2} {
+			tt := tc
+			tt.name = fmt.Sprintf("%s, ranks %d", tc.name, ranks)
+			got, err := sameWeightsRun(t, tr, p, tt.workers, ranks, func(tr *roundTrainer) error {
+				tr.denseLimit, tr.parallelAdds, tr.wantParts = tt.denseLimit, tt.parallelAdds, tt.parts
+				if !tt.denseWeights {
+					tr.denseWeightLimit = 0
+				}
+				return nil
+			}, func(tr *roundTrainer) error {
+				if (tr.dense != nil) != tt.denseWeights {
+					return fmt.Errorf("dense weights %v, want %v", tr.dense != nil, tt.denseWeights)
+				}
+				if !tt.denseWeights && (tr.at.dense != nil) != (tt.denseLimit > 0) {
+					return fmt.Errorf("dense limit %d: dense table %v", tt.denseLimit, tr.at.dense != nil)
+				}
+				if tt.parts > 0 && tr.parts != tt.parts {
+					return fmt.Errorf("search in %d shares, want %d", tr.parts, tt.parts)
+				}
+				if len(tr.shards) != shardsPerWorker*tt.workers+1 {
+					return fmt.Errorf("%d feature shards for %d workers", len(tr.shards)-1, tt.workers)
+				}
+				return nil
+			})
 			if err != nil {
-				return err
+				t.Fatalf("%s: %v", tt.name, err)
 			}
-			tr.denseLimit, tr.parallelAdds, tr.wantParts = tt.denseLimit, tt.parallelAdds, tt.parts
-			if !tt.denseWeights {
-				tr.denseWeightLimit = 0
+			if want == nil {
+				want = got
+				continue
 			}
-			units := make([]int, len(tr.blocks))
-			for u := range units {
-				units[u] = u
+			if len(got) != len(want) {
+				t.Fatalf("%s: %d units, want %d", tt.name, len(got), len(want))
 			}
-			if err := tr.Start(units, 0, nil, nil); err != nil {
-				return err
-			}
-			if (tr.dense != nil) != tt.denseWeights {
-				return fmt.Errorf("dense weights %v, want %v", tr.dense != nil, tt.denseWeights)
-			}
-			if !tt.denseWeights && (tr.at.dense != nil) != (tt.denseLimit > 0) {
-				return fmt.Errorf("dense limit %d: dense table %v", tt.denseLimit, tr.at.dense != nil)
-			}
-			if tt.parts > 0 && tr.parts != tt.parts {
-				return fmt.Errorf("search in %d shares, want %d", tr.parts, tt.parts)
-			}
-			if len(tr.shards) != shardsPerWorker*tt.workers+1 {
-				return fmt.Errorf("%d feature shards for %d workers", len(tr.shards)-1, tt.workers)
-			}
-			if err := runRounds(tr, 0, p.Epochs*tr.order.Batches); err != nil {
-				return err
-			}
-			if ph := tr.phases; ph.search <= 0 || ph.exchange <= 0 || ph.solve <= 0 || ph.apply <= 0 {
-				return fmt.Errorf("round phases not timed: %+v", ph)
-			}
-			got, err = finish(tr)
-			return err
-		})
-		if err != nil {
-			t.Fatalf("%s: %v", tt.name, err)
-		}
-		if want == nil {
-			want = got
-			continue
-		}
-		if len(got) != len(want) {
-			t.Fatalf("%s: %d units, want %d", tt.name, len(got), len(want))
-		}
-		for u := range want {
-			if a, b := want[u], got[u]; a.Unit != b.Unit || !bytes.Equal(a.Data, b.Data) {
-				t.Errorf("%s: unit %d: weights differ from %s's", tt.name, a.Unit, tests[0].name)
+			for u := range want {
+				if a, b := want[u], got[u]; a.Unit != b.Unit || !bytes.Equal(a.Data, b.Data) {
+					t.Errorf("%s: unit %d: weights differ from %s's on 1 rank", tt.name, a.Unit, tests[0].name)
+				}
 			}
 		}
 	}
+}
+
+// sameWeightsRun trains p.Epochs of tr on ranks in-process ranks of
+// workers workers each, set up by edit before Start and checked by check
+// after it, and returns every rank's units by unit. It checks that the
+// round phases a rank has were timed: a rank alone has no exchange and
+// solves in its search.
+func sameWeightsRun(t *testing.T, tr *data.Dataset, p Params, workers, ranks int, edit, check func(*roundTrainer) error) ([]runner.Result, error) {
+	t.Helper()
+	pools := make([]*numa.Pool, ranks)
+	for r := range pools {
+		pools[r] = numatest.Pool(t, workers, 1)
+	}
+	var mu sync.Mutex
+	var all []runner.Result
+	err := mpi.Launch(ranks, mpi.MaxMessage, func(c mpi.Comm) error {
+		rt, err := newRoundTrainer(p.forData(tr, noneSet), tr, c, pools[c.Rank()])
+		if err != nil {
+			return err
+		}
+		if err := edit(rt); err != nil {
+			return err
+		}
+		if err := rt.Start(runner.OwnedUnits(len(rt.blocks), c.Rank(), ranks), 0, nil, nil); err != nil {
+			return err
+		}
+		if err := check(rt); err != nil {
+			return err
+		}
+		if err := runRounds(rt, 0, p.Epochs*rt.order.Batches); err != nil {
+			return err
+		}
+		ph := rt.phases
+		if timed := ph.search > 0 && ph.apply > 0 && (ph.exchange > 0) == (ranks > 1) && (ph.solve > 0) == (ranks > 1); !timed {
+			return fmt.Errorf("rank %d of %d: round phases %+v", c.Rank(), ranks, ph)
+		}
+		res, err := finish(rt)
+		mu.Lock()
+		all = append(all, res...)
+		mu.Unlock()
+		return err
+	})
+	slices.SortFunc(all, func(a, b runner.Result) int { return a.Unit - b.Unit })
+	return all, err
 }
 
 // TestPDSparseResumeAcrossStores saves a trainer's state after an epoch and

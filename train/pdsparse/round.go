@@ -23,23 +23,38 @@ const (
 // classes and reports the scores of their active classes and its best
 // candidates; every rank receives every report, solves each row's
 // subproblem the same way, in row order, and applies the steps of its own
-// classes.
+// classes. A rank alone solves each row where its worker searched it, from
+// the report the worker just wrote: no exchange, no decoding of the round's
+// reports on the rank's goroutine and no loop of solutions of its own.
 func (t *roundTrainer) Round(_ context.Context, r int, team *numa.Team) (bool, error) {
 	t.team = team
+	t.rounds++
 	rows := t.order.Rows(r)
 	lap := time.Now()
-	if err := t.search(rows); err != nil {
+	if t.comm.Size() == 1 {
+		if err := t.search(rows, t.solveReported(rows)); err != nil {
+			return false, err
+		}
+		t.reportBytes += int64(t.batch.Bytes())
+		lap = t.phases.add(&t.phases.search, lap)
+	} else {
+		if err := t.search(rows, nil); err != nil {
+			return false, err
+		}
+		lap = t.phases.add(&t.phases.search, lap)
+		if err := t.roundEntries(); err != nil {
+			return false, err
+		}
+		lap = t.phases.add(&t.phases.exchange, lap)
+		if err := t.solveRows(rows); err != nil {
+			return false, err
+		}
+		lap = t.phases.add(&t.phases.solve, lap)
+	}
+	if err := t.applySteps(rows); err != nil {
 		return false, err
 	}
-	lap = t.phases.add(&t.phases.search, lap)
-	if err := t.roundEntries(); err != nil {
-		return false, err
-	}
-	t.rounds++
-	t.phases.add(&t.phases.exchange, lap)
-	if err := t.steps(rows); err != nil {
-		return false, err
-	}
+	t.phases.add(&t.phases.apply, lap)
 	if !t.order.LastOfEpoch(r) {
 		return false, nil
 	}
@@ -67,15 +82,8 @@ func (t *roundTrainer) Round(_ context.Context, r int, team *numa.Team) (bool, e
 }
 
 // roundEntries sets t.entries to every rank's entries for the round's
-// rows, ordered by row and, within a row, by rank: exchanged as messages,
-// or, where this rank is the only one, decoded where its workers left
-// them, without a message to join, send and read back.
+// rows, ordered by row and, within a row, by rank.
 func (t *roundTrainer) roundEntries() error {
-	if t.comm.Size() == 1 {
-		t.entries = t.batch.Entries(t.entries)
-		t.reportBytes += int64(len(t.entries) * train.RoundEntryBytes)
-		return nil
-	}
 	t.msg = t.batch.Join(t.msg)
 	all, err := t.exchange()
 	if err != nil {
@@ -188,9 +196,9 @@ func (t *roundTrainer) bestWeight(j, e int) float64 {
 // round's time goes as workers and ranks are added (the job's profile says
 // only how much of it is in loops).
 type roundPhases struct {
-	search   time.Duration // scoring the batch's rows (a loop)
+	search   time.Duration // scoring the batch's rows (a loop; a rank alone solves them there too)
 	exchange time.Duration // the all-gather of the reports and their decoding
-	solve    time.Duration // the rows' subproblems (a loop, or the lead alone)
+	solve    time.Duration // the rows' subproblems (a loop, or the lead alone; in search for a rank alone)
 	apply    time.Duration // the steps' additions to the weights (a loop, or the lead alone)
 	heldout  time.Duration // the held-out accuracy at the ends of epochs
 }

@@ -204,17 +204,30 @@ func isActive(active []dualVar, l int32) bool {
 // rows: they search the batch's rows at once, each with its own
 // scratch, a row whole or, where the search is split (t.parts > 1), in
 // pieces of a share of the classes each, joined by the worker that
-// finishes a row's last piece.
-func (t *roundTrainer) search(rows []int32) error {
+// finishes a row's last piece. then, if not nil, is called by the worker
+// that wrote row q's report with its bytes.
+func (t *roundTrainer) search(rows []int32, then func(w numa.Worker, q int, report []byte)) error {
 	reports := func(w numa.Worker) *train.RowReports { return &t.searchers.Get(w).RowReports }
+	reported := func(w numa.Worker, q int, r *train.RowReports, start int) {
+		if then != nil {
+			then(w, q, r.Msg[start:])
+		}
+	}
 	if t.parts == 1 {
-		return t.batch.Run(t.team, &t.x, rows, reports,
-			func(w numa.Worker, q int, _ *train.RowReports) { t.report(t.searchers.Get(w), int32(q), rows[q]) })
+		return t.batch.Run(t.team, &t.x, rows, reports, func(w numa.Worker, q int, r *train.RowReports) {
+			start := len(r.Msg)
+			t.report(t.searchers.Get(w), int32(q), rows[q])
+			reported(w, q, r, start)
+		})
 	}
 	t.startPieces(rows)
 	return t.batch.RunPieces(t.team, &t.x, rows, t.parts,
 		func(w numa.Worker, q, p int) { t.searchPiece(t.searchers.Get(w), q, rows[q], p) }, reports,
-		func(w numa.Worker, q int, _ *train.RowReports) { t.joinPieces(t.searchers.Get(w), int32(q), rows[q]) })
+		func(w numa.Worker, q int, r *train.RowReports) {
+			start := len(r.Msg)
+			t.joinPieces(t.searchers.Get(w), int32(q), rows[q])
+			reported(w, q, r, start)
+		})
 }
 
 // exchange gives every rank the reports of all ranks, in rank order.

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"time"
 
 	"xmc/data"
 	"xmc/numa"
@@ -12,21 +11,14 @@ import (
 	"xmc/train/internal/prox"
 )
 
-// steps solves the subproblems of the round's rows, whose entries are in
-// t.entries, and applies their steps to this rank's weights, on the team.
+// solveRows solves the subproblems of the round's rows, whose entries
+// every rank reported are in t.entries.
 //
 // Each row's subproblem depends on the row's entries and active set alone,
 // so the rows are solved at once, in pieces, each worker recording its
 // rows' moves in its stepper (by the lead alone where the team's members
-// park between loops: waking them would cost more). The steps, each an addition to a weight per
-// feature of the row, are applied by feature shard: each worker adds to
-// its shards' weights the steps of every row in row order, so the
-// additions to each weight come in the order of one worker taking the rows
-// one by one and the weights do not depend on the number of workers.
-// Where the members park between loops, a round of fewer additions than
-// parallelAdds is applied by the lead alone.
-func (t *roundTrainer) steps(rows []int32) error {
-	lap := time.Now()
+// park between loops: waking them would cost more).
+func (t *roundTrainer) solveRows(rows []int32) error {
 	t.rowSteps = t.rowSteps[:0]
 	for lo := 0; lo < len(t.entries); {
 		hi := lo
@@ -38,28 +30,64 @@ func (t *roundTrainer) steps(rows []int32) error {
 	}
 	solve := func(w numa.Worker, a, b int) {
 		st := t.steppers.Get(w)
-		if st.round != t.rounds {
-			st.moves, st.cuts, st.round = st.moves[:0], st.cuts[:0], t.rounds
-		}
 		for k := a; k < b; k++ {
 			rs := &t.rowSteps[k]
-			rs.st, rs.mlo = st, len(st.moves)
-			rs.err = t.solve(st, rows[rs.q], t.entries[rs.lo:rs.hi])
-			rs.mhi = len(st.moves)
-			if rs.mhi > rs.mlo {
-				rs.idx, rs.val = t.x.Row(int(rows[rs.q]))
-				rs.cut = len(st.cuts)
-				st.cuts = appendCuts(st.cuts, rs.idx, t.shards)
-			}
+			t.solveRow(st, rs, rows[rs.q], t.entries[rs.lo:rs.hi])
 		}
 	}
 	if !t.team.Spins() {
 		// Waking the members for a round's rows costs more than solving
 		// them on the lead.
 		solve(t.team.Lead(), 0, len(t.rowSteps))
-	} else if err := t.team.For(len(t.rowSteps), solvePiece, solve); err != nil {
-		return err
+		return nil
 	}
+	return t.team.For(len(t.rowSteps), solvePiece, solve)
+}
+
+// solveReported returns search's follow-up for a rank alone, which solves
+// row q where a worker searched it, from the entries the worker just
+// reported (every entry of the row: the rank owns every class). The rows'
+// steps are then those solveRows finds from the same entries.
+func (t *roundTrainer) solveReported(rows []int32) func(w numa.Worker, q int, report []byte) {
+	t.rowSteps = slices.Grow(t.rowSteps[:0], len(rows))[:len(rows)]
+	return func(w numa.Worker, q int, report []byte) {
+		rs := &t.rowSteps[q]
+		*rs = rowStep{q: q}
+		if len(report) == 0 {
+			return // nothing reported: no step, as solveRows finds no entry
+		}
+		st := t.steppers.Get(w)
+		st.entries = train.AppendDecoded(st.entries[:0], report)
+		t.solveRow(st, rs, rows[q], st.entries)
+	}
+}
+
+// solveRow solves row i's subproblem from its entries with st's scratch,
+// and records in rs the moves st kept and where the row's features enter
+// each feature shard.
+func (t *roundTrainer) solveRow(st *stepper, rs *rowStep, i int32, entries []train.RoundEntry) {
+	if st.round != t.rounds {
+		st.moves, st.cuts, st.round = st.moves[:0], st.cuts[:0], t.rounds
+	}
+	rs.st, rs.mlo = st, len(st.moves)
+	rs.err = t.solve(st, i, entries)
+	rs.mhi = len(st.moves)
+	if rs.mhi > rs.mlo {
+		rs.idx, rs.val = t.x.Row(int(i))
+		rs.cut = len(st.cuts)
+		st.cuts = appendCuts(st.cuts, rs.idx, t.shards)
+	}
+}
+
+// applySteps applies the steps of the round's rows (t.rowSteps) to this
+// rank's weights, on the team. The steps, each an addition to a weight per
+// feature of the row, are applied by feature shard: each worker adds to
+// its shards' weights the steps of every row in row order, so the
+// additions to each weight come in the order of one worker taking the rows
+// one by one and the weights do not depend on the number of workers.
+// Where the members park between loops, a round of fewer additions than
+// parallelAdds is applied by the lead alone.
+func (t *roundTrainer) applySteps(rows []int32) error {
 	adds := 0
 	for _, rs := range t.rowSteps {
 		if rs.err != nil {
@@ -67,8 +95,6 @@ func (t *roundTrainer) steps(rows []int32) error {
 		}
 		adds += (rs.mhi - rs.mlo) * int(t.x.Indptr[rows[rs.q]+1]-t.x.Indptr[rows[rs.q]])
 	}
-	lap = t.phases.add(&t.phases.solve, lap)
-	defer t.phases.add(&t.phases.apply, lap)
 	if t.team.Workers() == 1 || (!t.team.Spins() && adds < t.parallelAdds) {
 		t.apply(t.team.Lead(), 0, len(t.shards)-1)
 		return nil

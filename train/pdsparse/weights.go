@@ -134,6 +134,9 @@ type roundTrainer struct {
 // stepper is a worker's memory for the steps of a round's rows: its
 // scratch for their subproblems, and the moves they found.
 type stepper struct {
+	// entries is a rank alone's scratch for a row's entries, decoded
+	// from its report (see solveReported).
+	entries            []train.RoundEntry
 	add, fill          []train.RoundEntry
 	scores, b, c, x, y []float64
 	// adds and at are applyLists' additions and their pairs' places;
@@ -158,7 +161,7 @@ type dualMove struct {
 }
 
 // rowStep is a row of the round (the q-th of its batch): its entries,
-// t.entries[lo:hi], and the moves its step found, moves[mlo:mhi] of
+// t.entries[lo:hi] (where the rank is not alone), and the moves its step found, moves[mlo:mhi] of
 // stepper st, or the error it met. For a row with moves, idx and val are
 // its features and st.cuts[cut+s] the first of them in feature shard s
 // (len(t.shards) cuts), so that applying the row's steps to a shard
