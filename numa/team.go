@@ -160,11 +160,16 @@ func (p *Pool) Together(body func(t *Team) error) error {
 	return err // a panic of body or a closed pool
 }
 
-// Spins reports whether the members wait spinning between loops, so that
-// handing them a loop costs no thread wake-up: a caller with a loop too
-// short to be worth a wake-up can run it on the lead alone where they do
-// not.
-func (t *Team) Spins() bool { return t.pool == nil && t.spinFor.Load() > 0 }
+// HoldsWorkers reports whether the team holds its members between loops,
+// where they wait spinning while its loops are short: handing them a loop
+// then costs no thread wake-up but in the stretches where they park. A
+// team that does not hold them (more workers than CPUs) hands each loop to
+// the pool, a wake-up every loop, so that a caller with a loop too short to
+// be worth one can run it on the lead alone. Whether the members spin at
+// the moment is no guide to that: a few loops that the system held up
+// (a descheduled vCPU) park them for a few dozen loops, and a loop moved to
+// the lead alone for those would run serially on every core of the node.
+func (t *Team) HoldsWorkers() bool { return t.pool == nil }
 
 // Lead returns the worker that leads the team.
 func (t *Team) Lead() Worker { return t.lead }

@@ -37,16 +37,18 @@ func testTogether(t *testing.T, sharing int) {
 		name    string
 		loops   int
 		pause   time.Duration // the lead's pause between loops
+		work    time.Duration // each worker's time in every loop
 		failing int           // the worker whose call of the last loop fails, -1: none
 		panics  bool          // fail by a panic, not an error
 		wantErr string
 	}{
-		{"many short loops", 200, 0, -1, false, ""},
-		{"members park between loops", 4, 3 * TeamSpin, -1, false, ""},
-		{"a member fails", 3, 0, 1, false, "worker 1 (domain 0): boom"},
-		{"a parked member fails", 2, 3 * TeamSpin, 2, false, "worker 2 (domain 1): boom"},
-		{"the lead fails", 3, 0, 0, false, "boom"},
-		{"a member panics", 3, 0, 2, true, "worker 2 (domain 1): panic: boom"},
+		{"many short loops", 200, 0, 0, -1, false, ""},
+		{"members park between loops", 4, 3 * TeamSpin, 0, -1, false, ""},
+		{"long loops park the members", 24, 0, 2 * TeamSpin, -1, false, ""},
+		{"a member fails", 3, 0, 0, 1, false, "worker 1 (domain 0): boom"},
+		{"a parked member fails", 2, 3 * TeamSpin, 0, 2, false, "worker 2 (domain 1): boom"},
+		{"the lead fails", 3, 0, 0, 0, false, "boom"},
+		{"a member panics", 3, 0, 0, 2, true, "worker 2 (domain 1): panic: boom"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -61,8 +63,8 @@ func testTogether(t *testing.T, sharing int) {
 					if got := team.Workers(); got != 3 {
 						t.Errorf("Workers() = %d, want 3", got)
 					}
-					if got := team.Spins(); got != (sharing == 1) {
-						t.Errorf("with %d pools sharing the CPUs, Spins() = %v", sharing, got)
+					if got := team.HoldsWorkers(); got != (sharing == 1) {
+						t.Errorf("with %d pools sharing the CPUs, HoldsWorkers() = %v", sharing, got)
 					}
 					leadThread := unix.Gettid()
 					for loop := range tt.loops {
@@ -74,6 +76,7 @@ func testTogether(t *testing.T, sharing int) {
 							if w.ID == lead && unix.Gettid() != leadThread {
 								leadOnThread = false
 							}
+							time.Sleep(tt.work)
 							barrier.Done()
 							barrier.Wait()
 							if loop == tt.loops-1 && w.ID == tt.failing {
@@ -87,6 +90,14 @@ func testTogether(t *testing.T, sharing int) {
 						if err != nil {
 							return err
 						}
+					}
+					// Loops longer than TeamSpin park the members between
+					// loops; the team still holds them.
+					if got := team.HoldsWorkers(); got != (sharing == 1) {
+						t.Errorf("after the loops, HoldsWorkers() = %v", got)
+					}
+					if tt.work > TeamSpin && sharing == 1 && team.spinFor.Load() != 0 {
+						t.Error("the members still spin after loops longer than TeamSpin")
 					}
 					return nil
 				})
@@ -130,10 +141,10 @@ func testTogether(t *testing.T, sharing int) {
 func TestTogetherOneWorker(t *testing.T) {
 	topo := Topology{Domains: []Domain{{CPUs: []int{0, 1}}}}
 	for _, tt := range []struct {
-		sharing      int
-		inline       bool
-		onWorker     bool
-		wantSpinning bool
+		sharing  int
+		inline   bool
+		onWorker bool
+		wantHeld bool
 	}{{1, true, true, true}, {3, true, false, false}, {1, false, false, false}} {
 		t.Run(fmt.Sprintf("pools=%d/inline=%v", tt.sharing, tt.inline), func(t *testing.T) {
 			p := unpinnedPool(t, topo, 1, Options{SharedBy: tt.sharing, InlineSingle: tt.inline})
@@ -148,8 +159,8 @@ func TestTogetherOneWorker(t *testing.T) {
 			within(t, func() {
 				err := p.Together(func(team *Team) error {
 					bodyThread = unix.Gettid()
-					if team.Workers() != 1 || team.Spins() != tt.wantSpinning {
-						t.Errorf("Workers() = %d, Spins() = %v, want 1 and %v", team.Workers(), team.Spins(), tt.wantSpinning)
+					if team.Workers() != 1 || team.HoldsWorkers() != tt.wantHeld {
+						t.Errorf("Workers() = %d, HoldsWorkers() = %v, want 1 and %v", team.Workers(), team.HoldsWorkers(), tt.wantHeld)
 					}
 					return team.For(len(done), 7, func(_ Worker, lo, hi int) {
 						for i := lo; i < hi; i++ {

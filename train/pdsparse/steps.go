@@ -16,8 +16,8 @@ import (
 //
 // Each row's subproblem depends on the row's entries and active set alone,
 // so the rows are solved at once, in pieces, each worker recording its
-// rows' moves in its stepper (by the lead alone where the team's members
-// park between loops: waking them would cost more).
+// rows' moves in its stepper (by the lead alone where the team does not
+// hold its members between loops: waking them would cost more).
 func (t *roundTrainer) solveRows(rows []int32) error {
 	t.rowSteps = t.rowSteps[:0]
 	for lo := 0; lo < len(t.entries); {
@@ -35,7 +35,7 @@ func (t *roundTrainer) solveRows(rows []int32) error {
 			t.solveRow(st, rs, rows[rs.q], t.entries[rs.lo:rs.hi])
 		}
 	}
-	if !t.team.Spins() {
+	if !t.team.HoldsWorkers() {
 		// Waking the members for a round's rows costs more than solving
 		// them on the lead.
 		solve(t.team.Lead(), 0, len(t.rowSteps))
@@ -85,8 +85,8 @@ func (t *roundTrainer) solveRow(st *stepper, rs *rowStep, i int32, entries []tra
 // its shards' weights the steps of every row in row order, so the
 // additions to each weight come in the order of one worker taking the rows
 // one by one and the weights do not depend on the number of workers.
-// Where the members park between loops, a round of fewer additions than
-// parallelAdds is applied by the lead alone.
+// Where the team does not hold its members between loops, a round of
+// fewer additions than parallelAdds is applied by the lead alone.
 func (t *roundTrainer) applySteps(rows []int32) error {
 	adds := 0
 	for _, rs := range t.rowSteps {
@@ -95,7 +95,7 @@ func (t *roundTrainer) applySteps(rows []int32) error {
 		}
 		adds += (rs.mhi - rs.mlo) * int(t.x.Indptr[rows[rs.q]+1]-t.x.Indptr[rows[rs.q]])
 	}
-	if t.team.Workers() == 1 || (!t.team.Spins() && adds < t.parallelAdds) {
+	if t.team.Workers() == 1 || (!t.team.HoldsWorkers() && adds < t.parallelAdds) {
 		t.apply(t.team.Lead(), 0, len(t.shards)-1)
 		return nil
 	}
@@ -131,10 +131,10 @@ func appendCuts(cuts []int32, idx []int32, shards []int32) []int32 {
 const solvePiece = 2
 
 // parallelStepAdds is the fewest additions to weights of a round that a
-// team whose members park between loops applies together rather than its
-// lead alone (see steps): below it, waking them costs more than the
-// additions (Bibtex's rounds make about 50,000, wordnet-mc's a few
-// thousand).
+// team that does not hold its members between loops applies together
+// rather than its lead alone (see steps): below it, waking them costs more
+// than the additions (Bibtex's rounds make about 50,000, wordnet-mc's a
+// few thousand).
 const parallelStepAdds = 20000
 
 // shardsPerWorker is the feature shards per worker: a round's additions
