@@ -168,7 +168,7 @@ func (p *Pool) Together(body func(t *Team) error) error {
 // be worth one can run it on the lead alone. Whether the members spin at
 // the moment is no guide to that: a few loops that the system held up
 // (a descheduled vCPU) park them for a few dozen loops, and a loop moved to
-// the lead alone for those would run serially on every core of the node.
+// the lead alone for those runs on one core while the others wait.
 func (t *Team) HoldsWorkers() bool { return t.pool == nil }
 
 // Lead returns the worker that leads the team.
