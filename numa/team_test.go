@@ -15,9 +15,10 @@ import (
 // TestTogether runs loops on a Team: every worker takes part in each loop
 // once and at the same time as the others (a barrier in every loop), the
 // lead on its own thread, whether the members spin between loops or park
-// (a pause longer than TeamSpin), or the team is led by the caller (CPUs
-// shared with other pools); errors and panics come back prefixed with
-// their worker, and the pool serves other work afterwards.
+// (a pause longer than TeamSpin, or loops longer than it: the team still
+// holds them), or the team is led by the caller (CPUs shared with other
+// pools); errors and panics come back prefixed with their worker, and the
+// pool serves other work afterwards.
 func TestTogether(t *testing.T) {
 	for _, sharing := range []int{1, 2} {
 		t.Run(fmt.Sprintf("pools=%d", sharing), func(t *testing.T) { testTogether(t, sharing) })
