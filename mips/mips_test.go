@@ -111,6 +111,41 @@ func TestVectorsAgainstDense(t *testing.T) {
 	}
 }
 
+// TestDotWaysAgree checks that every way of taking a dot product (a merge,
+// a search, and reading the vector through against a scattered query, the
+// query's coordinates in or beyond the first-level cache's share) gives
+// the same bits: the models must not depend on which way a length took.
+func TestDotWaysAgree(t *testing.T) {
+	for _, d := range []int{500, l1Coordinates, 50000} {
+		t.Run(fmt.Sprint("d=", d), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(d), 5))
+			v := NewVectors(40)
+			for k := range 40 {
+				for range 1 + k*k/8 {
+					xi, xv := sparse(rng, d, 10)
+					v.Add(k, rng.NormFloat64(), xi, xv)
+				}
+			}
+			var q scattered
+			for range 200 {
+				xi, xv := sparse(rng, d, 1+rng.IntN(100))
+				q.set(xi, xv)
+				for k := range 40 {
+					idx, val := v.Vector(k)
+					want := mergeDot(idx, val, xi, xv)
+					for name, got := range map[string]float64{"Dot": v.Dot(k, xi, xv), "dotSearch": v.dotSearch(k, xi, xv),
+						"dotScattered": v.dotScattered(k, xi, xv, q.dense)} {
+						if got != want {
+							t.Fatalf("vector %d of %d coordinates, query of %d: %s %v, merge %v", k, len(idx), len(xi), name, got, want)
+						}
+					}
+				}
+				q.clear(xi)
+			}
+		})
+	}
+}
+
 // trained makes n vectors by adding random rows, as a trainer does, keeping
 // an LSH in step by Shift.
 func trained(t testing.TB, n, d, steps int, h *Hasher) (*Vectors, *LSH) {
