@@ -13,6 +13,17 @@ import (
 	"xmc/mpi/mpitest"
 )
 
+// conformanceBytes is the size of the conformance suite's largest buffers
+// in these tests: mpitest.BigBytes, or 256 KiB with -short, as make's race
+// stage runs them, where the race detector checks every byte moved and the
+// suite's 8 MB buffers took most of a minute.
+func conformanceBytes() int {
+	if testing.Short() {
+		return 256 << 10
+	}
+	return mpitest.BigBytes
+}
+
 // TestConformanceInProcess runs the conformance suite on the in-process
 // backend, with collectives that park a waiting rank at once and with
 // collectives that spin first (LaunchSpinning).
@@ -21,7 +32,7 @@ func TestConformanceInProcess(t *testing.T) {
 		for n := 1; n <= 4; n++ {
 			t.Run(fmt.Sprintf("spin=%v/ranks=%d", spin, n), func(t *testing.T) {
 				err := mpi.LaunchSpinning(n, mpi.MaxMessage, spin, func(c mpi.Comm) error {
-					return mpitest.Conformance(mpi.NewCounted(c, 0))
+					return mpitest.Conformance(mpi.NewCounted(c, 0), conformanceBytes())
 				})
 				if err != nil {
 					t.Fatal(err)
@@ -32,8 +43,9 @@ func TestConformanceInProcess(t *testing.T) {
 }
 
 // TestConformanceSplit runs the conformance suite, whose buffers reach 8
-// MB, through Split with a 64 KiB limit on a backend that refuses any
-// larger transfer: every operation's result must be as without a limit.
+// MB (256 KiB with -short), through Split with a 64 KiB limit on a backend
+// that refuses any larger transfer: every operation's result must be as
+// without a limit.
 func TestConformanceSplit(t *testing.T) {
 	const limit = 64 << 10
 	for _, n := range []int{1, 2, 3} {
@@ -43,7 +55,7 @@ func TestConformanceSplit(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				return mpitest.Conformance(mpi.NewCounted(sc, 0))
+				return mpitest.Conformance(mpi.NewCounted(sc, 0), conformanceBytes())
 			})
 			if err != nil {
 				t.Fatal(err)

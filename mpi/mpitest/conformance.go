@@ -17,18 +17,25 @@ import (
 	"xmc/mpi"
 )
 
-// Sizes exercised by Conformance besides empty and tiny buffers.
-const (
-	smallBytes = 1 << 10
-	bigBytes   = 8 << 20
-)
+// smallBytes is the size of the suite's small buffers, besides empty and
+// tiny ones.
+const smallBytes = 1 << 10
+
+// BigBytes is the size of the suite's largest buffers (see Conformance).
+const BigBytes = 8 << 20
 
 // Conformance runs the conformance suite on every rank of c's job; every rank
-// must call it. It returns the first discrepancy this rank found. c must
-// have no watchdog shorter than a few seconds: the suite moves 8 MB buffers.
-// Figures are checked as differences, so c may have been used before.
-func Conformance(c *mpi.Counted) error {
-	s := &suite{c: c, rank: c.Rank(), size: c.Size(), want: expect{rank: c.Rank(), size: c.Size()}}
+// must call it. It returns the first discrepancy this rank found. big is the
+// size of the largest buffers it moves: BigBytes, or less where every byte
+// costs much more (the race detector checks each), at least 64 KiB. c must
+// have no watchdog shorter than a few seconds: the suite moves big bytes to
+// every rank. Figures are checked as differences, so c may have been used
+// before.
+func Conformance(c *mpi.Counted, big int) error {
+	if big < 64<<10 {
+		return fmt.Errorf("conformance: buffers of %d bytes at most, want at least 64 KiB", big)
+	}
+	s := &suite{c: c, rank: c.Rank(), size: c.Size(), big: big, want: expect{rank: c.Rank(), size: c.Size()}}
 	before := c.Stats()
 	steps := []struct {
 		name string
@@ -63,6 +70,7 @@ func Conformance(c *mpi.Counted) error {
 type suite struct {
 	c          *mpi.Counted
 	rank, size int
+	big        int // the largest buffers' bytes
 	want       expect
 }
 
@@ -142,7 +150,7 @@ func (s *suite) bcast() error {
 			}
 		}
 	}
-	if err := s.bcastOne(bigBytes, s.size-1); err != nil {
+	if err := s.bcastOne(s.big, s.size-1); err != nil {
 		return err
 	}
 	return s.bcastIsolation()
@@ -225,7 +233,7 @@ func reduced[T float64 | int64](v func(rank, i int) T, op mpi.Op, size, i int) T
 
 func (s *suite) reductions() error {
 	ops := []mpi.Op{mpi.Sum, mpi.Min, mpi.Max}
-	const bigElems = bigBytes / 8
+	bigElems := s.big / 8
 	k := 0
 	for _, n := range []int{0, 1, smallBytes / 8, 1000} {
 		for _, op := range ops {
@@ -316,7 +324,7 @@ func (s *suite) exchange(buf []byte, dest, src, tag int) ([]byte, int, error) {
 
 func (s *suite) pointToPoint() error {
 	next, prev := (s.rank+1)%s.size, (s.rank+s.size-1)%s.size
-	for k, n := range []int{0, 1, smallBytes, bigBytes} {
+	for k, n := range []int{0, 1, smallBytes, s.big} {
 		tag := 10 + k
 		got, from, err := s.exchange(pattern(n, 1000*s.rank+n), next, prev, tag)
 		if err != nil {

@@ -2,13 +2,13 @@ package mpitest
 
 import "fmt"
 
-// gather checks Gather of equal lengths, from empty to 8 MB, to every root
-// (8 MB to one root only).
+// gather checks Gather of equal lengths, from empty to s.big, to every
+// root (s.big to one root only).
 func (s *suite) gather() error {
 	k := 0
-	for _, n := range []int{0, 1, smallBytes, bigBytes} {
+	for _, n := range []int{0, 1, smallBytes, s.big} {
 		for root := range s.size {
-			if n == bigBytes && root != 1%s.size {
+			if n == s.big && root != 1%s.size {
 				continue
 			}
 			k++
@@ -43,7 +43,7 @@ func (s *suite) lengthCases(big int) [][]int {
 // to root 0), into nothing, into a buffer one byte short and into one large
 // enough.
 func (s *suite) gatherv() error {
-	for k, lens := range s.lengthCases(2 << 20) {
+	for k, lens := range s.lengthCases(s.big / 4) {
 		for root := range s.size {
 			if k == 2 && root != 0 {
 				continue // one root for the large case
@@ -107,7 +107,7 @@ func (s *suite) gatherOne(variable bool, lens []int, root, seed int, into []byte
 // into nothing, into a buffer one byte short and into one large enough,
 // where the buffers must then lie one after another.
 func (s *suite) allgatherv() error {
-	for k, lens := range s.lengthCases(1 << 20) {
+	for k, lens := range s.lengthCases(s.big / 8) {
 		total := 0
 		for _, n := range lens {
 			total += n

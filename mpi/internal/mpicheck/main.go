@@ -79,7 +79,7 @@ func conformance(c *mpi.Counted) error {
 	if err := goPanicsSurviveMPI(); err != nil {
 		return err
 	}
-	if err := mpitest.Conformance(c); err != nil {
+	if err := mpitest.Conformance(c, mpitest.BigBytes); err != nil {
 		return err
 	}
 	all, err := mpi.GatherStats(c, c.Stats())
