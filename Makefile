@@ -57,9 +57,10 @@ unit: deps
 	$(GO) test -count=1 ./...
 
 # mpitest runs the MPI integration tests under real mpirun (collectives,
-# failures, watchdog, network namespaces as nodes, the CLI end to end).
+# failures, watchdog, network namespaces as nodes, the CLI end to end):
+# the tests the mpi tag adds, all named TestMPI; unit has run the others.
 mpitest: deps
-	$(GO) test -count=1 -tags mpi ./mpi/... .
+	$(GO) test -count=1 -tags mpi -run '^TestMPI' ./mpi/... .
 
 # slurmtest brings up a single-node Slurm (slurm/local/up.sh installs
 # slurmctld, slurmd and munge when missing), submits a 2-rank forest
@@ -79,11 +80,12 @@ fuzz:
 # race runs the concurrent runtime (unit runner, worker pools, in-process
 # MPI, a round's reports searched in pieces) and the command line's
 # in-process ranks under the race detector; a race ends the command with
-# exit status 66.
+# exit status 66. -short leaves out what has nothing concurrent (the MPI
+# conformance suite moves 256 KiB buffers rather than 8 MB; PD-Sparse's
+# runs of one worker on one rank): unit runs it all.
 race: deps
-	$(GO) test -race -count=1 ./mpi ./numa
-	$(GO) test -race -count=1 ./runner ./job ./train
-	$(GO) test -race -count=1 -run TestPDSparseSameWeights ./train/pdsparse
+	$(GO) test -race -short -count=1 ./mpi ./numa ./runner ./job ./train
+	$(GO) test -race -short -count=1 -run TestPDSparseSameWeights ./train/pdsparse
 	$(GO) build -race -o $(BIN)/xmc-race .
 	@rm -rf $(OUT)/race && mkdir -p $(OUT)/race
 	GORACE="halt_on_error=1 exitcode=66" $(BIN)/xmc-race train --ranks 2 --trees 4 --data testdata/bibtex/train.txt \
@@ -94,7 +96,7 @@ race: deps
 	  --data testdata/bibtex/test.txt --out $(OUT)/race/scores.txt > /dev/null
 	GORACE="halt_on_error=1 exitcode=66" $(BIN)/xmc-race train --algo dismec --ranks 2 --data testdata/bibtex/train.txt \
 	  --test testdata/bibtex/test.txt > /dev/null
-	GORACE="halt_on_error=1 exitcode=66" $(BIN)/xmc-race train --algo memoir --ranks 2 --threads 2 --epochs 2 --heldout 0.1 \
+	GORACE="halt_on_error=1 exitcode=66" $(BIN)/xmc-race train --algo memoir --ranks 2 --threads 2 --epochs 1 --heldout 0.1 \
 	  --data testdata/bibtex/train.txt --test testdata/bibtex/test.txt > /dev/null
 	GORACE="halt_on_error=1 exitcode=66" $(BIN)/xmc-race train --algo memoir --index graph --regularizer l1 --ranks 2 --threads 2 \
 	  --epochs 1 --data testdata/bibtex/train.txt --test testdata/bibtex/test.txt > /dev/null
