@@ -15,8 +15,7 @@ import (
 
 // conformanceBytes is the size of the conformance suite's largest buffers
 // in these tests: mpitest.BigBytes, or 256 KiB with -short, as make's race
-// stage runs them, where the race detector checks every byte moved and the
-// suite's 8 MB buffers took most of a minute.
+// stage runs them, where the race detector checks every byte moved.
 func conformanceBytes() int {
 	if testing.Short() {
 		return 256 << 10
