@@ -175,11 +175,11 @@ const searchFactor = 4
 // order, and zeros.
 func (v *Vectors) dotScattered(k int, xi []int32, xv []float32, dense []float32) float64 {
 	idx, val := v.idx[k], v.val[k]
-	through := len(idx) <= denseFactor*len(xi)
+	longest := denseFactor * len(xi)
 	if len(dense) <= l1Coordinates {
-		through = len(idx) <= searchFactor*len(xi)*bits.Len(uint(len(idx)))
+		longest = searchFactor * len(xi) * bits.Len(uint(len(idx)))
 	}
-	if !through {
+	if len(idx) > longest {
 		return v.Dot(k, xi, xv)
 	}
 	s := 0.0

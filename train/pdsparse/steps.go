@@ -132,9 +132,9 @@ const solvePiece = 2
 
 // parallelStepAdds is the fewest additions to weights of a round that a
 // team that does not hold its members between loops applies together
-// rather than its lead alone (see steps): below it, waking them costs more
-// than the additions (Bibtex's rounds make about 50,000, wordnet-mc's a
-// few thousand).
+// rather than its lead alone (see applySteps): below it, waking them costs
+// more than the additions (Bibtex's rounds make about 50,000, wordnet-mc's
+// a few thousand).
 const parallelStepAdds = 20000
 
 // shardsPerWorker is the feature shards per worker: a round's additions

@@ -161,11 +161,11 @@ type dualMove struct {
 }
 
 // rowStep is a row of the round (the q-th of its batch): its entries,
-// t.entries[lo:hi] (where the rank is not alone), and the moves its step found, moves[mlo:mhi] of
-// stepper st, or the error it met. For a row with moves, idx and val are
-// its features and st.cuts[cut+s] the first of them in feature shard s
-// (len(t.shards) cuts), so that applying the row's steps to a shard
-// costs no search.
+// t.entries[lo:hi] (where the rank is not alone), and the moves its step
+// found, moves[mlo:mhi] of stepper st, or the error it met. For a row with
+// moves, idx and val are its features and st.cuts[cut+s] the first of them
+// in feature shard s (len(t.shards) cuts), so that applying the row's
+// steps to a shard costs no search.
 type rowStep struct {
 	q, lo, hi int
 	st        *stepper
