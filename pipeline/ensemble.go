@@ -110,9 +110,6 @@ func trainEnsembleRank(j *job.Rank, c EnsembleTrainConfig) error {
 		}
 		paths[i], held, last = mc.ModelOut, t.held, t
 	}
-	if held == nil {
-		return fmt.Errorf("--heldout %v holds out no row of %d", c.Heldout, last.trainN)
-	}
 	params, err := json.Marshal(map[string]any{"heldout": c.Heldout, "heldout_rows": held.N()})
 	if err != nil {
 		return err

@@ -116,7 +116,8 @@ func TestEnsembleOfOne(t *testing.T) {
 }
 
 // TestEnsembleErrors checks the errors of a bad ensemble: a missing
-// member, a member trained again, members of other label spaces.
+// member, a member trained again, members of other label spaces, a
+// --heldout that holds out no row.
 func TestEnsembleErrors(t *testing.T) {
 	dir := t.TempDir()
 	c, member := trainPPDSparseEnsemble(t, dir, 1)
@@ -153,6 +154,15 @@ func TestEnsembleErrors(t *testing.T) {
 	}
 	if _, _, err := kinds.Load(c.Train.ModelOut, nil); err == nil || !strings.Contains(err.Error(), "member 0") {
 		t.Errorf("a missing member: %v", err)
+	}
+	// A fraction that holds out no row fails before any member trains.
+	none := ensembleConfig(t, t.TempDir())
+	none.Heldout = 1e-9
+	if err := TrainEnsemble(options(1), none); err == nil || !strings.Contains(err.Error(), "--heldout 1e-09 of 4880 rows holds out none") {
+		t.Errorf("no held-out row: %v", err)
+	}
+	if _, err := os.Stat(MemberPath(none.Train.ModelOut, 0, "forest")); !os.IsNotExist(err) {
+		t.Errorf("a member was trained with no held-out row: %v", err)
 	}
 }
 

@@ -118,7 +118,7 @@ type training struct {
 	ds, test *data.Dataset
 	work     *train.Work
 	// held are the rows left out of ds by TrainConfig.Heldout (nil
-	// without), and trainY and trainN the labels and rows of the whole
+	// without; never empty with), and trainY and trainN the labels and rows of the whole
 	// training set, for the propensities of the metrics.
 	held        *data.Dataset
 	trainY      data.CSR
@@ -242,9 +242,11 @@ func (t *training) prepare() error {
 	t.trainY, t.trainN = t.ds.Y, t.ds.N()
 	if c.Heldout > 0 {
 		t.ds, t.held = train.HeldoutSplit(t.ds, c.Heldout, c.Seed)
-		if t.held != nil {
-			j.Log.Info("rows held out of training", "heldout_rows", t.held.N(), "training_rows", t.ds.N())
+		if t.held == nil {
+			// Checked before training: the rows are held out to be fitted on.
+			return fmt.Errorf("--heldout %v of %d rows holds out none of them, or all", c.Heldout, t.trainN)
 		}
+		j.Log.Info("rows held out of training", "heldout_rows", t.held.N(), "training_rows", t.ds.N())
 	}
 	ds := t.ds
 	j.Log.Info("training data", "path", c.DataPath, "N", ds.N(), "D", ds.D(), "L", ds.L(), "nnz", ds.X.NNZ(),
