@@ -118,8 +118,8 @@ type training struct {
 	ds, test *data.Dataset
 	work     *train.Work
 	// held are the rows left out of ds by TrainConfig.Heldout (nil
-	// without; never empty with), and trainY and trainN the labels and rows of the whole
-	// training set, for the propensities of the metrics.
+	// without, never empty with), and trainY and trainN the labels and
+	// rows of the whole training set, for the propensities of the metrics.
 	held        *data.Dataset
 	trainY      data.CSR
 	trainN      int
