@@ -87,9 +87,9 @@ func HeldoutSplit(ds *data.Dataset, frac float64, seed uint64) (*data.Dataset, *
 	}
 	var train, held []int
 	for i := range ds.N() {
-		// The row's number is hashed before the seed joins it: with
-		// seed^i, seed s held out row i where seed 0 held out row i^s,
-		// the same draw with neighbouring rows swapped.
+		// The row's number is hashed before the seed joins it, so that
+		// seeds draw apart: hashing seed^i would give seed s the rows of
+		// seed 0 renumbered (row i where seed 0 has row i^s).
 		if float64(data.SplitMix64(seed^data.SplitMix64(uint64(i)+0x2545f4914f6cdd1d))>>11)/(1<<53) < frac {
 			held = append(held, i)
 		} else {
