@@ -34,47 +34,59 @@ func AppendEntry(b []byte, e RoundEntry) []byte {
 
 // DecodeEntries decodes the entries of b into into[:0], ordered by row
 // and, within a row, kept in the order of b (rank order), and returns them.
-//
-// Every rank decodes every rank's entries each round, so this is work that
-// more ranks do not share. Where the rows are batch positions (at most a
-// few times the entries), each entry goes straight to its place, found by
-// counting the entries of each row first: O(entries + rows), without the
-// merges' data-dependent branches. Other rows fall back to merging the
-// ranks' runs.
 func DecodeEntries(b []byte, into []RoundEntry) ([]RoundEntry, error) {
+	return DecodeEntriesOf(b, math.MinInt32, math.MaxInt32, into)
+}
+
+// DecodeEntriesOf is DecodeEntries for the entries of rows lo to hi
+// (excluded) alone: those of a rank that solves a share of the rows.
+//
+// Where every rank decodes every rank's entries each round, that is work
+// more ranks do not share. Where the rows are close together (a batch's
+// positions, at most a few times the entries), each entry goes straight to
+// its place, found by counting the entries of each row first: O(entries +
+// rows), without the merges' data-dependent branches. Other rows fall back
+// to merging the ranks' runs.
+func DecodeEntriesOf(b []byte, lo, hi int32, into []RoundEntry) ([]RoundEntry, error) {
 	if len(b)%RoundEntryBytes != 0 {
 		return nil, fmt.Errorf("reports of %d bytes, not whole %d-byte entries", len(b), RoundEntryBytes)
 	}
-	n := len(b) / RoundEntryBytes
-	rows := 0 // one more than the largest row, or -1 after a negative row
+	rowAt := func(k int) int32 { return int32(binary.LittleEndian.Uint32(b[k*RoundEntryBytes:])) }
+	n, kept := len(b)/RoundEntryBytes, 0
+	first, last := int32(math.MaxInt32), int32(math.MinInt32)
 	for k := range n {
-		r := int32(binary.LittleEndian.Uint32(b[k*RoundEntryBytes:]))
-		if r < 0 {
-			rows = -1
-			break
+		if r := rowAt(k); r >= lo && r < hi {
+			kept++
+			first, last = min(first, r), max(last, r)
 		}
-		rows = max(rows, int(r)+1)
 	}
-	if rows < 0 || rows > 2*n+countedRows {
-		return decodeMerging(b, into)
+	if kept == 0 {
+		return into[:0], nil
+	}
+	rows := int64(last) - int64(first) + 1
+	if rows > int64(2*kept+countedRows) {
+		return decodeMerging(b, lo, hi, kept, into), nil
 	}
 	var small [countedRows + 1]int32 // on the stack for a batch's rows
 	next := small[:]
-	if rows+1 > len(small) {
+	if rows+1 > int64(len(small)) {
 		next = make([]int32, rows+1)
 	}
 	next = next[:rows+1]
 	for k := range n {
-		next[binary.LittleEndian.Uint32(b[k*RoundEntryBytes:])+1]++
+		if r := rowAt(k); r >= lo && r < hi {
+			next[r-first+1]++
+		}
 	}
-	for r := 1; r <= rows; r++ {
+	for r := 1; r < len(next); r++ {
 		next[r] += next[r-1]
 	}
-	into = slices.Grow(into[:0], n)[:n]
+	into = slices.Grow(into[:0], kept)[:kept]
 	for k := range n {
-		e := decodeEntry(b[k*RoundEntryBytes:])
-		into[next[e.Row]] = e
-		next[e.Row]++
+		if r := rowAt(k); r >= lo && r < hi {
+			into[next[r-first]] = decodeEntry(b[k*RoundEntryBytes:])
+			next[r-first]++
+		}
 	}
 	return into, nil
 }
@@ -100,20 +112,24 @@ func decodeEntry(e []byte) RoundEntry {
 		Score: math.Float64frombits(binary.LittleEndian.Uint64(e[12:]))}
 }
 
-// decodeMerging is DecodeEntries for any rows: the entries decoded in the
-// order of b, then its runs of increasing rows (a rank's) merged.
-func decodeMerging(b []byte, into []RoundEntry) ([]RoundEntry, error) {
-	n := len(b) / RoundEntryBytes
+// decodeMerging is DecodeEntriesOf for rows far apart: the kept entries
+// of rows lo to hi decoded in the order of b, then its runs of increasing
+// rows (a rank's) merged.
+func decodeMerging(b []byte, lo, hi int32, kept int, into []RoundEntry) []RoundEntry {
 	// The upper half is the merges' scratch.
-	into = slices.Grow(into[:0], 2*n)[:n]
+	into = slices.Grow(into[:0], 2*kept)[:0]
 	var runs []int // where each run of rows in increasing order starts
-	for k := range n {
-		into[k] = decodeEntry(b[k*RoundEntryBytes:])
-		if k == 0 || into[k].Row < into[k-1].Row {
-			runs = append(runs, k)
+	for k := 0; k < len(b); k += RoundEntryBytes {
+		e := decodeEntry(b[k:])
+		if e.Row < lo || e.Row >= hi {
+			continue
 		}
+		if len(into) == 0 || e.Row < into[len(into)-1].Row {
+			runs = append(runs, len(into))
+		}
+		into = append(into, e)
 	}
-	return mergeRuns(into, into[n:2*n], append(runs, n)), nil
+	return mergeRuns(into, into[kept:2*kept], append(runs, kept))
 }
 
 // mergeRuns orders entries by row, stably, given the bounds of its runs of

@@ -13,8 +13,9 @@ import (
 
 // TestDecodeEntries checks that the reports of several ranks, each in row
 // order, decode ordered by row and, within a row, in rank order: as a
-// stable sort of the whole by row. Rows of a batch are counted, rows far
-// apart (held-out rows) merged.
+// stable sort of the whole by row, and that a share of the rows decodes
+// as those rows of the whole. Rows of a batch are counted, rows far apart
+// (held-out rows) merged.
 func TestDecodeEntries(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, tc := range []struct {
@@ -52,6 +53,18 @@ func TestDecodeEntries(t *testing.T) {
 			}
 			if !slices.Equal(got, want) {
 				t.Errorf("got %v\nwant %v", got, want)
+			}
+			// A share of the rows, as a rank that solves it decodes them.
+			for _, share := range [][2]int32{{0, 1}, {int32(tc.rows / 3), int32(2 * tc.rows / 3)}, {int32(tc.rows - 1), int32(tc.rows)}, {5, 5}} {
+				lo, hi := share[0], share[1]
+				wantOf := slices.DeleteFunc(slices.Clone(want), func(e RoundEntry) bool { return e.Row < lo || e.Row >= hi })
+				got, err := DecodeEntriesOf(msg, lo, hi, make([]RoundEntry, 3))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(got, wantOf) {
+					t.Errorf("rows %d to %d: got %v\nwant %v", lo, hi, got, wantOf)
+				}
 			}
 		})
 	}
