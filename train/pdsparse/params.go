@@ -154,11 +154,13 @@ func (a *Trainer) Prepare(env train.Env, ds *data.Dataset) (*train.Work, error) 
 			}
 			log.Info("pdsparse", "epochs", t.epochs, "mean_active_classes", fmt.Sprintf("%.2f", t.meanActive()),
 				"weights_owned", t.nnz(), "max_select", t.p.MaxSelect, "search_shares", t.parts,
-				// Each round rank 0 gathers, and broadcasts to every
-				// rank, 20 bytes per row for each active class and at
-				// most 2 × max-select candidates per rank.
+				// Each round every rank receives, from every rank, 20
+				// bytes per row for each active class and at most 2 ×
+				// max-select candidates per rank, then the rows' new
+				// active sets, 12 bytes a class.
 				"report_bytes_per_round", t.reportBytes/int64(max(t.rounds, 1)),
-				"report_bytes_bound", int64(t.p.BatchSize)*train.RoundEntryBytes*int64(math.Round(t.meanActive())+float64(2*t.p.MaxSelect*t.comm.Size())))
+				"report_bytes_bound", int64(t.p.BatchSize)*train.RoundEntryBytes*int64(math.Round(t.meanActive())+float64(2*t.p.MaxSelect*t.comm.Size())),
+				"solution_bytes_per_round", t.solutionBytes/int64(max(t.rounds, 1)))
 		},
 		Stats: func() map[string]float64 { return t.phases.stats(t.rounds) }}, nil
 }

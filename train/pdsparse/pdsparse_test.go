@@ -144,8 +144,8 @@ func TestPDSparseSameWeights(t *testing.T) {
 // sameWeightsRun trains p.Epochs of tr on ranks in-process ranks of
 // workers workers each, set up by edit before Start and checked by check
 // after it, and returns every rank's units by unit. It checks that the
-// round phases a rank has were timed: a rank alone has no exchange and
-// solves in its search.
+// round phases a rank has were timed: a rank alone has no exchange, solves
+// in its search and shares no solutions.
 func sameWeightsRun(t *testing.T, tr *data.Dataset, p Params, workers, ranks int, edit, check func(*roundTrainer) error) ([]runner.Result, error) {
 	t.Helper()
 	pools := make([]*numa.Pool, ranks)
@@ -172,7 +172,7 @@ func sameWeightsRun(t *testing.T, tr *data.Dataset, p Params, workers, ranks int
 			return err
 		}
 		ph := rt.phases
-		if timed := ph.search > 0 && ph.apply > 0 && (ph.exchange > 0) == (ranks > 1) && (ph.solve > 0) == (ranks > 1); !timed {
+		if timed := ph.search > 0 && ph.apply > 0 && (ph.exchange > 0) == (ranks > 1) && (ph.solve > 0) == (ranks > 1) && (ph.share > 0) == (ranks > 1); !timed {
 			return fmt.Errorf("rank %d of %d: round phases %+v", c.Rank(), ranks, ph)
 		}
 		res, err := finish(rt)
@@ -294,15 +294,15 @@ func finish(t *roundTrainer) (res []runner.Result, err error) {
 
 func TestRoundPhasesStats(t *testing.T) {
 	p := roundPhases{search: 2 * time.Millisecond, exchange: time.Millisecond, solve: 500 * time.Microsecond,
-		apply: 4*time.Millisecond + 1400*time.Nanosecond, heldout: 1500 * time.Millisecond}
+		share: 200 * time.Microsecond, apply: 4*time.Millisecond + 1400*time.Nanosecond, heldout: 1500 * time.Millisecond}
 	tests := []struct {
 		rounds int
 		want   map[string]float64
 	}{
 		{4, map[string]float64{"search_ms_per_round": 0.5, "exchange_ms_per_round": 0.25, "solve_ms_per_round": 0.125,
-			"apply_ms_per_round": 1, "heldout_s": 1.5}},
+			"share_ms_per_round": 0.05, "apply_ms_per_round": 1, "heldout_s": 1.5}},
 		{0, map[string]float64{"search_ms_per_round": 2, "exchange_ms_per_round": 1, "solve_ms_per_round": 0.5,
-			"apply_ms_per_round": 4.001, "heldout_s": 1.5}},
+			"share_ms_per_round": 0.2, "apply_ms_per_round": 4.001, "heldout_s": 1.5}},
 	}
 	for _, tt := range tests {
 		if got := p.stats(tt.rounds); !maps.Equal(got, tt.want) {

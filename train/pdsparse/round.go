@@ -21,9 +21,9 @@ const (
 
 // Round runs one batch: every rank scores the batch's rows against its
 // classes and reports the scores of their active classes and its best
-// candidates; every rank receives every report, solves each row's
-// subproblem the same way, in row order, and applies the steps of its own
-// classes. A rank alone solves each row where its worker searched it, from
+// candidates; every rank receives every report and solves the subproblems
+// of its share of the rows; the ranks exchange the rows' new active sets,
+// and each applies the steps of its own classes. A rank alone solves each row where its worker searched it, from
 // the report the worker just wrote: no exchange, no decoding of the round's
 // reports on the rank's goroutine and no loop of solutions of its own.
 func (t *roundTrainer) Round(_ context.Context, r int, team *numa.Team) (bool, error) {
@@ -42,14 +42,19 @@ func (t *roundTrainer) Round(_ context.Context, r int, team *numa.Team) (bool, e
 			return false, err
 		}
 		lap = t.phases.add(&t.phases.search, lap)
-		if err := t.roundEntries(); err != nil {
+		if err := t.roundEntries(len(rows)); err != nil {
 			return false, err
 		}
 		lap = t.phases.add(&t.phases.exchange, lap)
-		if err := t.solveRows(rows); err != nil {
+		msg, err := t.solveRows(rows)
+		if err != nil {
 			return false, err
 		}
 		lap = t.phases.add(&t.phases.solve, lap)
+		if err := t.shareSolutions(rows, msg); err != nil {
+			return false, err
+		}
+		lap = t.phases.add(&t.phases.share, lap)
 	}
 	if err := t.applySteps(rows); err != nil {
 		return false, err
@@ -81,19 +86,51 @@ func (t *roundTrainer) Round(_ context.Context, r int, team *numa.Team) (bool, e
 	return t.sinceBest >= t.p.Patience, nil
 }
 
-// roundEntries sets t.entries to every rank's entries for the round's
-// rows, ordered by row and, within a row, by rank.
-func (t *roundTrainer) roundEntries() error {
+// roundEntries sets t.entries to every rank's entries for this rank's
+// share of the round's rows (see solverRows), ordered by row and, within a
+// row, by rank.
+func (t *roundTrainer) roundEntries(rows int) error {
 	t.msg = t.batch.Join(t.msg)
 	all, err := t.exchange()
 	if err != nil {
 		return err
 	}
 	t.reportBytes += int64(len(all))
-	if t.entries, err = train.DecodeEntries(all, t.entries); err != nil {
+	lo, hi := solverRows(rows, t.comm.Rank(), t.comm.Size())
+	if t.entries, err = train.DecodeEntriesOf(all, int32(lo), int32(hi), t.entries); err != nil {
 		return fmt.Errorf("pdsparse: %w", err)
 	}
 	return nil
+}
+
+// solverRows returns the rows, by place in a round of rows rows, that rank
+// solves of ranks ranks: a share of them each, in rank order, so that the
+// ranks' solutions, gathered in rank order, come in row order.
+func solverRows(rows, rank, ranks int) (lo, hi int) {
+	return rows * rank / ranks, rows * (rank + 1) / ranks
+}
+
+// shareSolutions gives every rank the solutions of every rank's share of
+// the round's rows, this rank's in msg, and has every row take its own:
+// each rank then holds every row's active set, and the moves of its
+// classes. A rank whose solutions failed returns its own error after the
+// exchange, the other ranks the error that it failed, so that every rank
+// stops at the same round.
+func (t *roundTrainer) shareSolutions(rows []int32, msg []byte) error {
+	all, err := t.solutions.Exchange(t.comm, msg)
+	if err != nil {
+		return err
+	}
+	t.solutionBytes += int64(len(all))
+	for _, rs := range t.solving {
+		if rs.err != nil {
+			return rs.err
+		}
+	}
+	if err := t.decodeSolutions(all, len(rows)); err != nil {
+		return err
+	}
+	return t.takeSolutions(rows)
 }
 
 // heldoutAccuracy returns the percentage of held-out rows whose top class
@@ -198,7 +235,8 @@ func (t *roundTrainer) bestWeight(j, e int) float64 {
 type roundPhases struct {
 	search   time.Duration // scoring the batch's rows (a loop; a rank alone solves them there too)
 	exchange time.Duration // the all-gather of the reports and their decoding
-	solve    time.Duration // the rows' subproblems (a loop, or the lead alone; in search for a rank alone)
+	solve    time.Duration // the rank's share of the rows' subproblems (a loop, or the lead alone; in search for a rank alone)
+	share    time.Duration // the all-gather of the rows' solutions and their taking (none for a rank alone)
 	apply    time.Duration // the steps' additions to the weights (a loop, or the lead alone)
 	heldout  time.Duration // the held-out accuracy at the ends of epochs
 }
@@ -217,6 +255,6 @@ func (p *roundPhases) stats(rounds int) map[string]float64 {
 		return math.Round(d.Seconds()*1e6/float64(max(rounds, 1))) / 1e3
 	}
 	return map[string]float64{"search_ms_per_round": per(p.search), "exchange_ms_per_round": per(p.exchange),
-		"solve_ms_per_round": per(p.solve), "apply_ms_per_round": per(p.apply),
+		"solve_ms_per_round": per(p.solve), "share_ms_per_round": per(p.share), "apply_ms_per_round": per(p.apply),
 		"heldout_s": math.Round(p.heldout.Seconds()*1e3) / 1e3}
 }

@@ -2,7 +2,9 @@ package pdsparse
 
 import (
 	"cmp"
+	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 
 	"xmc/data"
@@ -11,66 +13,207 @@ import (
 	"xmc/train/internal/prox"
 )
 
-// solveRows solves the subproblems of the round's rows, whose entries
-// every rank reported are in t.entries.
+// solveRows solves, where ranks share the classes, this rank's share of
+// the round's rows, whose entries every rank reported are in t.entries,
+// and returns their solutions, one row after another in row order (see
+// appendSolution), for every rank to take.
 //
 // Each row's subproblem depends on the row's entries and active set alone,
-// so the rows are solved at once, in pieces, each worker recording its
-// rows' moves in its stepper (by the lead alone where the team does not
+// so the rows are solved at once, in pieces, each worker keeping its rows'
+// new active sets in its stepper (by the lead alone where the team does not
 // hold its members between loops: waking them would cost more).
-func (t *roundTrainer) solveRows(rows []int32) error {
-	t.rowSteps = t.rowSteps[:0]
+func (t *roundTrainer) solveRows(rows []int32) ([]byte, error) {
+	t.solving = t.solving[:0]
 	for lo := 0; lo < len(t.entries); {
 		hi := lo
 		for hi < len(t.entries) && t.entries[hi].Row == t.entries[lo].Row {
 			hi++
 		}
-		t.rowSteps = append(t.rowSteps, rowStep{q: int(t.entries[lo].Row), lo: lo, hi: hi})
+		t.solving = append(t.solving, rowStep{q: int(t.entries[lo].Row), lo: lo, hi: hi})
 		lo = hi
 	}
 	solve := func(w numa.Worker, a, b int) {
 		st := t.steppers.Get(w)
 		for k := a; k < b; k++ {
-			rs := &t.rowSteps[k]
-			t.solveRow(st, rs, rows[rs.q], t.entries[rs.lo:rs.hi])
+			rs := &t.solving[k]
+			t.solveShared(st, rs, rows[rs.q], t.entries[rs.lo:rs.hi])
 		}
 	}
 	if !t.team.HoldsWorkers() {
-		// Waking the members for a round's rows costs more than solving
-		// them on the lead.
-		solve(t.team.Lead(), 0, len(t.rowSteps))
+		solve(t.team.Lead(), 0, len(t.solving))
+	} else if err := t.team.For(len(t.solving), solvePiece, solve); err != nil {
+		return nil, err
+	}
+	msg := t.msg[:0]
+	for k := range t.solving {
+		rs := &t.solving[k]
+		msg = appendSolution(msg, rs, rs.st.next[rs.nlo:rs.nhi])
+	}
+	t.msg = msg
+	return msg, nil
+}
+
+// solveShared solves row i, the q-th of the round, from its entries with
+// st's scratch, and records in rs where st.next keeps its new active set
+// (none: unchanged) or the error it met.
+func (t *roundTrainer) solveShared(st *stepper, rs *rowStep, i int32, entries []train.RoundEntry) {
+	if st.round != t.rounds {
+		st.moves, st.cuts, st.next, st.round = st.moves[:0], st.cuts[:0], st.next[:0], t.rounds
+	}
+	rs.st, rs.nlo = st, len(st.next)
+	st.next, rs.changed, rs.err = t.solution(st, i, entries, st.next)
+	rs.nhi = len(st.next)
+}
+
+// A row's solution on the wire: its place in the round's batch and the
+// length of its new active set (solutionFailed where its solver met an
+// error), then each dual variable's class and α.
+const (
+	solutionHeadBytes = 8
+	solutionVarBytes  = 12
+	solutionFailed    = -1
+)
+
+// appendSolution appends to msg the solution of rs, of new active set
+// next: nothing where the row's active set did not change.
+func appendSolution(msg []byte, rs *rowStep, next []dualVar) []byte {
+	if rs.err == nil && !rs.changed {
+		return msg
+	}
+	n := len(next)
+	if rs.err != nil {
+		n = solutionFailed
+	}
+	msg = binary.LittleEndian.AppendUint32(msg, uint32(rs.q))
+	msg = binary.LittleEndian.AppendUint32(msg, uint32(int32(n)))
+	for _, a := range next[:max(n, 0)] {
+		msg = binary.LittleEndian.AppendUint32(msg, uint32(a.class))
+		msg = binary.LittleEndian.AppendUint64(msg, math.Float64bits(a.alpha))
+	}
+	return msg
+}
+
+// decodeSolutions sets t.rowSteps to the rows of the round's solutions
+// all, every rank's in rank order (so in row order), of a round of rows
+// rows, with their new active sets in t.solved.
+func (t *roundTrainer) decodeSolutions(all []byte, rows int) error {
+	t.rowSteps, t.solved = t.rowSteps[:0], t.solved[:0]
+	for len(all) > 0 {
+		if len(all) < solutionHeadBytes {
+			return fmt.Errorf("pdsparse: a solution of %d bytes", len(all))
+		}
+		q, n := int32(binary.LittleEndian.Uint32(all)), int32(binary.LittleEndian.Uint32(all[4:]))
+		all = all[solutionHeadBytes:]
+		if n == solutionFailed {
+			return fmt.Errorf("pdsparse: the rank that solved row %d of round %d failed", q, t.rounds)
+		}
+		if q < 0 || int(q) >= rows || (len(t.rowSteps) > 0 && int(q) <= t.rowSteps[len(t.rowSteps)-1].q) ||
+			n < 0 || len(all) < int(n)*solutionVarBytes {
+			return fmt.Errorf("pdsparse: a solution of row %d of %d, out of order or of %d classes in %d bytes", q, rows, n, len(all))
+		}
+		rs := rowStep{q: int(q), nlo: len(t.solved)}
+		for range n {
+			a := dualVar{class: int32(binary.LittleEndian.Uint32(all)), alpha: math.Float64frombits(binary.LittleEndian.Uint64(all[4:]))}
+			if a.class < 0 || int(a.class) >= len(t.local) {
+				return fmt.Errorf("pdsparse: row %d's solution names class %d of %d", q, a.class, len(t.local))
+			}
+			t.solved = append(t.solved, a)
+			all = all[solutionVarBytes:]
+		}
+		rs.nhi = len(t.solved)
+		t.rowSteps = append(t.rowSteps, rs)
+	}
+	return nil
+}
+
+// takeSolutions has every row of the round's solutions (t.rowSteps, with
+// their active sets in t.solved) take its new active set, and records the
+// moves of this rank's classes, on the team as solveRows.
+func (t *roundTrainer) takeSolutions(rows []int32) error {
+	// The rows' active sets read ahead, their slices then their first
+	// variables: each pass's loads do not wait on each other, where the
+	// rows' own loop waited on two misses a row in turn (the rows of a
+	// round are far apart in memory, and this rank did not search them).
+	n := 0
+	for _, rs := range t.rowSteps {
+		n += len(t.act[rows[rs.q]])
+	}
+	ahead := 0.0
+	for _, rs := range t.rowSteps {
+		if old := t.act[rows[rs.q]]; len(old) > 0 {
+			ahead += old[0].alpha
+		}
+	}
+	t.ahead = ahead + float64(n)
+	take := func(w numa.Worker, a, b int) {
+		st := t.steppers.Get(w)
+		for k := a; k < b; k++ {
+			rs := &t.rowSteps[k]
+			t.takeSolution(st, rs, rows[rs.q], t.solved[rs.nlo:rs.nhi])
+		}
+	}
+	if !t.team.HoldsWorkers() {
+		take(t.team.Lead(), 0, len(t.rowSteps))
 		return nil
 	}
-	return t.team.For(len(t.rowSteps), solvePiece, solve)
+	return t.team.For(len(t.rowSteps), solvePiece, take)
 }
 
 // solveReported returns search's follow-up for a rank alone, which solves
 // row q where a worker searched it, from the entries the worker just
-// reported (every entry of the row: the rank owns every class). The rows'
-// steps are then those solveRows finds from the same entries.
+// reported (every entry of the row: the rank owns every class), and takes
+// its solution there.
 func (t *roundTrainer) solveReported(rows []int32) func(w numa.Worker, q int, report []byte) {
 	t.rowSteps = slices.Grow(t.rowSteps[:0], len(rows))[:len(rows)]
 	return func(w numa.Worker, q int, report []byte) {
 		rs := &t.rowSteps[q]
 		*rs = rowStep{q: q}
 		if len(report) == 0 {
-			return // nothing reported: no step, as solveRows finds no entry
+			return // nothing reported: no step, as a row without entries
 		}
 		st := t.steppers.Get(w)
 		st.entries = train.AppendDecoded(st.entries[:0], report)
-		t.solveRow(st, rs, rows[q], st.entries)
+		next, changed, err := t.solution(st, rows[q], st.entries, st.next[:0])
+		st.next, rs.err = next, err
+		if changed {
+			t.takeSolution(st, rs, rows[q], next)
+		}
 	}
 }
 
-// solveRow solves row i's subproblem from its entries with st's scratch,
-// and records in rs the moves st kept and where the row's features enter
-// each feature shard.
-func (t *roundTrainer) solveRow(st *stepper, rs *rowStep, i int32, entries []train.RoundEntry) {
+// takeSolution has row i take its new active set next, with st's scratch:
+// it records in rs the moves of this rank's classes, from the row's
+// active set to next, and where the row's features enter each feature
+// shard. next keeps, in order, the classes of the active set that stay,
+// then those that join: a class that leaves moves by −α, one that joins
+// by its α, one that stays by the difference (the subtractions of the
+// solution's own, so that the steps are the same bytes on every rank).
+func (t *roundTrainer) takeSolution(st *stepper, rs *rowStep, i int32, next []dualVar) {
 	if st.round != t.rounds {
-		st.moves, st.cuts, st.round = st.moves[:0], st.cuts[:0], t.rounds
+		st.moves, st.cuts, st.next, st.round = st.moves[:0], st.cuts[:0], st.next[:0], t.rounds
 	}
 	rs.st, rs.mlo = st, len(st.moves)
-	rs.err = t.solve(st, i, entries)
+	move := func(class int32, d float64) {
+		if d == 0 {
+			return
+		}
+		if lc := t.local[class]; lc >= 0 {
+			st.moves = append(st.moves, dualMove{c: lc, d: d})
+		}
+	}
+	old, p := t.act[i], 0
+	for _, a := range old {
+		na := 0.0
+		if p < len(next) && next[p].class == a.class {
+			na = next[p].alpha
+			p++
+		}
+		move(a.class, na-a.alpha)
+	}
+	for _, a := range next[p:] {
+		move(a.class, a.alpha)
+	}
+	t.act[i] = append(old[:0], next...)
 	rs.mhi = len(st.moves)
 	if rs.mhi > rs.mlo {
 		rs.idx, rs.val = t.x.Row(int(i))
@@ -321,16 +464,16 @@ func insertBounded[E any](list []E, e E, n int, before func(a, b E) bool) []E {
 	return list
 }
 
-// solve solves row i's subproblem, with st's scratch, from the entries
-// every rank reported for it: it updates the row's active set and appends
-// to st.moves the moves of this rank's classes.
-func (t *roundTrainer) solve(st *stepper, i int32, entries []train.RoundEntry) error {
+// solution solves row i's subproblem, with st's scratch, from the entries
+// every rank reported for it, and appends to into its new active set. It
+// reports whether the active set changes: a row without features or
+// labels, or without a negative class to separate, keeps its own.
+func (t *roundTrainer) solution(st *stepper, i int32, entries []train.RoundEntry, into []dualVar) ([]dualVar, bool, error) {
 	A := t.sq[i]
 	labels, _ := t.y.Row(int(i))
 	if A == 0 || len(labels) == 0 {
-		return nil // no loss to lower: a row without features or labels
+		return into, false, nil // no loss to lower: a row without features or labels
 	}
-	active := t.act[i]
 	score := func(l int32) (float64, bool) {
 		for _, e := range entries {
 			if e.Class == l && e.Kind == kindScore {
@@ -340,11 +483,12 @@ func (t *roundTrainer) solve(st *stepper, i int32, entries []train.RoundEntry) e
 		return 0, false
 	}
 	add := t.newActive(st, entries)
+	active := append(st.active[:0], t.act[i]...)
 	scores := st.scores[:0]
 	for _, a := range active {
 		s, ok := score(a.class)
 		if !ok {
-			return fmt.Errorf("pdsparse: no rank reported the score of class %d for row %d", a.class, i)
+			return into, false, fmt.Errorf("pdsparse: no rank reported the score of class %d for row %d", a.class, i)
 		}
 		scores = append(scores, s)
 	}
@@ -352,12 +496,12 @@ func (t *roundTrainer) solve(st *stepper, i int32, entries []train.RoundEntry) e
 		active = append(active, dualVar{class: e.Class})
 		scores = append(scores, e.Score)
 	}
+	st.active, st.scores = active, scores
 	if len(active) == len(labels) {
-		return nil // no negative to separate from
+		return into, false, nil // no negative to separate from
 	}
 	// b for the negatives, c for the positives (see biSimplex): a step of
 	// size 1/A from the current α along the dual gradient.
-	st.scores = scores
 	b, c := st.b[:0], st.c[:0]
 	for k, a := range active {
 		if k < len(labels) { // the labels come first in every active set
@@ -370,7 +514,6 @@ func (t *roundTrainer) solve(st *stepper, i int32, entries []train.RoundEntry) e
 	st.x, st.y = slices.Grow(st.x[:0], len(b))[:len(b)], slices.Grow(st.y[:0], len(c))[:len(c)]
 	x, y := st.x, st.y
 	biSimplex(b, c, t.p.Cost, x, y, &st.simplex)
-	kept := active[:0]
 	for k, a := range active {
 		na := 0.0
 		if k < len(labels) {
@@ -378,15 +521,9 @@ func (t *roundTrainer) solve(st *stepper, i int32, entries []train.RoundEntry) e
 		} else {
 			na = -x[k-len(labels)]
 		}
-		if d := na - a.alpha; d != 0 {
-			if lc := t.local[a.class]; lc >= 0 {
-				st.moves = append(st.moves, dualMove{c: lc, d: d})
-			}
-		}
 		if k < len(labels) || na != 0 {
-			kept = append(kept, dualVar{class: a.class, alpha: na})
+			into = append(into, dualVar{class: a.class, alpha: na})
 		}
 	}
-	t.act[i] = kept
-	return nil
+	return into, true, nil
 }

@@ -2,12 +2,18 @@ package pdsparse
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
+	"xmc/mpi"
+	"xmc/numa/numatest"
+	"xmc/runner"
 	"xmc/train"
+	"xmc/train/traintest"
 )
 
 // TestNewActive checks the selection of the classes that join a row's
@@ -84,4 +90,60 @@ func sortedActive(entries []train.RoundEntry, maxSelect int, fillPos []int32) []
 	add = add[:min(len(add), maxSelect)]
 	slices.SortFunc(fill, func(a, b train.RoundEntry) int { return cmp.Compare(fillPos[a.Class], fillPos[b.Class]) })
 	return append(add, fill[:min(len(fill), maxSelect-len(add))]...)
+}
+
+// TestSolverErrorStopsEveryRank has rank 0, which solves the first rows of
+// every round, fail to solve one: its active set names a class that no rank
+// reports a score of. Rank 0 must return that error, and rank 1 the error
+// that the rank that solved the row failed, both at the first round, with
+// no hang in the exchange of the solutions.
+func TestSolverErrorStopsEveryRank(t *testing.T) {
+	bibtex, _ := traintest.Bibtex(t)
+	tr := traintest.Head(bibtex, 500)
+	p := DefaultParams()
+	p.Epochs = 1
+	const ranks = 2
+	errs := make([]error, ranks)
+	launched := mpi.Launch(ranks, mpi.MaxMessage, func(c mpi.Comm) error {
+		rt, err := newRoundTrainer(p.forData(tr, noneSet), tr, c, numatest.Pool(t, 1, 1))
+		if err != nil {
+			return err
+		}
+		if err := rt.Start(runner.OwnedUnits(len(rt.blocks), c.Rank(), ranks), 0, nil, nil); err != nil {
+			return err
+		}
+		if c.Rank() == 0 {
+			// A class of rank 1's, active for rank 0 alone, in the first
+			// row of the first round that rank 0 solves and reports on.
+			rows := rt.order.Rows(0)
+			lo, hi := solverRows(len(rows), 0, ranks)
+			i := slices.IndexFunc(rows[lo:hi], func(i int32) bool { labels, _ := rt.y.Row(int(i)); return rt.sq[i] > 0 && len(labels) > 0 })
+			if i < 0 {
+				return fmt.Errorf("no row to solve in %v", rows[lo:hi])
+			}
+			row := rows[lo+i]
+			labels, _ := rt.y.Row(int(row))
+			l := -1
+			for c, lc := range rt.local {
+				if lc < 0 && !slices.Contains(labels, int32(c)) {
+					l = c
+					break
+				}
+			}
+			if l < 0 {
+				return fmt.Errorf("no class of rank 1's outside row %d's labels", row)
+			}
+			rt.act[row] = append(rt.act[row], dualVar{class: int32(l)})
+		}
+		errs[c.Rank()] = runRounds(rt, 0, 1)
+		return errs[c.Rank()]
+	})
+	if launched == nil {
+		t.Fatal("the rounds ran without error")
+	}
+	for r, want := range []string{"no rank reported the score of class", "the rank that solved row"} {
+		if errs[r] == nil || !strings.Contains(errs[r].Error(), want) {
+			t.Errorf("rank %d: error %v, want one that says %q", r, errs[r], want)
+		}
+	}
 }

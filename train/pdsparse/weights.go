@@ -99,11 +99,12 @@ type roundTrainer struct {
 	// held-out accuracy, by feature and place as places (shorter lists:
 	// zeros after); the model is made of them.
 	bestWt [][]float64
-	// rounds and reportBytes count this run's rounds and the bytes of the
-	// reports every rank received, for the log.
-	rounds      int
-	reportBytes int64
-	phases      roundPhases
+	// rounds, reportBytes and solutionBytes count this run's rounds and
+	// the bytes of the reports and of the solutions every rank received,
+	// for the log.
+	rounds                     int
+	reportBytes, solutionBytes int64
+	phases                     roundPhases
 
 	// The held-out rows (none without --heldout), preprocessed, and their
 	// labels.
@@ -122,7 +123,15 @@ type roundTrainer struct {
 	gather   train.AllGather
 	entries  []train.RoundEntry
 	steppers *numa.PerWorker[*stepper]
-	rowSteps []rowStep
+	// solving is, where ranks share the classes, the rows of the round
+	// this rank solves; solutions gathers every rank's solutions, and
+	// solved holds their active sets for rowSteps. rowSteps is the
+	// round's rows with a step to take.
+	solving   []rowStep
+	solutions train.AllGather
+	solved    []dualVar
+	rowSteps  []rowStep
+	ahead     float64 // what takeSolutions read ahead, summed
 	// shards splits the features into shardsPerWorker ranges per worker, of
 	// about equal non-zeros: a worker applies the round's steps to the
 	// weights of a range of features (shards[s] to shards[s+1]), in a round of
@@ -139,6 +148,9 @@ type stepper struct {
 	entries            []train.RoundEntry
 	add, fill          []train.RoundEntry
 	scores, b, c, x, y []float64
+	// active is a row's active set with the classes that join it, next
+	// the new active sets of the rows this worker solved in the round.
+	active, next []dualVar
 	// adds and at are applyLists' additions and their pairs' places;
 	// ahead and touched sum what it read ahead.
 	adds    []stepAddition
@@ -161,14 +173,19 @@ type dualMove struct {
 }
 
 // rowStep is a row of the round (the q-th of its batch): its entries,
-// t.entries[lo:hi] (where the rank is not alone), and the moves its step
-// found, moves[mlo:mhi] of stepper st, or the error it met. For a row with
-// moves, idx and val are its features and st.cuts[cut+s] the first of them
-// in feature shard s (len(t.shards) cuts), so that applying the row's
-// steps to a shard costs no search.
+// t.entries[lo:hi] (where the rank solves it and is not alone); its new
+// active set, next[nlo:nhi] of stepper st where this rank solved it
+// (changed: it differs from the old), t.solved[nlo:nhi] where it came in
+// the round's solutions; and the moves its step found, moves[mlo:mhi] of
+// stepper st, or the error it met. For a row with moves, idx and val are
+// its features and st.cuts[cut+s] the first of them in feature shard s
+// (len(t.shards) cuts), so that applying the row's steps to a shard costs
+// no search.
 type rowStep struct {
 	q, lo, hi int
 	st        *stepper
+	nlo, nhi  int
+	changed   bool
 	mlo, mhi  int
 	idx       []int32
 	val       []float32
