@@ -19,9 +19,8 @@ import (
 // appendSolution), for every rank to take.
 //
 // Each row's subproblem depends on the row's entries and active set alone,
-// so the rows are solved at once, in pieces, each worker keeping its rows'
-// new active sets in its stepper (by the lead alone where the team does not
-// hold its members between loops: waking them would cost more).
+// so the rows are solved at once (eachRow), each worker keeping its rows'
+// new active sets in its stepper.
 func (t *roundTrainer) solveRows(rows []int32) ([]byte, error) {
 	t.solving = t.solving[:0]
 	for lo := 0; lo < len(t.entries); {
@@ -32,16 +31,11 @@ func (t *roundTrainer) solveRows(rows []int32) ([]byte, error) {
 		t.solving = append(t.solving, rowStep{q: int(t.entries[lo].Row), lo: lo, hi: hi})
 		lo = hi
 	}
-	solve := func(w numa.Worker, a, b int) {
-		st := t.steppers.Get(w)
-		for k := a; k < b; k++ {
-			rs := &t.solving[k]
-			t.solveShared(st, rs, rows[rs.q], t.entries[rs.lo:rs.hi])
-		}
-	}
-	if !t.team.HoldsWorkers() {
-		solve(t.team.Lead(), 0, len(t.solving))
-	} else if err := t.team.For(len(t.solving), solvePiece, solve); err != nil {
+	err := t.eachRow(len(t.solving), func(st *stepper, k int) {
+		rs := &t.solving[k]
+		t.solveShared(st, rs, rows[rs.q], t.entries[rs.lo:rs.hi])
+	})
+	if err != nil {
 		return nil, err
 	}
 	msg := t.msg[:0]
@@ -128,7 +122,7 @@ func (t *roundTrainer) decodeSolutions(all []byte, rows int) error {
 
 // takeSolutions has every row of the round's solutions (t.rowSteps, with
 // their active sets in t.solved) take its new active set, and records the
-// moves of this rank's classes, on the team as solveRows.
+// moves of this rank's classes, the rows at once (eachRow).
 func (t *roundTrainer) takeSolutions(rows []int32) error {
 	// The rows' active sets read ahead, their slices then their first
 	// variables: each pass's loads do not wait on each other, where the
@@ -145,18 +139,28 @@ func (t *roundTrainer) takeSolutions(rows []int32) error {
 		}
 	}
 	t.ahead = ahead + float64(n)
-	take := func(w numa.Worker, a, b int) {
+	return t.eachRow(len(t.rowSteps), func(st *stepper, k int) {
+		rs := &t.rowSteps[k]
+		t.takeSolution(st, rs, rows[rs.q], t.solved[rs.nlo:rs.nhi])
+	})
+}
+
+// eachRow calls f for rows 0 to n of a round's list with the stepper of
+// the worker that takes row k: the rows at once, in pieces, on the team,
+// or all of them on the lead where the team does not hold its members
+// between loops (waking them would cost more).
+func (t *roundTrainer) eachRow(n int, f func(st *stepper, k int)) error {
+	rows := func(w numa.Worker, a, b int) {
 		st := t.steppers.Get(w)
 		for k := a; k < b; k++ {
-			rs := &t.rowSteps[k]
-			t.takeSolution(st, rs, rows[rs.q], t.solved[rs.nlo:rs.nhi])
+			f(st, k)
 		}
 	}
 	if !t.team.HoldsWorkers() {
-		take(t.team.Lead(), 0, len(t.rowSteps))
+		rows(t.team.Lead(), 0, n)
 		return nil
 	}
-	return t.team.For(len(t.rowSteps), solvePiece, take)
+	return t.team.For(n, solvePiece, rows)
 }
 
 // solveReported returns search's follow-up for a rank alone, which solves
