@@ -23,9 +23,10 @@ const (
 // classes and reports the scores of their active classes and its best
 // candidates; every rank receives every report and solves the subproblems
 // of its share of the rows; the ranks exchange the rows' new active sets,
-// and each applies the steps of its own classes. A rank alone solves each row where its worker searched it, from
-// the report the worker just wrote: no exchange, no decoding of the round's
-// reports on the rank's goroutine and no loop of solutions of its own.
+// and each applies the steps of its own classes. A rank alone solves each
+// row where its worker searched it, from the report the worker just wrote:
+// no exchange, no decoding of the round's reports on the rank's goroutine
+// and no loop of solutions of its own.
 func (t *roundTrainer) Round(_ context.Context, r int, team *numa.Team) (bool, error) {
 	t.team = team
 	t.rounds++
