@@ -6,7 +6,9 @@
 // A file is written to a temporary name in the destination's directory
 // (so that the final rename stays on one file system), then synced,
 // renamed over the destination, and the directory synced so that the
-// rename itself survives a crash.
+// rename itself survives a crash. A destination that exists and is not a
+// regular file (/dev/null, a named pipe, /dev/stdout) is written in place:
+// renaming over it would replace the device or pipe with a file.
 package atomicfile
 
 import (
@@ -28,11 +30,26 @@ import (
 type File struct {
 	path string
 	tmp  *os.File
-	done bool // committed or aborted
+	// inPlace is set where path is not a regular file: tmp is path
+	// itself, opened for writing, and Commit only closes it.
+	inPlace bool
+	done    bool // committed or aborted
 }
 
-// Create starts writing the file that Commit will move to path.
+// Create starts writing the file that Commit will move to path. A path that
+// is a directory is refused; one that is neither a directory nor a regular
+// file is opened and written in place.
 func Create(path string) (*File, error) {
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		if fi.IsDir() {
+			return nil, fmt.Errorf("%s is a directory", path)
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return nil, err
+		}
+		return &File{path: path, tmp: f, inPlace: true}, nil
+	}
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -56,6 +73,10 @@ func (f *File) Write(p []byte) (int, error) { return f.tmp.Write(p) }
 func (f *File) Commit() error {
 	if f.done {
 		return fmt.Errorf("%s: Commit after Commit or Abort", f.path)
+	}
+	if f.inPlace {
+		f.done = true
+		return f.tmp.Close()
 	}
 	err := f.tmp.Chmod(0o644)
 	if err == nil {
@@ -89,15 +110,18 @@ func SyncDir(dir string) error {
 	return nil
 }
 
-// Abort removes the temporary file. It does nothing after Commit, so it can
-// be deferred.
+// Abort removes the temporary file (a destination written in place is
+// only closed: what was written to it cannot be taken back). It does
+// nothing after Commit, so it can be deferred.
 func (f *File) Abort() {
 	if f.done {
 		return
 	}
 	f.done = true
 	f.tmp.Close()
-	os.Remove(f.tmp.Name())
+	if !f.inPlace {
+		os.Remove(f.tmp.Name())
+	}
 }
 
 // Write creates path through write, atomically: write fills the file

@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // entries lists the names in dir, so a test can see leftover temporary files.
@@ -92,5 +95,42 @@ func TestCreateAbortAndCommit(t *testing.T) {
 	}
 	if _, err := Create(filepath.Join(dir, "no-such-dir", "x")); err == nil {
 		t.Error("Create in a missing directory succeeded")
+	}
+}
+
+// TestWriteInPlace writes to a named pipe, as to /dev/null or /dev/stdout:
+// the bytes go through the pipe, which is still a pipe afterwards (a rename
+// over it would have put a file in its place), and no temporary file is
+// left. A directory is refused.
+func TestWriteInPlace(t *testing.T) {
+	dir := t.TempDir()
+	pipe := filepath.Join(dir, "pipe")
+	if err := unix.Mkfifo(pipe, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan []byte, 1)
+	go func() {
+		b, _ := os.ReadFile(pipe)
+		got <- b
+	}()
+	if err := WriteBytes(pipe, []byte("scores")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case b := <-got:
+		if string(b) != "scores" {
+			t.Errorf("the pipe's reader got %q", b)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("nothing came through the pipe")
+	}
+	if st, err := os.Lstat(pipe); err != nil || st.Mode()&os.ModeNamedPipe == 0 {
+		t.Errorf("the pipe is no longer a pipe: %v, %v", st, err)
+	}
+	if names := entries(t, dir); len(names) != 1 {
+		t.Errorf("directory holds %v, want only the pipe", names)
+	}
+	if err := WriteBytes(dir, []byte("x")); err == nil || !strings.Contains(err.Error(), "is a directory") {
+		t.Errorf("writing to a directory: error %v", err)
 	}
 }
