@@ -148,6 +148,7 @@ func TestConfigCheck(t *testing.T) {
 		{"predict-on", func(c *TrainConfig) { c.PredictOn = "all" }, "all"},
 		{"two tests", func(c *TrainConfig) { c.TestPath, c.TestSplit = "a", "b" }, "not both"},
 		{"top-k", func(c *TrainConfig) { c.Eval.TopK = 0 }, "--top-k"},
+		{"model a directory", func(c *TrainConfig) { c.ModelOut = t.TempDir() }, "is a directory"},
 	} {
 		cfg := ok
 		c.change(&cfg)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"os"
 	"slices"
 	"time"
 
@@ -97,8 +98,16 @@ func (c *TrainConfig) Check() error {
 		return errors.New("give --test or --test-split, not both")
 	case c.Eval.TopK < 1:
 		return fmt.Errorf("--top-k must be at least 1, got %d", c.Eval.TopK)
+	case isDir(c.ModelOut):
+		return fmt.Errorf("--model-out %s is a directory: give a file's path", c.ModelOut)
 	}
 	return nil
+}
+
+// isDir reports whether path names an existing directory.
+func isDir(path string) bool {
+	info, err := os.Stat(path)
+	return path != "" && err == nil && info.IsDir()
 }
 
 // Train checks c and runs the training on every rank of the job opts lays
