@@ -35,7 +35,7 @@ func AppendEntry(b []byte, e RoundEntry) []byte {
 // DecodeEntries decodes the entries of b into into[:0], ordered by row
 // and, within a row, kept in the order of b (rank order), and returns them.
 func DecodeEntries(b []byte, into []RoundEntry) ([]RoundEntry, error) {
-	return DecodeEntriesOf(b, math.MinInt32, math.MaxInt32, into)
+	return DecodeEntriesOf(b, math.MinInt, math.MaxInt, into)
 }
 
 // DecodeEntriesOf is DecodeEntries for the entries of rows lo to hi
@@ -47,13 +47,13 @@ func DecodeEntries(b []byte, into []RoundEntry) ([]RoundEntry, error) {
 // its place, found by counting the entries of each row first: O(entries +
 // rows), without the merges' data-dependent branches. Other rows fall back
 // to merging the ranks' runs.
-func DecodeEntriesOf(b []byte, lo, hi int32, into []RoundEntry) ([]RoundEntry, error) {
+func DecodeEntriesOf(b []byte, lo, hi int, into []RoundEntry) ([]RoundEntry, error) {
 	if len(b)%RoundEntryBytes != 0 {
 		return nil, fmt.Errorf("reports of %d bytes, not whole %d-byte entries", len(b), RoundEntryBytes)
 	}
-	rowAt := func(k int) int32 { return int32(binary.LittleEndian.Uint32(b[k*RoundEntryBytes:])) }
+	rowAt := func(k int) int { return int(int32(binary.LittleEndian.Uint32(b[k*RoundEntryBytes:]))) }
 	n, kept := len(b)/RoundEntryBytes, 0
-	first, last := int32(math.MaxInt32), int32(math.MinInt32)
+	first, last := math.MaxInt, math.MinInt
 	for k := range n {
 		if r := rowAt(k); r >= lo && r < hi {
 			kept++
@@ -63,13 +63,13 @@ func DecodeEntriesOf(b []byte, lo, hi int32, into []RoundEntry) ([]RoundEntry, e
 	if kept == 0 {
 		return into[:0], nil
 	}
-	rows := int64(last) - int64(first) + 1
-	if rows > int64(2*kept+countedRows) {
+	rows := last - first + 1
+	if rows > 2*kept+countedRows {
 		return decodeMerging(b, lo, hi, kept, into), nil
 	}
 	var small [countedRows + 1]int32 // on the stack for a batch's rows
 	next := small[:]
-	if rows+1 > int64(len(small)) {
+	if rows+1 > len(small) {
 		next = make([]int32, rows+1)
 	}
 	next = next[:rows+1]
@@ -115,13 +115,13 @@ func decodeEntry(e []byte) RoundEntry {
 // decodeMerging is DecodeEntriesOf for rows far apart: the kept entries
 // of rows lo to hi decoded in the order of b, then its runs of increasing
 // rows (a rank's) merged.
-func decodeMerging(b []byte, lo, hi int32, kept int, into []RoundEntry) []RoundEntry {
+func decodeMerging(b []byte, lo, hi, kept int, into []RoundEntry) []RoundEntry {
 	// The upper half is the merges' scratch.
 	into = slices.Grow(into[:0], 2*kept)[:0]
 	var runs []int // where each run of rows in increasing order starts
 	for k := 0; k < len(b); k += RoundEntryBytes {
 		e := decodeEntry(b[k:])
-		if e.Row < lo || e.Row >= hi {
+		if int(e.Row) < lo || int(e.Row) >= hi {
 			continue
 		}
 		if len(into) == 0 || e.Row < into[len(into)-1].Row {

@@ -2,6 +2,7 @@ package train
 
 import (
 	"cmp"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sync/atomic"
@@ -55,9 +56,9 @@ func TestDecodeEntries(t *testing.T) {
 				t.Errorf("got %v\nwant %v", got, want)
 			}
 			// A share of the rows, as a rank that solves it decodes them.
-			for _, share := range [][2]int32{{0, 1}, {int32(tc.rows / 3), int32(2 * tc.rows / 3)}, {int32(tc.rows - 1), int32(tc.rows)}, {5, 5}} {
+			for _, share := range [][2]int{{0, 1}, {tc.rows / 3, 2 * tc.rows / 3}, {tc.rows - 1, tc.rows}, {5, 5}} {
 				lo, hi := share[0], share[1]
-				wantOf := slices.DeleteFunc(slices.Clone(want), func(e RoundEntry) bool { return e.Row < lo || e.Row >= hi })
+				wantOf := slices.DeleteFunc(slices.Clone(want), func(e RoundEntry) bool { return int(e.Row) < lo || int(e.Row) >= hi })
 				got, err := DecodeEntriesOf(msg, lo, hi, make([]RoundEntry, 3))
 				if err != nil {
 					t.Fatal(err)
@@ -67,6 +68,14 @@ func TestDecodeEntries(t *testing.T) {
 				}
 			}
 		})
+	}
+	// Rows at the ends of int32 decode too.
+	var ends []byte
+	for _, q := range []int32{math.MaxInt32, -5, math.MinInt32} {
+		ends = AppendEntry(ends, RoundEntry{Row: q})
+	}
+	if got, err := DecodeEntries(ends, nil); err != nil || len(got) != 3 || got[0].Row != math.MinInt32 || got[2].Row != math.MaxInt32 {
+		t.Errorf("rows at the ends of int32: %v, %v", got, err)
 	}
 	if _, err := DecodeEntries(make([]byte, RoundEntryBytes+1), nil); err == nil {
 		t.Error("a report of a partial entry decoded without error")

@@ -98,7 +98,7 @@ func (t *roundTrainer) roundEntries(rows int) error {
 	}
 	t.reportBytes += int64(len(all))
 	lo, hi := solverRows(rows, t.comm.Rank(), t.comm.Size())
-	if t.entries, err = train.DecodeEntriesOf(all, int32(lo), int32(hi), t.entries); err != nil {
+	if t.entries, err = train.DecodeEntriesOf(all, lo, hi, t.entries); err != nil {
 		return fmt.Errorf("pdsparse: %w", err)
 	}
 	return nil
