@@ -7,8 +7,10 @@
 // (so that the final rename stays on one file system), then synced,
 // renamed over the destination, and the directory synced so that the
 // rename itself survives a crash. A destination that exists and is not a
-// regular file (/dev/null, a named pipe, /dev/stdout) is written in place:
-// renaming over it would replace the device or pipe with a file.
+// regular file (/dev/null, a named pipe, /dev/stdout on a terminal or a
+// pipe) is written in place: renaming over it would replace the device or
+// pipe with a file. A symbolic link is followed: the file it names is
+// replaced, and the link kept.
 package atomicfile
 
 import (
@@ -29,7 +31,9 @@ import (
 //	return f.Commit()
 type File struct {
 	path string
-	tmp  *os.File
+	// target is path with its symbolic links followed: the file replaced.
+	target string
+	tmp    *os.File
 	// inPlace is set where path is not a regular file: tmp is path
 	// itself, opened for writing, and Commit only closes it.
 	inPlace bool
@@ -40,6 +44,13 @@ type File struct {
 // is a directory is refused; one that is neither a directory nor a regular
 // file is opened and written in place.
 func Create(path string) (*File, error) {
+	target := path
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		// An error here (a dangling link) leaves the link to be replaced.
+		if t, err := filepath.EvalSymlinks(path); err == nil {
+			target = t
+		}
+	}
 	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
 		if fi.IsDir() {
 			return nil, fmt.Errorf("%s is a directory", path)
@@ -48,9 +59,9 @@ func Create(path string) (*File, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &File{path: path, tmp: f, inPlace: true}, nil
+		return &File{path: path, target: target, tmp: f, inPlace: true}, nil
 	}
-	dir, base := filepath.Split(path)
+	dir, base := filepath.Split(target)
 	if dir == "" {
 		dir = "."
 	}
@@ -58,7 +69,7 @@ func Create(path string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &File{path: path, tmp: tmp}, nil
+	return &File{path: path, target: target, tmp: tmp}, nil
 }
 
 // Path returns the destination path.
@@ -86,14 +97,14 @@ func (f *File) Commit() error {
 		err = f.tmp.Close()
 	}
 	if err == nil {
-		err = os.Rename(f.tmp.Name(), f.path)
+		err = os.Rename(f.tmp.Name(), f.target)
 	}
 	if err != nil {
 		f.Abort()
 		return err
 	}
 	f.done = true
-	return SyncDir(filepath.Dir(f.path))
+	return SyncDir(filepath.Dir(f.target))
 }
 
 // SyncDir fsyncs the directory dir, so that a file created or renamed in

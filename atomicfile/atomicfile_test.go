@@ -134,3 +134,29 @@ func TestWriteInPlace(t *testing.T) {
 		t.Errorf("writing to a directory: error %v", err)
 	}
 }
+
+// TestWriteThroughLink writes to a symbolic link to a file, as to
+// /dev/stdout redirected to one: the file gets the bytes, the link stays a
+// link, and no temporary file is left beside either.
+func TestWriteThroughLink(t *testing.T) {
+	dir, other := t.TempDir(), t.TempDir()
+	file, link := filepath.Join(other, "scores.txt"), filepath.Join(dir, "out")
+	if err := os.WriteFile(file, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(file, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteBytes(link, []byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(file); string(b) != "new" {
+		t.Errorf("the linked file holds %q", b)
+	}
+	if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link is no longer a link: %v, %v", st, err)
+	}
+	if a, b := entries(t, dir), entries(t, other); len(a) != 1 || len(b) != 1 {
+		t.Errorf("directories hold %v and %v, want the link and the file", a, b)
+	}
+}
