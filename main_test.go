@@ -423,6 +423,20 @@ func TestBadInput(t *testing.T) {
 		t.Errorf("after a failed model write the checkpoint holds %d units, want 2", len(units))
 	}
 
+	// An output path that is a directory is refused before any work (the
+	// check at the write says "write DIR: DIR is a directory").
+	for _, args := range [][]string{
+		{"train", "--trees", "2", "--data", bibtexTrain, "--model-out", dir},
+		{"train", "--algo", "ensemble", "--data", bibtexTrain, "--model-out", dir},
+		{"train", "--trees", "2", "--data", bibtexTrain, "--model-out", modelPath, "--summary", dir},
+		{"predict", "--model", modelPath, "--data", bibtexTest, "--out", dir},
+	} {
+		out, code = xmc(t, args...)
+		if code == 0 || !strings.Contains(out, dir+" is a directory: give a file's path") {
+			t.Errorf("%v: exit %d, output:\n%s", args, code, out)
+		}
+	}
+
 	out, code = xmc(t, "train", "--algo", "nonsense", "--data", bibtexTrain, "--model-out", modelPath)
 	if code == 0 || !strings.Contains(out, "nonsense") {
 		t.Errorf("unknown algorithm: exit %d, output:\n%s", code, out)

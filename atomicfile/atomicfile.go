@@ -51,10 +51,10 @@ func Create(path string) (*File, error) {
 			target = t
 		}
 	}
+	if err := CheckPath(path); err != nil {
+		return nil, err
+	}
 	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
-		if fi.IsDir() {
-			return nil, fmt.Errorf("%s is a directory", path)
-		}
 		f, err := os.OpenFile(path, os.O_WRONLY, 0)
 		if err != nil {
 			return nil, err
@@ -70,6 +70,16 @@ func Create(path string) (*File, error) {
 		return nil, err
 	}
 	return &File{path: path, target: target, tmp: tmp}, nil
+}
+
+// CheckPath returns the error that Create would return for path where path
+// names a directory, so that a command can refuse an output path before it
+// does its work.
+func CheckPath(path string) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("%s is a directory", path)
+	}
+	return nil
 }
 
 // Path returns the destination path.

@@ -71,7 +71,7 @@ func (c *EnsembleTrainConfig) Check() error {
 			return fmt.Errorf("member %s: %w", m.Algorithm, err)
 		}
 	}
-	return nil
+	return checkOutput("--model-out", c.Train.ModelOut)
 }
 
 // memberConfig returns the training configuration of member i.

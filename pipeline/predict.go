@@ -54,7 +54,7 @@ func (c *PredictConfig) Check() error {
 	case c.Show < 0:
 		return fmt.Errorf("--show must be 0 or more, got %d", c.Show)
 	}
-	return nil
+	return checkOutput("--out", c.Out)
 }
 
 // Predict checks c and scores the data on every rank of the job opts lays

@@ -8,10 +8,10 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"os"
 	"slices"
 	"time"
 
+	"xmc/atomicfile"
 	"xmc/data"
 	"xmc/job"
 	"xmc/model"
@@ -98,16 +98,20 @@ func (c *TrainConfig) Check() error {
 		return errors.New("give --test or --test-split, not both")
 	case c.Eval.TopK < 1:
 		return fmt.Errorf("--top-k must be at least 1, got %d", c.Eval.TopK)
-	case isDir(c.ModelOut):
-		return fmt.Errorf("--model-out %s is a directory: give a file's path", c.ModelOut)
 	}
-	return nil
+	return checkOutput("--model-out", c.ModelOut)
 }
 
-// isDir reports whether path names an existing directory.
-func isDir(path string) bool {
-	info, err := os.Stat(path)
-	return path != "" && err == nil && info.IsDir()
+// checkOutput returns an error naming flag where the output path it gives
+// cannot be written as a file (a directory), before any rank starts.
+func checkOutput(flag, path string) error {
+	if path == "" {
+		return nil
+	}
+	if err := atomicfile.CheckPath(path); err != nil {
+		return fmt.Errorf("%s %w: give a file's path", flag, err)
+	}
+	return nil
 }
 
 // Train checks c and runs the training on every rank of the job opts lays
