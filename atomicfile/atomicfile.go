@@ -44,22 +44,21 @@ type File struct {
 // is a directory is refused; one that is neither a directory nor a regular
 // file is opened and written in place.
 func Create(path string) (*File, error) {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return nil, dirError(path)
+	} else if err == nil && !fi.Mode().IsRegular() {
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return nil, err
+		}
+		return &File{path: path, target: path, tmp: f, inPlace: true}, nil
+	}
 	target := path
 	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSymlink != 0 {
 		// An error here (a dangling link) leaves the link to be replaced.
 		if t, err := filepath.EvalSymlinks(path); err == nil {
 			target = t
 		}
-	}
-	if err := CheckPath(path); err != nil {
-		return nil, err
-	}
-	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
-		f, err := os.OpenFile(path, os.O_WRONLY, 0)
-		if err != nil {
-			return nil, err
-		}
-		return &File{path: path, target: target, tmp: f, inPlace: true}, nil
 	}
 	dir, base := filepath.Split(target)
 	if dir == "" {
@@ -74,13 +73,16 @@ func Create(path string) (*File, error) {
 
 // CheckPath returns the error that Create would return for path where path
 // names a directory, so that a command can refuse an output path before it
-// does its work.
+// does its work. An empty path (no output) passes.
 func CheckPath(path string) error {
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return fmt.Errorf("%s is a directory", path)
+	if fi, err := os.Stat(path); path != "" && err == nil && fi.IsDir() {
+		return dirError(path)
 	}
 	return nil
 }
+
+// dirError is the refusal of a destination that is a directory.
+func dirError(path string) error { return fmt.Errorf("%s is a directory", path) }
 
 // Path returns the destination path.
 func (f *File) Path() string { return f.path }

@@ -188,7 +188,7 @@ func Run(command string, opts Options, body func(r *Rank) error) error {
 	if limit < mpi.MinMessage || limit > mpi.MaxMessage {
 		return fmt.Errorf("--max-message %d: want %d to %d bytes", limit, mpi.MinMessage, mpi.MaxMessage)
 	}
-	if err := atomicfile.CheckPath(opts.SummaryPath); opts.SummaryPath != "" && err != nil {
+	if err := atomicfile.CheckPath(opts.SummaryPath); err != nil {
 		return fmt.Errorf("--summary %w: give a file's path", err)
 	}
 	if mpi.LaunchedByMPI() {

@@ -105,9 +105,6 @@ func (c *TrainConfig) Check() error {
 // checkOutput returns an error naming flag where the output path it gives
 // cannot be written as a file (a directory), before any rank starts.
 func checkOutput(flag, path string) error {
-	if path == "" {
-		return nil
-	}
 	if err := atomicfile.CheckPath(path); err != nil {
 		return fmt.Errorf("%s %w: give a file's path", flag, err)
 	}

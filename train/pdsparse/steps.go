@@ -55,7 +55,7 @@ func (t *roundTrainer) solveShared(st *stepper, rs *rowStep, i int32, entries []
 		st.moves, st.cuts, st.next, st.round = st.moves[:0], st.cuts[:0], st.next[:0], t.rounds
 	}
 	rs.st, rs.nlo = st, len(st.next)
-	st.next, rs.changed, rs.err = t.solution(st, i, entries, st.next)
+	st.next, _, rs.err = t.solution(st, i, entries, st.next)
 	rs.nhi = len(st.next)
 }
 
@@ -69,9 +69,10 @@ const (
 )
 
 // appendSolution appends to msg the solution of rs, of new active set
-// next: nothing where the row's active set did not change.
+// next: nothing where the row's active set did not change (next is empty:
+// a new active set holds at least the row's labels).
 func appendSolution(msg []byte, rs *rowStep, next []dualVar) []byte {
-	if rs.err == nil && !rs.changed {
+	if rs.err == nil && len(next) == 0 {
 		return msg
 	}
 	n := len(next)

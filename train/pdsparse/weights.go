@@ -174,9 +174,8 @@ type dualMove struct {
 
 // rowStep is a row of the round (the q-th of its batch): its entries,
 // t.entries[lo:hi] (where the rank solves it and is not alone); its new
-// active set, next[nlo:nhi] of stepper st where this rank solved it
-// (changed: it differs from the old), t.solved[nlo:nhi] where it came in
-// the round's solutions; and the moves its step found, moves[mlo:mhi] of
+// active set, next[nlo:nhi] of stepper st where this rank solved it (empty:
+// unchanged), t.solved[nlo:nhi] where it came in the round's solutions; and the moves its step found, moves[mlo:mhi] of
 // stepper st, or the error it met. For a row with moves, idx and val are
 // its features and st.cuts[cut+s] the first of them in feature shard s
 // (len(t.shards) cuts), so that applying the row's steps to a shard costs
@@ -185,7 +184,6 @@ type rowStep struct {
 	q, lo, hi int
 	st        *stepper
 	nlo, nhi  int
-	changed   bool
 	mlo, mhi  int
 	idx       []int32
 	val       []float32
