@@ -13,12 +13,13 @@ const (
 	opGather
 	opGatherv
 	opAllgatherv
+	opAlltoallv
 	opSend
 	opRecv
 	numOps
 )
 
-var opNames = [numOps]string{"barrier", "bcast", "reduce", "allreduce", "gather", "gatherv", "allgatherv", "send", "recv"}
+var opNames = [numOps]string{"barrier", "bcast", "reduce", "allreduce", "gather", "gatherv", "allgatherv", "alltoallv", "send", "recv"}
 
 func (k opKind) String() string { return opNames[k] }
 
@@ -55,6 +56,26 @@ func checkRecv(src, tag, size int) error {
 	}
 	if tag < 0 {
 		return fmt.Errorf("mpi: recv: negative tag %d", tag)
+	}
+	return nil
+}
+
+// checkCounts validates an Alltoallv's counts: one per rank, none
+// negative, together the length n of the buffer they cut. Every rank checks
+// its own, without communicating.
+func checkCounts(counts []int, size, n int) error {
+	if len(counts) != size {
+		return fmt.Errorf("mpi: %s: %d counts for %d ranks", opAlltoallv, len(counts), size)
+	}
+	total := 0
+	for q, c := range counts {
+		if c < 0 {
+			return fmt.Errorf("mpi: %s: negative count %d for rank %d", opAlltoallv, c, q)
+		}
+		total += c
+	}
+	if total != n {
+		return fmt.Errorf("mpi: %s: counts sum to %d bytes, the buffer holds %d", opAlltoallv, total, n)
 	}
 	return nil
 }

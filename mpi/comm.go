@@ -40,8 +40,9 @@
 //
 // MPI counts are C ints. Bcast, Reduce and Allreduce split larger buffers
 // into several calls; a single Send, one rank's Gather contribution, and
-// the total that Gatherv collects on the root or Allgatherv on each rank
-// must each stay below 2 GiB on the MPI backend.
+// the total that Gatherv collects on the root or Allgatherv on each rank,
+// and the totals that a rank sends and receives in an Alltoallv, must each
+// stay below 2 GiB on the MPI backend.
 package mpi
 
 import "errors"
@@ -82,7 +83,7 @@ var ErrAborted = errors.New("mpi: job aborted")
 // issued concurrently with each other on the same rank.
 //
 // Received buffers (from Bcast on other ranks than the root, Gather,
-// Gatherv, Allgatherv and Recv) are new memory, never nil, never shared with the sender
+// Gatherv, Allgatherv, Alltoallv and Recv) are new memory, never nil, never shared with the sender
 // or another receiver. Arguments are checked before any communication, so
 // that ranks passing the same invalid argument all get the same error.
 type Comm interface {
@@ -123,6 +124,15 @@ type Comm interface {
 	// when its capacity holds them all, and in a new buffer otherwise, as
 	// Gatherv's root does.
 	Allgatherv(buf []byte, into []byte) ([][]byte, error)
+	// Alltoallv sends each rank q its own part of buf: the counts[q] bytes
+	// that follow the parts for the ranks before q (counts has one entry
+	// per rank, and they sum to len(buf)). It returns, indexed by rank, the
+	// part each rank sent this one. Where each rank needs only a share of
+	// every rank's message, each receives about 1/P of what an Allgatherv
+	// of the messages brings it. Every rank receives the parts one after
+	// another in into when its capacity holds them all, and in a new
+	// buffer otherwise, as Allgatherv does.
+	Alltoallv(buf []byte, counts []int, into []byte) ([][]byte, error)
 	// Send delivers buf to rank dest with tag (tag >= 0). buf may be reused
 	// once Send returns. Under MPI, Send may block until the matching Recv
 	// starts (large messages); in-process it never blocks.

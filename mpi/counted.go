@@ -31,6 +31,12 @@ import (
 //	           n(P-1) (a reduce, then a bcast)         receives n
 //	gather     P-1 messages, receives the sum of       1 message, sends its
 //	gatherv    the other ranks' lengths                own length
+//	allgatherv 2(P-1) messages, sends its own length   the same
+//	           to each other rank, receives the sum of
+//	           the other ranks' lengths
+//	alltoallv  2(P-1) messages, sends the sum of its    the same
+//	           parts for the other ranks, receives the
+//	           sum of theirs for it
 //	send       1 message, sends n
 //	recv       1 message, receives n
 //
@@ -94,7 +100,7 @@ type OpStats struct {
 
 // Stats returns a snapshot of this rank's figures, one OpStats per operation
 // kind in a fixed order (barrier, bcast, reduce, allreduce, gather, gatherv,
-// send, recv), including kinds never called.
+// allgatherv, alltoallv, send, recv), including kinds never called.
 func (c *Counted) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -309,6 +315,26 @@ func (c *Counted) Allgatherv(buf []byte, into []byte) ([][]byte, error) {
 	}
 	p := c.others()
 	c.end(f, err, 2*p, int64(len(buf))*p, recv)
+	return out, err
+}
+
+// Alltoallv is the wrapped Alltoallv, counted and watched as if every rank
+// sent each other rank its part and received theirs.
+func (c *Counted) Alltoallv(buf []byte, counts []int, into []byte) ([][]byte, error) {
+	f := c.begin(opAlltoallv, 0, 0, true)
+	out, err := c.inner.Alltoallv(buf, counts, into)
+	var sent, recv int64
+	for q, n := range counts {
+		if q != c.Rank() {
+			sent += int64(n)
+		}
+	}
+	for q, b := range out {
+		if q != c.Rank() {
+			recv += int64(len(b))
+		}
+	}
+	c.end(f, err, 2*c.others(), sent, recv)
 	return out, err
 }
 

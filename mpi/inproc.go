@@ -294,6 +294,10 @@ type part struct {
 	n     int    // length in bytes or elements
 	bytes []byte // Bcast root's buffer or a Gather contribution (a copy)
 	data  any    // []float64 or []int64 of a reduction
+	// An Alltoallv's: where in bytes each rank's part lies (rank q's from
+	// at[q] to at[q+1]), and the longest part.
+	at      []int
+	longest int
 }
 
 func (p part) String() string {
@@ -317,7 +321,7 @@ func matchParts(parts []part) error {
 		if p.op != first.op || p.root != first.root || p.redOp != first.redOp || p.elem != first.elem {
 			return fmt.Errorf("mpi: mismatched collective calls: rank 0 called %v, rank %d called %v", first, q, p)
 		}
-		if p.n != first.n && p.op != opBcast && p.op != opGatherv && p.op != opAllgatherv {
+		if p.n != first.n && p.op != opBcast && p.op != opGatherv && p.op != opAllgatherv && p.op != opAlltoallv {
 			return fmt.Errorf("mpi: %s lengths differ: rank 0 passed %d, rank %d passed %d", p.op, first.n, q, p.n)
 		}
 	}
@@ -334,12 +338,15 @@ type inprocComm struct {
 	// from one collective to the next of its parity: a round's exchange
 	// then leaves no garbage behind.
 	staged [2][]byte
+	// stagedAt holds, by parity as staged, where an Alltoallv's staged
+	// contribution holds each rank's part.
+	stagedAt [2][]int
 }
 
 // stage returns a copy of buf in this rank's staging buffer of the
 // collective it is about to enter (see world: no rank reads it after the
 // next collective, where the buffer of the other parity serves). Only for
-// Allgatherv, whose results never share the parts.
+// Allgatherv and Alltoallv, whose results never share the parts.
 func (c *inprocComm) stage(buf []byte) []byte {
 	parity := c.seq & 1
 	if c.staged[parity] == nil { // an empty contribution is an empty part, not a nil one

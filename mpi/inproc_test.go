@@ -78,6 +78,11 @@ func TestLimitRefusesLargeTransfers(t *testing.T) {
 		{"gatherv", func(c mpi.Comm) error { _, err := c.Gatherv(big, 0, nil); return err }},
 		{"gatherv total", func(c mpi.Comm) error { _, err := c.Gatherv(big[:limit/2+1], 0, nil); return err }},
 		{"allreduce", func(c mpi.Comm) error { return c.AllreduceFloat64(make([]float64, limit/8+1), mpi.Sum) }},
+		{"alltoallv", func(c mpi.Comm) error { _, err := c.Alltoallv(big, []int{limit + 1, 0}, nil); return err }},
+		{"alltoallv total", func(c mpi.Comm) error {
+			_, err := c.Alltoallv(big[:limit/2+1], []int{limit/2 + 1, 0}, nil)
+			return err
+		}},
 	} {
 		err := mpi.Launch(2, limit, c.call)
 		if err == nil || !strings.Contains(err.Error(), "exceeds") {

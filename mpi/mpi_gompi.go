@@ -76,6 +76,14 @@ static int xmc_allgatherv(void *send, int n, void *recv, int *counts, int *displ
 	return MPI_Allgatherv(xmc_buf(send), n, MPI_BYTE, xmc_buf(recv), counts, displs, MPI_BYTE, MPI_COMM_WORLD);
 }
 
+static int xmc_alltoall_int64(long long *send, long long *recv, int n) {
+	return MPI_Alltoall(send, n, MPI_LONG_LONG, recv, n, MPI_LONG_LONG, MPI_COMM_WORLD);
+}
+
+static int xmc_alltoallv(void *send, int *scounts, int *sdispls, void *recv, int *rcounts, int *rdispls) {
+	return MPI_Alltoallv(xmc_buf(send), scounts, sdispls, MPI_BYTE, xmc_buf(recv), rcounts, rdispls, MPI_BYTE, MPI_COMM_WORLD);
+}
+
 static int xmc_send(void *buf, int n, int dest, int tag) {
 	return MPI_Send(xmc_buf(buf), n, MPI_BYTE, dest, tag, MPI_COMM_WORLD);
 }
@@ -437,6 +445,65 @@ func (m *mpiComm) allgathervOf(buf, into []byte, lens []int64, total int64) ([][
 		}
 	}
 	return split(all, func(q int) int { return int(lens[q]) }, m.size), nil
+}
+
+// Alltoallv calls MPI_Alltoall for the parts' lengths, then MPI_Alltoallv.
+func (m *mpiComm) Alltoallv(buf []byte, counts []int, into []byte) ([][]byte, error) {
+	if err := checkCounts(counts, m.size, len(buf)); err != nil {
+		return nil, err
+	}
+	parts, _, _, err := m.alltoallvUpTo(buf, counts, into, math.MaxInt)
+	return parts, err
+}
+
+// alltoallvUpTo is Alltoallv where no rank's part for another is longer
+// than limit/P bytes, P the ranks; otherwise it returns the longest part
+// after the first collective, the same on every rank, having moved nothing
+// (see boundedAlltoaller). counts must be valid (checkCounts).
+func (m *mpiComm) alltoallvUpTo(buf []byte, counts []int, into []byte, limit int) ([][]byte, int, bool, error) {
+	if len(buf) > math.MaxInt32 {
+		return nil, 0, false, fmt.Errorf("mpi: %s: %d bytes to send exceed MPI's limit of %d", opAlltoallv, len(buf), math.MaxInt32)
+	}
+	longest := 0
+	for _, n := range counts {
+		longest = max(longest, n)
+	}
+	// Each rank tells each other the length of its part and its longest
+	// part, so that every rank knows the longest of all.
+	head, got := make([]int64, 2*m.size), make([]int64, 2*m.size)
+	for q, n := range counts {
+		head[2*q], head[2*q+1] = int64(n), int64(longest)
+	}
+	rc := C.xmc_alltoall_int64((*C.longlong)(unsafe.Pointer(&head[0])), (*C.longlong)(unsafe.Pointer(&got[0])), 2)
+	if err := mpiErr(opAlltoallv, rc); err != nil {
+		return nil, 0, false, err
+	}
+	lens, total := make([]int64, m.size), int64(0)
+	longest = 0
+	for q := range lens {
+		lens[q], total = got[2*q], total+got[2*q]
+		longest = max(longest, int(got[2*q+1]))
+	}
+	if longest > limit/m.size {
+		return nil, longest, false, nil
+	}
+	if total > math.MaxInt32 {
+		return nil, 0, false, fmt.Errorf("mpi: %s: %d bytes to receive exceed MPI's limit of %d", opAlltoallv, total, math.MaxInt32)
+	}
+	all, rcounts, rdispls := receiveInto(into, lens, total)
+	if longest > 0 { // else no rank calls it
+		scounts, sdispls := make([]C.int, m.size), make([]C.int, m.size)
+		off := 0
+		for q, n := range counts {
+			scounts[q], sdispls[q] = C.int(n), C.int(off)
+			off += n
+		}
+		rc := C.xmc_alltoallv(ptr(buf), ptrC(scounts), ptrC(sdispls), ptr(all), ptrC(rcounts), ptrC(rdispls))
+		if err := mpiErr(opAlltoallv, rc); err != nil {
+			return nil, 0, false, err
+		}
+	}
+	return split(all, func(q int) int { return int(lens[q]) }, m.size), longest, true, nil
 }
 
 // receiveInto returns the buffer that a gather of the ranks' lens bytes,

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 )
 
@@ -26,8 +27,10 @@ const MinMessage = 4096
 //
 // Gatherv costs one small Allreduce more than c's (the ranks agree on the
 // longest contribution), and Bcast a small Bcast more (the length);
-// Allgatherv costs nothing more on the MPI and in-process backends, which
-// learn every rank's length first (boundedAllgatherer).
+// Allgatherv and Alltoallv cost nothing more on the MPI and in-process
+// backends, which learn every rank's length first (boundedAllgatherer,
+// boundedAlltoaller). An Alltoallv is split into rounds in which each rank
+// sends each other at most limit/P bytes.
 // A split Send travels as pieces of exactly limit bytes and a last, shorter
 // one (maybe empty), which Recv reassembles; the pieces of one message are
 // never interleaved with another message to the same rank and tag, as
@@ -204,6 +207,71 @@ func (s *splitComm) Allgatherv(buf []byte, into []byte) ([][]byte, error) {
 	out, err := s.gatherRounds(allgatherv, buf, int(longest), s.Rank())
 	if err != nil {
 		return nil, err
+	}
+	return packInto(into, out), nil
+}
+
+// boundedAlltoaller is a backend whose Alltoallv learns every rank's
+// longest part before it moves any data (MPI's lengths exchange, the
+// in-process backend's one wait): it moves the parts where none is longer
+// than limit/P bytes, P the ranks, and otherwise moves none and returns the
+// longest, the same on every rank, as boundedAllgatherer does for
+// Allgatherv.
+type boundedAlltoaller interface {
+	alltoallvUpTo(buf []byte, counts []int, into []byte, limit int) (parts [][]byte, longest int, moved bool, err error)
+}
+
+// Alltoallv moves the parts in rounds where one is longer than limit/P
+// bytes: in each round every rank sends each rank the next limit/P bytes
+// of its part, so that no rank sends or receives more than limit bytes in
+// one.
+func (s *splitComm) Alltoallv(buf []byte, counts []int, into []byte) ([][]byte, error) {
+	if err := checkCounts(counts, s.Size(), len(buf)); err != nil {
+		return nil, err
+	}
+	per := max(1, s.limit/s.Size())
+	var longest int
+	if b, ok := s.Comm.(boundedAlltoaller); ok {
+		parts, l, moved, err := b.alltoallvUpTo(buf, counts, into, s.limit)
+		if err != nil || moved {
+			return parts, err
+		}
+		longest = l
+	} else {
+		max1 := []int64{int64(slices.Max(counts))}
+		if err := s.Comm.AllreduceInt64(max1, Max); err != nil {
+			return nil, err
+		}
+		if longest = int(max1[0]); longest <= per {
+			return s.Comm.Alltoallv(buf, counts, into)
+		}
+	}
+	at := make([]int, len(counts)+1)
+	for q, n := range counts {
+		at[q+1] = at[q] + n
+	}
+	out := make([][]byte, s.Size())
+	var piece []byte
+	pieceCounts := make([]int, s.Size())
+	for lo := 0; lo < longest; lo += per {
+		piece = piece[:0]
+		for q, n := range counts {
+			from, to := at[q]+min(lo, n), at[q]+min(lo+per, n)
+			piece = append(piece, buf[from:to]...)
+			pieceCounts[q] = to - from
+		}
+		got, err := s.Comm.Alltoallv(piece, pieceCounts, nil)
+		if err != nil {
+			return nil, err
+		}
+		for r, g := range got {
+			out[r] = append(out[r], g...)
+		}
+	}
+	for r := range out {
+		if out[r] == nil {
+			out[r] = []byte{}
+		}
 	}
 	return packInto(into, out), nil
 }

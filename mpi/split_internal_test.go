@@ -53,3 +53,54 @@ func TestSplitAllgathervWaits(t *testing.T) {
 		})
 	}
 }
+
+// TestSplitAlltoallvWaits checks that Split's Alltoallv on the in-process
+// backend waits once where no part is longer than limit/P bytes, and
+// otherwise once for the parts' lengths, then once a round of at most
+// limit/P bytes a part; with the same parts either way.
+func TestSplitAlltoallvWaits(t *testing.T) {
+	const limit = MinMessage // rounds of 1365 bytes a part at 3 ranks
+	tests := []struct {
+		name      string
+		counts    [][]int // counts[r][q]: from rank r to rank q
+		wantWaits uint64
+	}{
+		{"small", [][]int{{10, 0, 300}, {0, 0, 0}, {5, 6, 7}}, 1},
+		{"at the limit", [][]int{{limit / 3, limit / 3, limit / 3}, {1, 2, 3}, {0, limit / 3, 0}}, 1},
+		{"one byte over", [][]int{{0, 0, 0}, {0, 0, limit/3 + 1}, {0, 0, 0}}, 1 + 2},
+		{"one part over the limit", [][]int{{2 * limit, 0, 5}, {0, 0, 0}, {1, 1, 1}}, 1 + 7},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			part := func(r, q int) []byte { return bytes.Repeat([]byte{byte(3*r + q + 1)}, tc.counts[r][q]) }
+			err := Launch(len(tc.counts), limit, func(raw Comm) error {
+				c, err := Split(raw, limit)
+				if err != nil {
+					return err
+				}
+				var buf []byte
+				for q := range tc.counts {
+					buf = append(buf, part(c.Rank(), q)...)
+				}
+				in := raw.(*inprocComm)
+				before := in.seq
+				got, err := c.Alltoallv(buf, tc.counts[c.Rank()], nil)
+				if err != nil {
+					return err
+				}
+				if waits := in.seq - before; waits != tc.wantWaits {
+					return fmt.Errorf("rank %d: %d waits, want %d", c.Rank(), waits, tc.wantWaits)
+				}
+				for r := range tc.counts {
+					if want := part(r, c.Rank()); !bytes.Equal(got[r], want) {
+						return fmt.Errorf("rank %d: part from %d is %d bytes, want %d", c.Rank(), r, len(got[r]), len(want))
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

@@ -48,6 +48,7 @@ func Conformance(c *mpi.Counted, big int) error {
 		{"gather", s.gather},
 		{"gatherv", s.gatherv},
 		{"allgatherv", s.allgatherv},
+		{"alltoallv", s.alltoallv},
 		{"send and recv", s.pointToPoint},
 		{"ordering", s.ordering},
 		{"any source", s.anySource},
@@ -124,6 +125,17 @@ func (s *suite) argumentErrors() error {
 		{"allreduce op -1", func() error { return s.c.AllreduceFloat64([]float64{1}, mpi.Op(-1)) }},
 		{"gather root -2", func() error { _, err := s.c.Gather(nil, -2); return err }},
 		{"gatherv root size", func() error { _, err := s.c.Gatherv(nil, s.size, nil); return err }},
+		{"alltoallv counts short", func() error { _, err := s.c.Alltoallv(nil, make([]int, s.size-1), nil); return err }},
+		{"alltoallv count -1", func() error {
+			counts := make([]int, s.size)
+			counts[0], counts[s.size-1] = -1, 1
+			if s.size == 1 {
+				counts[0] = -1
+			}
+			_, err := s.c.Alltoallv(nil, counts, nil)
+			return err
+		}},
+		{"alltoallv counts over the buffer", func() error { _, err := s.c.Alltoallv([]byte{1}, make([]int, s.size), nil); return err }},
 		{"send to size", func() error { return s.c.Send([]byte{1}, s.size, 0) }},
 		{"send to -1", func() error { return s.c.Send([]byte{1}, -1, 0) }},
 		{"send tag -1", func() error { return s.c.Send([]byte{1}, 0, -1) }},

@@ -91,5 +91,18 @@ func (e *expect) allgatherv(lens []int) {
 	e.add("allgatherv", 2*(e.size-1), lens[e.rank]*(e.size-1), recv)
 }
 
+// alltoallv accounts an Alltoallv where rank r sent counts[r][q] bytes to
+// rank q: each rank sends its parts for the others and receives theirs.
+func (e *expect) alltoallv(counts [][]int) {
+	sent, recv := 0, 0
+	for q := range e.size {
+		if q != e.rank {
+			sent += counts[e.rank][q]
+			recv += counts[q][e.rank]
+		}
+	}
+	e.add("alltoallv", 2*(e.size-1), sent, recv)
+}
+
 func (e *expect) send(n int) { e.add("send", 1, n, 0) }
 func (e *expect) recv(n int) { e.add("recv", 1, 0, n) }

@@ -195,3 +195,96 @@ func inPlace(got [][]byte, into []byte) error {
 	}
 	return nil
 }
+
+// alltoallCases returns, per case, the bytes each rank sends each rank
+// (counts[r][q] from r to q): nothing at all, lengths that differ by
+// sender and receiver (rank 0 sending nothing), large parts that a split
+// backend moves in rounds, and only the last rank sending, to rank 0.
+func (s *suite) alltoallCases(big int) [][][]int {
+	cases := make([][][]int, 4)
+	for k := range cases {
+		cases[k] = make([][]int, s.size)
+		for r := range s.size {
+			cases[k][r] = make([]int, s.size)
+		}
+	}
+	for r := range s.size {
+		for q := range s.size {
+			cases[1][r][q] = 100*r + 7*q
+			cases[2][r][q] = big * ((r + q) % 3)
+		}
+	}
+	cases[3][s.size-1][0] = smallBytes + 3
+	return cases
+}
+
+// alltoallv has every rank r send pattern(counts[r][q], seed(r, q)) to every
+// rank q, into nothing, into a buffer one byte short and into one large
+// enough, where the parts must then lie one after another.
+func (s *suite) alltoallv() error {
+	for k, counts := range s.alltoallCases(s.big / (4 * s.size)) {
+		total := 0
+		for r := range s.size {
+			total += counts[r][s.rank]
+		}
+		for _, into := range [][]byte{nil, make([]byte, 0, max(total-1, 0)), make([]byte, 3, total+7)} {
+			if err := s.alltoallOne(counts, 90+10*k, into); err != nil {
+				return fmt.Errorf("case %d, into of capacity %d: %w", k, cap(into), err)
+			}
+		}
+	}
+	return nil
+}
+
+func (s *suite) alltoallOne(counts [][]int, seed int, into []byte) error {
+	partSeed := func(r, q int) int { return seed + r*s.size + q }
+	var buf []byte
+	for q, n := range counts[s.rank] {
+		buf = append(buf, pattern(n, partSeed(s.rank, q))...)
+	}
+	got, err := s.c.Alltoallv(buf, counts[s.rank], into)
+	if err != nil {
+		return err
+	}
+	lens := make([]int, s.size)
+	for r := range s.size {
+		lens[r] = counts[r][s.rank]
+	}
+	s.want.alltoallv(counts)
+	fill(buf, seed+1000) // this rank's part for itself must be a copy
+	if len(got) != s.size {
+		return fmt.Errorf("got %d parts, want %d", len(got), s.size)
+	}
+	for r, b := range got {
+		if err := diff(b, pattern(lens[r], partSeed(r, s.rank))); err != nil {
+			return fmt.Errorf("part from rank %d: %w", r, err)
+		}
+		if b == nil {
+			return fmt.Errorf("part from rank %d is nil, want an empty buffer", r)
+		}
+	}
+	if err := inPlace(got, into); err != nil {
+		return err
+	}
+	// No rank may see another's result, nor a sender's buffer: each rank
+	// overwrites its parts and, after a barrier, finds them unchanged.
+	mine := 300 + s.rank
+	for _, b := range got {
+		fill(b, mine)
+	}
+	if err := s.barrier(); err != nil {
+		return err
+	}
+	for r, b := range got {
+		if err := diff(b, pattern(lens[r], mine)); err != nil {
+			return fmt.Errorf("part from rank %d shared with another rank's: %w", r, err)
+		}
+	}
+	for r := 0; r+1 < s.size; r++ {
+		got[r] = append(got[r], 0xAA, 0xBB, 0xCC)
+		if err := diff(got[r+1], pattern(lens[r+1], mine)); err != nil {
+			return fmt.Errorf("append to the part from rank %d changed rank %d's: %w", r, r+1, err)
+		}
+	}
+	return nil
+}
