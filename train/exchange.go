@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 	"sync/atomic"
 
 	"xmc/data"
@@ -200,18 +201,69 @@ func (g *AllGather) Exchange(c mpi.Comm, msg []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return joinParts(&g.all, parts), nil
+}
+
+// joinParts returns the parts, received into *all where its capacity held
+// them all, one after another in *all, moving them there where they are
+// not.
+func joinParts(all *[]byte, parts [][]byte) []byte {
 	total := 0
 	for _, p := range parts {
 		total += len(p)
 	}
-	if total <= cap(g.all) {
-		return g.all[:total], nil // the parts lie there, one after another
+	if total <= cap(*all) {
+		return (*all)[:total] // the parts lie there, one after another
 	}
-	g.all = slices.Grow(g.all[:0], total)
+	*all = slices.Grow((*all)[:0], total)
 	for _, p := range parts {
-		g.all = append(g.all, p...)
+		*all = append(*all, p...)
 	}
-	return g.all, nil
+	return *all
+}
+
+// RowShare returns the rows, by place in a round of rows rows, that rank
+// takes of ranks ranks: a share each, in rank order, so that what the
+// ranks find of their shares, gathered in rank order, comes in row order.
+func RowShare(rows, rank, ranks int) (lo, hi int) {
+	return rows * rank / ranks, rows * (rank + 1) / ranks
+}
+
+// RowShares gives every rank, of a round's entries that every rank
+// reports, those of its share of the round's rows (RowShare). By one
+// Alltoallv, each rank receives the entries of its rows alone, where an
+// AllGather brings every rank's every entry: at P ranks, about 1/P of the
+// bytes, and of the decoding. It keeps its buffers from round to round;
+// the result is valid until the next call.
+type RowShares struct {
+	all    []byte
+	counts []int
+}
+
+// Exchange sends each rank the entries of msg, whole entries in row order
+// of a round of rows rows, of its share of the rows, and returns what
+// every rank sent this one, one rank after another in rank order.
+func (g *RowShares) Exchange(c mpi.Comm, msg []byte, rows int) ([]byte, error) {
+	if len(msg)%RoundEntryBytes != 0 {
+		return nil, fmt.Errorf("reports of %d bytes, not whole %d-byte entries", len(msg), RoundEntryBytes)
+	}
+	n := len(msg) / RoundEntryBytes
+	rowAt := func(k int) int { return int(int32(binary.LittleEndian.Uint32(msg[k*RoundEntryBytes:]))) }
+	g.counts = slices.Grow(g.counts[:0], c.Size())[:c.Size()]
+	start := 0 // the first entry of rank s's rows
+	for s := range g.counts {
+		end := n // the last rank's, and any beyond the round's rows
+		if s+1 < c.Size() {
+			next, _ := RowShare(rows, s+1, c.Size())
+			end = start + sort.Search(n-start, func(k int) bool { return rowAt(start+k) >= next })
+		}
+		g.counts[s], start = (end-start)*RoundEntryBytes, end
+	}
+	parts, err := c.Alltoallv(msg, g.counts, g.all[:0])
+	if err != nil {
+		return nil, err
+	}
+	return joinParts(&g.all, parts), nil
 }
 
 // RowOrder is the order in which a round's workers take its rows: the

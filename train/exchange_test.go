@@ -1,7 +1,10 @@
 package train
 
 import (
+	"bytes"
 	"cmp"
+	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -9,6 +12,7 @@ import (
 	"testing"
 
 	"xmc/data"
+	"xmc/mpi"
 	"xmc/numa"
 )
 
@@ -195,5 +199,59 @@ func TestRowOrder(t *testing.T) {
 		if got := o.Of(&x, tt.rows); !slices.Equal(got, tt.want) {
 			t.Errorf("rows %v dealt as %v, want %v", tt.rows, got, tt.want)
 		}
+	}
+}
+
+// TestRowShares checks that each rank receives, of every rank's entries in
+// row order, those of its share of the rows (RowShare), in rank order;
+// with ranks of no rows, rows of no entries, entries before the first row
+// and after the last, and buffers kept over rounds.
+func TestRowShares(t *testing.T) {
+	const ranks, rows = 4, 3 // one rank takes no row
+	shareOf := func(row int32) int {
+		for s := range ranks {
+			if _, hi := RowShare(rows, s, ranks); int(row) < hi || s == ranks-1 {
+				return s
+			}
+		}
+		return -1
+	}
+	message := func(rank, round int) []byte {
+		rng := rand.New(rand.NewPCG(uint64(rank), uint64(round)))
+		var msg []byte
+		for q := int32(-1); q <= rows; q++ {
+			for k := range rng.IntN(3) {
+				msg = AppendEntry(msg, RoundEntry{Row: q, Class: int32(100*rank + k), Score: rng.Float64()})
+			}
+		}
+		return msg
+	}
+	err := mpi.Launch(ranks, mpi.MaxMessage, func(c mpi.Comm) error {
+		var g RowShares
+		for round := range 3 {
+			got, err := g.Exchange(c, message(c.Rank(), round), rows)
+			if err != nil {
+				return err
+			}
+			var want []byte
+			for r := range ranks {
+				msg := message(r, round)
+				for k := 0; k < len(msg); k += RoundEntryBytes {
+					if e := decodeEntry(msg[k:]); shareOf(e.Row) == c.Rank() {
+						want = append(want, msg[k:k+RoundEntryBytes]...)
+					}
+				}
+			}
+			if !bytes.Equal(got, want) {
+				return fmt.Errorf("rank %d, round %d: got %d bytes, want %d", c.Rank(), round, len(got), len(want))
+			}
+		}
+		if _, err := g.Exchange(c, make([]byte, RoundEntryBytes+1), rows); err == nil {
+			return errors.New("a report of a partial entry was sent")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

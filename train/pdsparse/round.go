@@ -21,8 +21,8 @@ const (
 
 // Round runs one batch: every rank scores the batch's rows against its
 // classes and reports the scores of their active classes and its best
-// candidates; every rank receives every report and solves the subproblems
-// of its share of the rows; the ranks exchange the rows' new active sets,
+// candidates; every rank receives the reports of its share of the rows
+// and solves their subproblems; the ranks exchange the rows' new active sets,
 // and each applies the steps of its own classes. A rank alone solves each
 // row where its worker searched it, from the report the worker just wrote:
 // no exchange, no decoding of the round's reports on the rank's goroutine
@@ -88,27 +88,20 @@ func (t *roundTrainer) Round(_ context.Context, r int, team *numa.Team) (bool, e
 }
 
 // roundEntries sets t.entries to every rank's entries for this rank's
-// share of the round's rows (see solverRows), ordered by row and, within a
-// row, by rank.
+// share of the round's rows (train.RowShare), ordered by row and, within a
+// row, by rank: each rank sends each other rank the entries of its rows.
 func (t *roundTrainer) roundEntries(rows int) error {
 	t.msg = t.batch.Join(t.msg)
-	all, err := t.exchange()
+	mine, err := t.toSolvers.Exchange(t.comm, t.msg, rows)
 	if err != nil {
-		return err
+		return fmt.Errorf("pdsparse: %w", err)
 	}
-	t.reportBytes += int64(len(all))
-	lo, hi := solverRows(rows, t.comm.Rank(), t.comm.Size())
-	if t.entries, err = train.DecodeEntriesOf(all, lo, hi, t.entries); err != nil {
+	t.reportBytes += int64(len(mine))
+	lo, hi := train.RowShare(rows, t.comm.Rank(), t.comm.Size())
+	if t.entries, err = train.DecodeEntriesOf(mine, lo, hi, t.entries); err != nil {
 		return fmt.Errorf("pdsparse: %w", err)
 	}
 	return nil
-}
-
-// solverRows returns the rows, by place in a round of rows rows, that rank
-// solves of ranks ranks: a share of them each, in rank order, so that the
-// ranks' solutions, gathered in rank order, come in row order.
-func solverRows(rows, rank, ranks int) (lo, hi int) {
-	return rows * rank / ranks, rows * (rank + 1) / ranks
 }
 
 // shareSolutions gives every rank the solutions of every rank's share of
@@ -149,7 +142,7 @@ func (t *roundTrainer) heldoutAccuracy() (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	all, err := t.exchange()
+	all, err := t.gather.Exchange(t.comm, t.msg)
 	if err != nil {
 		return 0, err
 	}
@@ -235,7 +228,7 @@ func (t *roundTrainer) bestWeight(j, e int) float64 {
 // only how much of it is in loops).
 type roundPhases struct {
 	search   time.Duration // scoring the batch's rows (a loop; a rank alone solves them there too)
-	exchange time.Duration // the all-gather of the reports and their decoding
+	exchange time.Duration // the all-to-all of the reports and their decoding
 	solve    time.Duration // the rank's share of the rows' subproblems (a loop, or the lead alone; in search for a rank alone)
 	share    time.Duration // the all-gather of the rows' solutions and their taking (none for a rank alone)
 	apply    time.Duration // the steps' additions to the weights (a loop, or the lead alone)

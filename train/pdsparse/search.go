@@ -229,6 +229,3 @@ func (t *roundTrainer) search(rows []int32, then func(w numa.Worker, q int, repo
 			reported(w, q, r, start)
 		})
 }
-
-// exchange gives every rank the reports of all ranks, in rank order.
-func (t *roundTrainer) exchange() ([]byte, error) { return t.gather.Exchange(t.comm, t.msg) }

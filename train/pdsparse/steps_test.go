@@ -116,7 +116,7 @@ func TestSolverErrorStopsEveryRank(t *testing.T) {
 			// A class of rank 1's, active for rank 0 alone, in the first
 			// row of the first round that rank 0 solves and reports on.
 			rows := rt.order.Rows(0)
-			lo, hi := solverRows(len(rows), 0, ranks)
+			lo, hi := train.RowShare(len(rows), 0, ranks)
 			i := slices.IndexFunc(rows[lo:hi], func(i int32) bool { labels, _ := rt.y.Row(int(i)); return rt.sq[i] > 0 && len(labels) > 0 })
 			if i < 0 {
 				return fmt.Errorf("no row to solve in %v", rows[lo:hi])

@@ -100,7 +100,7 @@ type roundTrainer struct {
 	// zeros after); the model is made of them.
 	bestWt [][]float64
 	// rounds, reportBytes and solutionBytes count this run's rounds and
-	// the bytes of the reports and of the solutions every rank received,
+	// the bytes of the reports and of the solutions this rank received,
 	// for the log.
 	rounds                     int
 	reportBytes, solutionBytes int64
@@ -118,11 +118,14 @@ type roundTrainer struct {
 	searchers *numa.PerWorker[*searcher]
 	batch     train.BatchReports
 	// finds holds a round's pieces of search (see searchPiece).
-	finds    []pieceFind
-	msg      []byte
-	gather   train.AllGather
-	entries  []train.RoundEntry
-	steppers *numa.PerWorker[*stepper]
+	finds  []pieceFind
+	msg    []byte
+	gather train.AllGather // the held-out rows' reports
+	// toSolvers gives each rank every rank's reports of its share of the
+	// round's rows.
+	toSolvers train.RowShares
+	entries   []train.RoundEntry
+	steppers  *numa.PerWorker[*stepper]
 	// solving is, where ranks share the classes, the rows of the round
 	// this rank solves; solutions gathers every rank's solutions, and
 	// solved holds their active sets for rowSteps. rowSteps is the
