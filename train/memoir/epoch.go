@@ -75,6 +75,13 @@ func (t *roundTrainer) project() error {
 // epoch's vectors; it returns whether to stop.
 func (t *roundTrainer) endEpoch() (bool, error) {
 	t.epochs++
+	if t.comm.Size() > 1 { // each rank counted the rows it decided
+		v := []int64{int64(t.violations)}
+		if err := t.comm.AllreduceInt64(v, mpi.Sum); err != nil {
+			return false, err
+		}
+		t.violations = int(v[0])
+	}
 	if t.p.Regularizer == "l1" {
 		if err := t.settle(); err != nil {
 			return false, err

@@ -196,6 +196,8 @@ func (a *Trainer) Prepare(env train.Env, ds *data.Dataset) (*train.Work, error) 
 		t.held, t.heldY = p.Apply(&held.X), held.Y
 		env.Log.Info("memoir holds rows out to stop early", "heldout_rows", held.N(), "training_rows", kept.N(), "patience", p.Patience)
 	}
+	// The most rows of a round that a rank decides (train.RowShare).
+	shareBound := (t.p.BatchSize + t.comm.Size() - 1) / t.comm.Size()
 	return &train.Work{Kind: linear.Kind{}, Params: t.p, Units: len(t.blocks), Rounds: t,
 		MaxRounds: p.Epochs * t.order.Batches, RoundName: "round",
 		Done: func(log *slog.Logger) {
@@ -203,11 +205,12 @@ func (a *Trainer) Prepare(env train.Env, ds *data.Dataset) (*train.Work, error) 
 				"tables", t.p.Tables, "bits", t.p.Bits, "class_blocks", len(t.blocks),
 				"weights_owned", t.nnz(), "block_state_bytes", t.stateBytes(), "violating_rows_last_epoch", t.violations,
 				"scored_per_row_block", fmt.Sprintf("%.1f", t.scoredPerSearch()),
-				// Each round rank 0 gathers, and broadcasts to every
-				// rank, 20 bytes per row for the rival of each rank and
-				// the score of each label.
+				// Each round a rank receives, for each row of its share,
+				// 20 bytes for the rival of each rank and the score of
+				// each label; then 16 bytes for each step of every row.
 				"report_bytes_per_round", t.reportBytes/int64(max(t.rounds, 1)),
-				"report_bytes_bound", int64(t.p.BatchSize)*train.RoundEntryBytes*int64(t.comm.Size()+int(math.Ceil(float64(t.y.NNZ())/float64(t.y.Rows)))))
+				"report_bytes_bound", int64(shareBound)*train.RoundEntryBytes*int64(t.comm.Size()+int(math.Ceil(float64(t.y.NNZ())/float64(t.y.Rows)))),
+				"step_bytes_per_round", t.stepBytes/int64(max(t.rounds, 1)))
 		},
 		Stats: func() map[string]float64 {
 			m := map[string]float64{"block_state_bytes": float64(t.stateBytes()), "weights": float64(t.nnz()),

@@ -2,6 +2,7 @@ package memoir
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
@@ -11,8 +12,9 @@ import (
 )
 
 // Round runs one batch: every rank searches its blocks for each row's
-// rival and scores the row's labels it owns; every rank receives every
-// report, decides the same steps, and applies those of its own classes.
+// rival and scores the row's labels it owns; each rank receives every
+// rank's reports of its share of the rows and decides their steps; the
+// ranks share the steps, and each applies those of its own classes.
 func (t *roundTrainer) Round(_ context.Context, r int, team *numa.Team) (bool, error) {
 	t.team = team
 	rows := t.order.Rows(r)
@@ -21,15 +23,7 @@ func (t *roundTrainer) Round(_ context.Context, r int, team *numa.Team) (bool, e
 	if err := t.search(rows); err != nil {
 		return false, err
 	}
-	all, err := t.gather.Exchange(t.comm, t.msg)
-	if err != nil {
-		return false, err
-	}
 	t.rounds++
-	t.reportBytes += int64(len(all))
-	if t.entries, err = train.DecodeEntries(all, t.entries); err != nil {
-		return false, fmt.Errorf("memoir: %w", err)
-	}
 	eta := t.eta(r)
 	shrink := 1.0
 	if t.p.Regularizer == "l2" {
@@ -39,7 +33,47 @@ func (t *roundTrainer) Round(_ context.Context, r int, team *numa.Team) (bool, e
 		t.violations = 0
 	}
 	// The steps, on v: W = s·v gains ±η x once s has shrunk.
-	coef := eta / (t.scale * shrink)
+	if err := t.decide(len(rows), eta/(t.scale*shrink)); err != nil {
+		return false, err
+	}
+	if t.p.Regularizer == "l1" {
+		t.owed += t.p.Lambda * eta
+	}
+	if err := t.apply(rows); err != nil {
+		return false, err
+	}
+	t.scale *= shrink
+	if t.p.Regularizer == "l2" {
+		if err := t.project(); err != nil {
+			return false, err
+		}
+	}
+	if !t.order.LastOfEpoch(r) {
+		return false, nil
+	}
+	return t.endEpoch()
+}
+
+// decide sets t.steps to the round's steps, of coefficient coef, in row
+// order: each rank decides those of its share of the rows (train.RowShare)
+// from every rank's reports of them, which it alone receives, and the
+// ranks share the steps (a rank alone decides every row from its own
+// reports). It counts in t.violations the rows this rank decided that
+// violate their margin.
+func (t *roundTrainer) decide(rows int, coef float64) error {
+	reports := t.msg
+	if t.comm.Size() > 1 {
+		var err error
+		if reports, err = t.toDeciders.Exchange(t.comm, t.msg, rows); err != nil {
+			return fmt.Errorf("memoir: %w", err)
+		}
+	}
+	t.reportBytes += int64(len(reports))
+	lo, hi := train.RowShare(rows, t.comm.Rank(), t.comm.Size())
+	var err error
+	if t.entries, err = train.DecodeEntriesOf(reports, lo, hi, t.entries); err != nil {
+		return fmt.Errorf("memoir: %w", err)
+	}
 	t.steps = t.steps[:0]
 	err = train.ForEachRow(t.entries, func(q int32, entries []train.RoundEntry) error {
 		rival, rs := int32(-1), math.Inf(-1)
@@ -61,25 +95,45 @@ func (t *roundTrainer) Round(_ context.Context, r int, team *numa.Team) (bool, e
 		}
 		return nil
 	})
+	if err != nil || t.comm.Size() == 1 {
+		return err
+	}
+	return t.shareSteps(rows)
+}
+
+// stepBytes is a step's size on the wire: its row's place in the round,
+// its class and its coefficient.
+const stepBytes = 16
+
+// shareSteps gives every rank, in t.steps, the steps every rank decided,
+// in rank order, so in row order, for a round of rows rows.
+func (t *roundTrainer) shareSteps(rows int) error {
+	msg := t.stepMsg[:0]
+	for _, st := range t.steps {
+		msg = binary.LittleEndian.AppendUint32(msg, uint32(st.q))
+		msg = binary.LittleEndian.AppendUint32(msg, uint32(st.class))
+		msg = binary.LittleEndian.AppendUint64(msg, math.Float64bits(st.coef))
+	}
+	t.stepMsg = msg
+	all, err := t.stepGather.Exchange(t.comm, msg)
 	if err != nil {
-		return false, err
+		return err
 	}
-	if t.p.Regularizer == "l1" {
-		t.owed += t.p.Lambda * eta
+	t.stepBytes += int64(len(all))
+	if len(all)%stepBytes != 0 {
+		return fmt.Errorf("memoir: steps of %d bytes, not whole %d-byte steps", len(all), stepBytes)
 	}
-	if err := t.apply(rows); err != nil {
-		return false, err
-	}
-	t.scale *= shrink
-	if t.p.Regularizer == "l2" {
-		if err := t.project(); err != nil {
-			return false, err
+	t.steps = t.steps[:0]
+	for k := 0; k < len(all); k += stepBytes {
+		st := classStep{q: int32(binary.LittleEndian.Uint32(all[k:])), class: int32(binary.LittleEndian.Uint32(all[k+4:])),
+			coef: math.Float64frombits(binary.LittleEndian.Uint64(all[k+8:]))}
+		if st.q < 0 || int(st.q) >= rows || st.class < 0 || int(st.class) >= len(t.blockOf) ||
+			(len(t.steps) > 0 && st.q < t.steps[len(t.steps)-1].q) {
+			return fmt.Errorf("memoir: a step of row %d of %d and class %d of %d, or out of row order", st.q, rows, st.class, len(t.blockOf))
 		}
+		t.steps = append(t.steps, st)
 	}
-	if !t.order.LastOfEpoch(r) {
-		return false, nil
-	}
-	return t.endEpoch()
+	return nil
 }
 
 // search fills t.msg with this rank's entries for the rows, in row order,

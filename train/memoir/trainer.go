@@ -70,7 +70,8 @@ type roundTrainer struct {
 	// recall@1 at the end of each epoch of this run.
 	recalls            []epochRecall
 	rounds, violations int
-	reportBytes        int64
+	// The bytes of the reports and of the steps this rank received.
+	reportBytes, stepBytes int64
 
 	// team runs the loops of the round in progress (see Round).
 	team *numa.Team
@@ -88,7 +89,10 @@ type roundTrainer struct {
 	labelScore []float64
 	dealt      train.RowOrder
 	best       []blockFind
-	gather     train.AllGather
+	gather     train.AllGather // the reports of the ends of epochs
+	toDeciders train.RowShares // a round's reports of each rank's share of its rows
+	stepGather train.AllGather // a round's steps
+	stepMsg    []byte
 	entries    []train.RoundEntry
 	steps      []classStep
 	norms      []float64
