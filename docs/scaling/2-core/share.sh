@@ -1,5 +1,5 @@
 #!/bin/bash
-# ab.sh OLD OLDMPI NEW NEWMPI ROUNDS: PD-Sparse on wmc.train.txt (wordnet-mc, decompressed) at 1 and 2 threads, 2
+# share.sh OLD OLDMPI NEW NEWMPI ROUNDS: PD-Sparse on wmc.train.txt (wordnet-mc, decompressed) at 1 and 2 threads, 2
 # in-process ranks and mpirun -np 2, OLD's build then NEW's in each of ROUNDS rounds; prints train_s and the round
 # phases (ms a round) from the summary, and DIFF where a model differs from OLD's at one thread.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
