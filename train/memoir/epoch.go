@@ -169,14 +169,10 @@ func (t *roundTrainer) recall(exact *mips.Inverted) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	all, err := t.gather.Exchange(t.comm, t.msg)
-	if err != nil {
+	if err := t.shareRows(n); err != nil {
 		return 0, err
 	}
-	if t.entries, err = train.DecodeEntries(all, t.entries); err != nil {
-		return 0, fmt.Errorf("memoir: %w", err)
-	}
-	hits := 0
+	hits := []int64{0}
 	err = train.ForEachRow(t.entries, func(_ int32, entries []train.RoundEntry) error {
 		var best [2]train.RoundEntry
 		best[0].Class, best[1].Class = -1, -1
@@ -187,11 +183,32 @@ func (t *roundTrainer) recall(exact *mips.Inverted) (float64, error) {
 			}
 		}
 		if best[0].Class == best[1].Class || best[0].Score >= best[1].Score {
-			hits++
+			hits[0]++
 		}
 		return nil
 	})
-	return float64(hits) / float64(n), err
+	if err != nil {
+		return 0, err
+	}
+	if err := t.comm.AllreduceInt64(hits, mpi.Sum); err != nil {
+		return 0, err
+	}
+	return float64(hits[0]) / float64(n), nil
+}
+
+// shareRows sets t.entries to every rank's entries in t.msg of this rank's
+// share of n rows (train.RowShare), ordered by row, then rank: what it
+// decides of an epoch's end.
+func (t *roundTrainer) shareRows(n int) error {
+	mine, err := t.toDeciders.Exchange(t.comm, t.msg, n)
+	if err != nil {
+		return fmt.Errorf("memoir: %w", err)
+	}
+	lo, hi := train.RowShare(n, t.comm.Rank(), t.comm.Size())
+	if t.entries, err = train.DecodeEntriesOf(mine, lo, hi, t.entries); err != nil {
+		return fmt.Errorf("memoir: %w", err)
+	}
+	return nil
 }
 
 // heldoutScore returns the macro-F1 (metrics.Evaluate's) of the exact best
@@ -210,7 +227,27 @@ func (t *roundTrainer) heldoutScore(exact *mips.Inverted) (float64, string, erro
 	if err != nil {
 		return 0, "", err
 	}
-	all, err := t.gather.Exchange(t.comm, t.msg)
+	if err := t.shareRows(n); err != nil {
+		return 0, "", err
+	}
+	// Each rank's best of its rows, then every rank's, in row order.
+	lo, hi := train.RowShare(n, t.comm.Rank(), t.comm.Size())
+	bests := slices.Grow(t.stepMsg[:0], (hi-lo)*train.RoundEntryBytes)
+	err = train.ForEachRow(t.entries, func(q int32, entries []train.RoundEntry) error {
+		best := train.RoundEntry{Row: q, Class: -1, Score: math.Inf(-1)}
+		for _, e := range entries {
+			if e.Class >= 0 && (e.Score > best.Score || (e.Score == best.Score && e.Class < best.Class)) {
+				best = e
+			}
+		}
+		bests = train.AppendEntry(bests, best)
+		return nil
+	})
+	if err != nil {
+		return 0, "", err
+	}
+	t.stepMsg = bests
+	all, err := t.gather.Exchange(t.comm, bests)
 	if err != nil {
 		return 0, "", err
 	}
@@ -218,20 +255,13 @@ func (t *roundTrainer) heldoutScore(exact *mips.Inverted) (float64, string, erro
 		return 0, "", fmt.Errorf("memoir: %w", err)
 	}
 	pred := make([][]model.Scored, n)
-	err = train.ForEachRow(t.entries, func(q int32, entries []train.RoundEntry) error {
-		best := train.RoundEntry{Class: -1, Score: math.Inf(-1)}
-		for _, e := range entries {
-			if e.Class >= 0 && (e.Score > best.Score || (e.Score == best.Score && e.Class < best.Class)) {
-				best = e
-			}
+	for _, e := range t.entries {
+		if e.Row < 0 || int(e.Row) >= n {
+			return 0, "", fmt.Errorf("memoir: a held-out prediction of row %d of %d", e.Row, n)
 		}
-		if best.Class >= 0 {
-			pred[q] = []model.Scored{{Label: best.Class, Score: float32(best.Score)}}
+		if e.Class >= 0 {
+			pred[e.Row] = []model.Scored{{Label: e.Class, Score: float32(e.Score)}}
 		}
-		return nil
-	})
-	if err != nil {
-		return 0, "", err
 	}
 	ev, err := metrics.NewEvaluator(t.heldY.Cols, nil, []int{1})
 	if err != nil {

@@ -89,10 +89,10 @@ type roundTrainer struct {
 	labelScore []float64
 	dealt      train.RowOrder
 	best       []blockFind
-	gather     train.AllGather // the reports of the ends of epochs
-	toDeciders train.RowShares // a round's reports of each rank's share of its rows
+	toDeciders train.RowShares // the reports of each rank's share of a round's rows, or of an epoch's end
 	stepGather train.AllGather // a round's steps
-	stepMsg    []byte
+	gather     train.AllGather // the held-out rows' predictions
+	stepMsg    []byte          // the steps, or the held-out predictions, this rank decided
 	entries    []train.RoundEntry
 	steps      []classStep
 	norms      []float64

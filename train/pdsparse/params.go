@@ -146,6 +146,8 @@ func (a *Trainer) Prepare(env train.Env, ds *data.Dataset) (*train.Work, error) 
 	if err := train.LogUntrained(env.Log, data.LabelCounts(&kept.Y)); err != nil {
 		return nil, err
 	}
+	// The most rows of a round that a rank solves (train.RowShare).
+	shareBound := (t.p.BatchSize + t.comm.Size() - 1) / t.comm.Size()
 	return &train.Work{Kind: linear.Kind{}, Params: t.p, Units: len(t.blocks), Rounds: t,
 		MaxRounds: p.Epochs * t.order.Batches, RoundName: "round",
 		Done: func(log *slog.Logger) {
@@ -154,12 +156,12 @@ func (a *Trainer) Prepare(env train.Env, ds *data.Dataset) (*train.Work, error) 
 			}
 			log.Info("pdsparse", "epochs", t.epochs, "mean_active_classes", fmt.Sprintf("%.2f", t.meanActive()),
 				"weights_owned", t.nnz(), "max_select", t.p.MaxSelect, "search_shares", t.parts,
-				// Each round every rank receives, from every rank, 20
-				// bytes per row for each active class and at most 2 ×
-				// max-select candidates per rank, then the rows' new
-				// active sets, 12 bytes a class.
+				// Each round a rank receives, for each row of its share
+				// (at most shareBound), 20 bytes for each active class
+				// and at most 2 × max-select candidates from each rank,
+				// then every row's new active set, 12 bytes a class.
 				"report_bytes_per_round", t.reportBytes/int64(max(t.rounds, 1)),
-				"report_bytes_bound", int64(t.p.BatchSize)*train.RoundEntryBytes*int64(math.Round(t.meanActive())+float64(2*t.p.MaxSelect*t.comm.Size())),
+				"report_bytes_bound", int64(shareBound)*train.RoundEntryBytes*int64(math.Round(t.meanActive())+float64(2*t.p.MaxSelect*t.comm.Size())),
 				"solution_bytes_per_round", t.solutionBytes/int64(max(t.rounds, 1)))
 		},
 		Stats: func() map[string]float64 { return t.phases.stats(t.rounds) }}, nil

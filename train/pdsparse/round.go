@@ -2,12 +2,12 @@ package pdsparse
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
 	"time"
 
+	"xmc/mpi"
 	"xmc/numa"
 	"xmc/train"
 )
@@ -129,10 +129,11 @@ func (t *roundTrainer) shareSolutions(rows []int32, msg []byte) error {
 
 // heldoutAccuracy returns the percentage of held-out rows whose top class
 // is one of their labels: every rank reports its best class and score per
-// row, and every rank takes the best of all, ties to the lower class.
+// row; each rank takes the best of all, ties to the lower class, for its
+// share of the rows (train.RowShares), and the ranks sum their hits.
 func (t *roundTrainer) heldoutAccuracy() (float64, error) {
 	n := t.held.Rows
-	t.msg = slices.Grow(t.msg[:0], 12*n)[:12*n]
+	t.msg = slices.Grow(t.msg[:0], n*train.RoundEntryBytes)[:n*train.RoundEntryBytes]
 	err := t.team.For(n, 64, func(w numa.Worker, lo, hi int) {
 		s := t.searchers.Get(w)
 		for i := lo; i < hi; i++ {
@@ -142,33 +143,40 @@ func (t *roundTrainer) heldoutAccuracy() (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	all, err := t.gather.Exchange(t.comm, t.msg)
+	mine, err := t.toSolvers.Exchange(t.comm, t.msg, n)
+	if err != nil {
+		return 0, fmt.Errorf("pdsparse: %w", err)
+	}
+	lo, hi := train.RowShare(n, t.comm.Rank(), t.comm.Size())
+	if t.entries, err = train.DecodeEntriesOf(mine, lo, hi, t.entries); err != nil {
+		return 0, fmt.Errorf("pdsparse: %w", err)
+	}
+	hits := []int64{0}
+	err = train.ForEachRow(t.entries, func(i int32, entries []train.RoundEntry) error {
+		best, score := int32(-1), math.Inf(-1)
+		for _, e := range entries {
+			if e.Class >= 0 && (e.Score > score || (e.Score == score && e.Class < best)) {
+				best, score = e.Class, e.Score
+			}
+		}
+		labels, _ := t.heldY.Row(int(i))
+		if _, ok := slices.BinarySearch(labels, best); ok {
+			hits[0]++
+		}
+		return nil
+	})
 	if err != nil {
 		return 0, err
 	}
-	if len(all) != 12*n*t.comm.Size() {
-		return 0, fmt.Errorf("pdsparse: held-out reports of %d bytes for %d rows and %d ranks", len(all), n, t.comm.Size())
+	if err := t.comm.AllreduceInt64(hits, mpi.Sum); err != nil {
+		return 0, err
 	}
-	hits := 0
-	for i := range n {
-		best, score := int32(-1), math.Inf(-1)
-		for r := range t.comm.Size() {
-			b := all[12*(r*n+i):]
-			l, sc := int32(binary.LittleEndian.Uint32(b)), math.Float64frombits(binary.LittleEndian.Uint64(b[4:]))
-			if l >= 0 && (sc > score || (sc == score && l < best)) {
-				best, score = l, sc
-			}
-		}
-		labels, _ := t.heldY.Row(i)
-		if _, ok := slices.BinarySearch(labels, best); ok {
-			hits++
-		}
-	}
-	return 100 * float64(hits) / float64(max(n, 1)), nil
+	return 100 * float64(hits[0]) / float64(max(n, 1)), nil
 }
 
-// heldoutBest writes into t.msg, at row i's place, this rank's best class
-// for held-out row i and its score (class −1 if the rank owns none).
+// heldoutBest writes into t.msg, at row i's place, this rank's entry for
+// held-out row i: its best class and its score (class −1 if the rank owns
+// none).
 func (t *roundTrainer) heldoutBest(s *searcher, i int) {
 	idx, val := t.held.Row(i)
 	t.scoreRow(s, idx, val)
@@ -193,8 +201,7 @@ func (t *roundTrainer) heldoutBest(s *searcher, i int) {
 	for _, c := range s.touched {
 		s.score[c], s.seen[c] = 0, 0
 	}
-	binary.LittleEndian.PutUint32(t.msg[12*i:], uint32(best))
-	binary.LittleEndian.PutUint64(t.msg[12*i+4:], math.Float64bits(score))
+	train.AppendEntry(t.msg[i*train.RoundEntryBytes:][:0], train.RoundEntry{Row: int32(i), Class: best, Score: score})
 }
 
 // bestRecord flags, in the feature of a unit state's record, a weight of

@@ -118,11 +118,10 @@ type roundTrainer struct {
 	searchers *numa.PerWorker[*searcher]
 	batch     train.BatchReports
 	// finds holds a round's pieces of search (see searchPiece).
-	finds  []pieceFind
-	msg    []byte
-	gather train.AllGather // the held-out rows' reports
+	finds []pieceFind
+	msg   []byte
 	// toSolvers gives each rank every rank's reports of its share of the
-	// round's rows.
+	// round's rows, and of the held-out rows.
 	toSolvers train.RowShares
 	entries   []train.RoundEntry
 	steppers  *numa.PerWorker[*stepper]
