@@ -268,12 +268,7 @@ func (s *splitComm) Alltoallv(buf []byte, counts []int, into []byte) ([][]byte, 
 			out[r] = append(out[r], g...)
 		}
 	}
-	for r := range out {
-		if out[r] == nil {
-			out[r] = []byte{}
-		}
-	}
-	return packInto(into, out), nil
+	return packInto(into, nonNil(out)), nil
 }
 
 // gatherRounds gathers buf in rounds with gather, each rank sending the
@@ -294,12 +289,18 @@ func (s *splitComm) gatherRounds(gather func([]byte, int) ([][]byte, error), buf
 			out[r] = append(out[r], g...)
 		}
 	}
-	for r := range out {
-		if out[r] == nil {
-			out[r] = []byte{}
+	return nonNil(out), nil
+}
+
+// nonNil returns parts with every nil part made empty: a received buffer
+// is never nil.
+func nonNil(parts [][]byte) [][]byte {
+	for r := range parts {
+		if parts[r] == nil {
+			parts[r] = []byte{}
 		}
 	}
-	return out, nil
+	return parts
 }
 
 func (s *splitComm) Send(buf []byte, dest, tag int) error {

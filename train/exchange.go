@@ -169,6 +169,33 @@ func mergeRuns(entries, scratch []RoundEntry, bounds []int) []RoundEntry {
 	return entries
 }
 
+// Outranks reports whether entry e comes before best as a row's best
+// class: a class (not −1) of a higher score, ties to the lower class. A
+// best of class −1 and score −∞ starts the search.
+func Outranks(e, best RoundEntry) bool {
+	return e.Class >= 0 && (e.Score > best.Score || (e.Score == best.Score && e.Class < best.Class))
+}
+
+// CountRows returns how many rows of entries, over all ranks of c (each
+// passing the entries of its share of the rows), hit holds for: each rank
+// counts its own and an all-reduce sums them.
+func CountRows(c mpi.Comm, entries []RoundEntry, hit func(q int32, rowEntries []RoundEntry) bool) (int, error) {
+	n := []int64{0}
+	err := ForEachRow(entries, func(q int32, rowEntries []RoundEntry) error {
+		if hit(q, rowEntries) {
+			n[0]++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	if err := c.AllreduceInt64(n, mpi.Sum); err != nil {
+		return 0, err
+	}
+	return int(n[0]), nil
+}
+
 // ForEachRow calls f with the entries of each row, in row order.
 func ForEachRow(entries []RoundEntry, f func(q int32, rowEntries []RoundEntry) error) error {
 	for lo := 0; lo < len(entries); {

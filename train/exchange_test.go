@@ -255,3 +255,27 @@ func TestRowShares(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestOutranks checks the order of a row's best class: a higher score
+// first, ties to the lower class, never class −1, from a start of class −1
+// and score −∞.
+func TestOutranks(t *testing.T) {
+	start := RoundEntry{Class: -1, Score: math.Inf(-1)}
+	for _, tc := range []struct {
+		name    string
+		e, best RoundEntry
+		want    bool
+	}{
+		{"any class beats the start", RoundEntry{Class: 7, Score: -1e300}, start, true},
+		{"a class of score −∞ does not", RoundEntry{Class: 7, Score: math.Inf(-1)}, start, false},
+		{"class −1 never", RoundEntry{Class: -1, Score: 5}, RoundEntry{Class: 3, Score: 1}, false},
+		{"higher score", RoundEntry{Class: 9, Score: 2}, RoundEntry{Class: 3, Score: 1}, true},
+		{"lower score", RoundEntry{Class: 1, Score: 0.5}, RoundEntry{Class: 3, Score: 1}, false},
+		{"tie, lower class", RoundEntry{Class: 2, Score: 1}, RoundEntry{Class: 3, Score: 1}, true},
+		{"tie, higher class", RoundEntry{Class: 4, Score: 1}, RoundEntry{Class: 3, Score: 1}, false},
+	} {
+		if got := Outranks(tc.e, tc.best); got != tc.want {
+			t.Errorf("%s: Outranks(%v, %v) = %v, want %v", tc.name, tc.e, tc.best, got, tc.want)
+		}
+	}
+}

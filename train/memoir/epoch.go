@@ -172,28 +172,18 @@ func (t *roundTrainer) recall(exact *mips.Inverted) (float64, error) {
 	if err := t.shareRows(n); err != nil {
 		return 0, err
 	}
-	hits := []int64{0}
-	err = train.ForEachRow(t.entries, func(_ int32, entries []train.RoundEntry) error {
+	hits, err := train.CountRows(t.comm, t.entries, func(_ int32, entries []train.RoundEntry) bool {
 		var best [2]train.RoundEntry
 		best[0].Class, best[1].Class = -1, -1
 		best[0].Score, best[1].Score = math.Inf(-1), math.Inf(-1)
 		for _, e := range entries {
-			if b := &best[e.Kind]; e.Class >= 0 && (e.Score > b.Score || (e.Score == b.Score && e.Class < b.Class)) {
-				*b = e
+			if train.Outranks(e, best[e.Kind]) {
+				best[e.Kind] = e
 			}
 		}
-		if best[0].Class == best[1].Class || best[0].Score >= best[1].Score {
-			hits[0]++
-		}
-		return nil
+		return best[0].Class == best[1].Class || best[0].Score >= best[1].Score
 	})
-	if err != nil {
-		return 0, err
-	}
-	if err := t.comm.AllreduceInt64(hits, mpi.Sum); err != nil {
-		return 0, err
-	}
-	return float64(hits[0]) / float64(n), nil
+	return float64(hits) / float64(n), err
 }
 
 // shareRows sets t.entries to every rank's entries in t.msg of this rank's
@@ -236,7 +226,7 @@ func (t *roundTrainer) heldoutScore(exact *mips.Inverted) (float64, string, erro
 	err = train.ForEachRow(t.entries, func(q int32, entries []train.RoundEntry) error {
 		best := train.RoundEntry{Row: q, Class: -1, Score: math.Inf(-1)}
 		for _, e := range entries {
-			if e.Class >= 0 && (e.Score > best.Score || (e.Score == best.Score && e.Class < best.Class)) {
+			if train.Outranks(e, best) {
 				best = e
 			}
 		}

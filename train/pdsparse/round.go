@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"xmc/mpi"
 	"xmc/numa"
 	"xmc/train"
 )
@@ -151,27 +150,18 @@ func (t *roundTrainer) heldoutAccuracy() (float64, error) {
 	if t.entries, err = train.DecodeEntriesOf(mine, lo, hi, t.entries); err != nil {
 		return 0, fmt.Errorf("pdsparse: %w", err)
 	}
-	hits := []int64{0}
-	err = train.ForEachRow(t.entries, func(i int32, entries []train.RoundEntry) error {
-		best, score := int32(-1), math.Inf(-1)
+	hits, err := train.CountRows(t.comm, t.entries, func(i int32, entries []train.RoundEntry) bool {
+		best := train.RoundEntry{Class: -1, Score: math.Inf(-1)}
 		for _, e := range entries {
-			if e.Class >= 0 && (e.Score > score || (e.Score == score && e.Class < best)) {
-				best, score = e.Class, e.Score
+			if train.Outranks(e, best) {
+				best = e
 			}
 		}
 		labels, _ := t.heldY.Row(int(i))
-		if _, ok := slices.BinarySearch(labels, best); ok {
-			hits[0]++
-		}
-		return nil
+		_, ok := slices.BinarySearch(labels, best.Class)
+		return ok
 	})
-	if err != nil {
-		return 0, err
-	}
-	if err := t.comm.AllreduceInt64(hits, mpi.Sum); err != nil {
-		return 0, err
-	}
-	return 100 * float64(hits[0]) / float64(max(n, 1)), nil
+	return 100 * float64(hits) / float64(max(n, 1)), err
 }
 
 // heldoutBest writes into t.msg, at row i's place, this rank's entry for
