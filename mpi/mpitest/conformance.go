@@ -128,10 +128,7 @@ func (s *suite) argumentErrors() error {
 		{"alltoallv counts short", func() error { _, err := s.c.Alltoallv(nil, make([]int, s.size-1), nil); return err }},
 		{"alltoallv count -1", func() error {
 			counts := make([]int, s.size)
-			counts[0], counts[s.size-1] = -1, 1
-			if s.size == 1 {
-				counts[0] = -1
-			}
+			counts[0] = -1
 			_, err := s.c.Alltoallv(nil, counts, nil)
 			return err
 		}},

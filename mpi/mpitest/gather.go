@@ -198,7 +198,7 @@ func inPlace(got [][]byte, into []byte) error {
 
 // alltoallCases returns, per case, the bytes each rank sends each rank
 // (counts[r][q] from r to q): nothing at all, lengths that differ by
-// sender and receiver (rank 0 sending nothing), large parts that a split
+// sender and receiver (none from rank 0 to itself), large parts that a split
 // backend moves in rounds, and only the last rank sending, to rank 0.
 func (s *suite) alltoallCases(big int) [][][]int {
 	cases := make([][][]int, 4)

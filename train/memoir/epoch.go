@@ -187,8 +187,8 @@ func (t *roundTrainer) recall(exact *mips.Inverted) (float64, error) {
 }
 
 // shareRows sets t.entries to every rank's entries in t.msg of this rank's
-// share of n rows (train.RowShare), ordered by row, then rank: what it
-// decides of an epoch's end.
+// share of n rows (train.RowShare), ordered by row, then rank: the rows of
+// an epoch's end whose best classes this rank takes.
 func (t *roundTrainer) shareRows(n int) error {
 	mine, err := t.toDeciders.Exchange(t.comm, t.msg, n)
 	if err != nil {
