@@ -91,11 +91,13 @@ func CommBytes(stats []mpi.Stats) []int64 {
 
 // CommModel states the communication model that Scaling's predicted
 // figures follow.
-const CommModel = "forest gathered to rank 0: the ranks own about 1/P of the trees each and every " +
-	"non-root rank sends its trees once, so rank 0 receives M(P-1)/P bytes and every other rank sends M/P, " +
-	"with M the model size (model_bytes, which overstates the tree bytes by the file's few headers). " +
-	"The measured figures count every operation: also the small collectives of each run and, with " +
-	"--test and --predict-on ranks, the partial test scores every rank sends to rank 0, which the model leaves out."
+const CommModel = "model gathered to rank 0: the ranks own about 1/P of the units (trees, label blocks) each " +
+	"and every non-root rank sends its units once, so rank 0 receives M(P-1)/P bytes and every other rank sends M/P, " +
+	"with M the model size (model_bytes, which overstates the units' bytes by the file's few headers). " +
+	"The measured figures count every operation: also the small collectives of each run, with " +
+	"--test and --predict-on ranks the partial test scores every rank sends to rank 0, and, for trainers of " +
+	"rounds (pdsparse, memoir, lsq), every round's exchange, which the model leaves out (pdsparse's and memoir's logs give the " +
+	"bytes a rank receives a round)."
 
 // Scaling is a strong-scaling study: runs of one problem on several
 // layouts, aggregated per layout, with speedups against a baseline layout.
