@@ -146,19 +146,15 @@ const recallRows = 1000
 func (t *roundTrainer) recall(exact *mips.Inverted) (float64, error) {
 	n := min(recallRows, t.x.Rows)
 	step := t.x.Rows / n
-	np := t.hasher.Projections()
-	t.proj = slices.Grow(t.proj[:0], n*np)[:n*np]
 	t.msg = slices.Grow(t.msg[:0], 2*n*train.RoundEntryBytes)[:2*n*train.RoundEntryBytes]
 	err := t.team.For(n, 1, func(w numa.Worker, q, _ int) {
 		s := t.searchers.Get(w)
 		xi, xv := t.x.Row(q * step)
-		proj := t.proj[q*np : (q+1)*np]
-		t.hasher.Project(xi, xv, proj)
-		s.keys = t.hasher.QueryKeys(proj, t.p.Probes, s.keys)
+		keys := t.keysOf(s, q*step)
 		s.skip = s.skip[:0]
 		approx, as := int32(-1), math.Inf(-1)
 		for _, b := range t.mine {
-			if k, sc := t.blockBest(b, s, xi, xv, s.keys); k >= 0 && (sc > as || (sc == as && b.classes[k] < approx)) {
+			if k, sc := t.blockBest(b, s, xi, xv, keys); k >= 0 && (sc > as || (sc == as && b.classes[k] < approx)) {
 				approx, as = b.classes[k], sc
 			}
 		}

@@ -17,9 +17,10 @@ import (
 // ranks share the steps, and each applies those of its own classes.
 func (t *roundTrainer) Round(_ context.Context, r int, team *numa.Team) (bool, error) {
 	t.team = team
+	if err := t.computeKeys(); err != nil {
+		return false, err
+	}
 	rows := t.order.Rows(r)
-	np := t.hasher.Projections()
-	t.proj = slices.Grow(t.proj[:0], len(rows)*np)[:len(rows)*np]
 	if err := t.search(rows); err != nil {
 		return false, err
 	}
@@ -137,10 +138,9 @@ func (t *roundTrainer) shareSteps(rows int) error {
 }
 
 // search fills t.msg with this rank's entries for the rows, in row order,
-// and t.proj with the rows' projections, in two loops on the team: each
-// row's projections, LSH keys and label scores; then the search of every
-// (row, block) pair for the row's best class in the block, the rows of more
-// features first. A row searched whole by one worker bounded the round: at
+// in two loops on the team: each row's label scores; then the search of
+// every (row, block) pair for the row's best class in the block, the rows
+// of more features first. A row searched whole by one worker bounded the round: at
 // 16 workers a round's longest row took longer than a worker's even share
 // of the round's searches (docs/scaling/16-core.md); its blocks dealt
 // apart do not. The entries are then joined in row order, each
@@ -148,8 +148,6 @@ func (t *roundTrainer) shareSteps(rows int) error {
 // worker searching the blocks in turn would find it.
 func (t *roundTrainer) search(rows []int32) error {
 	n, blocks := len(rows), len(t.mine)
-	np, nk := t.hasher.Projections(), t.hasher.QueryKeyCount(t.p.Probes)
-	t.rowKeys = slices.Grow(t.rowKeys[:0], n*nk)[:n*nk]
 	t.labelAt = slices.Grow(t.labelAt[:0], n+1)[:n+1]
 	t.labelAt[0] = 0
 	for q, i := range rows {
@@ -165,9 +163,6 @@ func (t *roundTrainer) search(rows []int32) error {
 	t.labelScore = slices.Grow(t.labelScore[:0], int(t.labelAt[n]))[:t.labelAt[n]]
 	err := t.team.For(n, 1, func(w numa.Worker, q, _ int) {
 		xi, xv := t.x.Row(int(rows[q]))
-		proj := t.proj[q*np : (q+1)*np]
-		t.hasher.Project(xi, xv, proj)
-		t.hasher.QueryKeys(proj, t.p.Probes, t.rowKeys[q*nk:q*nk:(q+1)*nk])
 		labels, _ := t.y.Row(int(rows[q]))
 		at := t.labelAt[q]
 		for _, l := range labels {
@@ -184,7 +179,8 @@ func (t *roundTrainer) search(rows []int32) error {
 	t.best = slices.Grow(t.best[:0], n*blocks)[:n*blocks]
 	err = t.team.For(n*blocks, 1, func(w numa.Worker, u, _ int) {
 		q, bi := int(dealt[u/blocks]), u%blocks
-		t.best[q*blocks+bi] = t.searchBlock(t.searchers.Get(w), rows[q], bi, t.rowKeys[q*nk:(q+1)*nk])
+		s := t.searchers.Get(w)
+		t.best[q*blocks+bi] = t.searchBlock(s, rows[q], bi, t.keysOf(s, int(rows[q])))
 	})
 	if err != nil {
 		return err
@@ -306,9 +302,89 @@ func (b *classBlock) moved(k int, old float64, dproj []float64) {
 	}
 }
 
+// computeKeys sets t.keys, once a run, for an LSH index: each rank
+// computes the keys of its share of the training rows (train.RowShare), on
+// its workers, and an all-gather gives every rank all of them. A row's keys
+// depend on the row alone: every rank projected every row of every round
+// before, work that more ranks did not share.
+func (t *roundTrainer) computeKeys() error {
+	if t.keys != nil || t.p.Index != "lsh" {
+		return nil
+	}
+	nk, np := t.hasher.QueryKeyCount(t.p.Probes), t.hasher.Projections()
+	lo, hi := train.RowShare(t.x.Rows, t.comm.Rank(), t.comm.Size())
+	mine := make([]byte, 4*nk*(hi-lo))
+	err := t.team.For(hi-lo, 64, func(w numa.Worker, a, b int) {
+		s, proj := t.searchers.Get(w), make([]float64, np)
+		for k := a; k < b; k++ {
+			xi, xv := t.x.Row(lo + k)
+			t.hasher.Project(xi, xv, proj)
+			s.keys = t.hasher.QueryKeys(proj, t.p.Probes, s.keys)
+			for e, key := range s.keys {
+				binary.LittleEndian.PutUint32(mine[4*(k*nk+e):], uint32(key))
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	var g train.AllGather // once a run: its buffer need not stay
+	all, err := g.Exchange(t.comm, mine)
+	if err != nil {
+		return err
+	}
+	if len(all) != 4*nk*t.x.Rows {
+		return fmt.Errorf("memoir: the rows' keys in %d bytes, want %d", len(all), 4*nk*t.x.Rows)
+	}
+	t.keys = make([]int32, nk*t.x.Rows)
+	for e := range t.keys {
+		t.keys[e] = int32(binary.LittleEndian.Uint32(all[4*e:]))
+	}
+	return nil
+}
+
+// keysOf returns training row i's LSH keys in s's scratch; none without an
+// LSH index.
+func (t *roundTrainer) keysOf(s *searcher, i int) []int {
+	if t.keys == nil {
+		return nil
+	}
+	nk := t.hasher.QueryKeyCount(t.p.Probes)
+	s.keys = s.keys[:0]
+	for _, key := range t.keys[i*nk : (i+1)*nk] {
+		s.keys = append(s.keys, int(key))
+	}
+	return s.keys
+}
+
+// projectSteps sets, for an LSH index, t.proj at the place of each of the
+// round's rows with a step on this rank's classes to the row's
+// projections, on the team, for the index to follow its vectors' changes.
+func (t *roundTrainer) projectSteps(rows []int32) error {
+	if t.keys == nil {
+		return nil
+	}
+	np := t.hasher.Projections()
+	t.proj = slices.Grow(t.proj[:0], len(rows)*np)[:len(rows)*np]
+	t.stepRows = t.stepRows[:0]
+	for _, st := range t.steps { // in row order
+		if t.blockOf[st.class] >= 0 && (len(t.stepRows) == 0 || t.stepRows[len(t.stepRows)-1] != st.q) {
+			t.stepRows = append(t.stepRows, st.q)
+		}
+	}
+	return t.team.For(len(t.stepRows), 1, func(_ numa.Worker, k, _ int) {
+		q := int(t.stepRows[k])
+		xi, xv := t.x.Row(int(rows[q]))
+		t.hasher.Project(xi, xv, t.proj[q*np:(q+1)*np])
+	})
+}
+
 // apply makes the round's steps on the owned classes, block by block on the
 // rank's workers, each block's in row order.
 func (t *roundTrainer) apply(rows []int32) error {
+	if err := t.projectSteps(rows); err != nil {
+		return err
+	}
 	np := t.hasher.Projections()
 	return t.team.For(len(t.mine), 1, func(w numa.Worker, bi, _ int) {
 		s := t.searchers.Get(w)
@@ -321,9 +397,11 @@ func (t *roundTrainer) apply(rows []int32) error {
 			xi, xv := t.x.Row(int(rows[st.q]))
 			old := b.vec.SquaredNorm(k)
 			b.vec.Add(k, st.coef, xi, xv)
-			proj := t.proj[int(st.q)*np : int(st.q+1)*np]
-			for i, v := range proj {
-				s.dproj[i] = st.coef * v
+			if t.keys != nil { // an LSH index: see projectSteps
+				proj := t.proj[int(st.q)*np : int(st.q+1)*np]
+				for i, v := range proj {
+					s.dproj[i] = st.coef * v
+				}
 			}
 			if t.p.Regularizer == "l1" {
 				t.pay(b, k, s)

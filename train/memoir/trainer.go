@@ -76,15 +76,22 @@ type roundTrainer struct {
 	// team runs the loops of the round in progress (see Round).
 	team *numa.Team
 
+	// keys holds, for an LSH index, every training row's LSH keys
+	// (QueryKeyCount a row, row after row), computed at the run's first
+	// round (computeKeys); nil before, and for the other indexes.
+	keys []int32
+
 	// Scratch.
 	searchers *numa.PerWorker[*searcher]
-	proj      []float64 // the batch's rows' projections, row after row
-	msg       []byte
-	// Per round (see search): the rows' LSH keys, row after row; the
-	// scores of the labels this rank owns, those of row q from labelAt[q];
-	// the rows' places in the order they are dealt; and the best class of
-	// each (row, owned block) pair.
-	rowKeys    []int
+	// proj holds, for an LSH index, the projections of the round's rows
+	// with a step on this rank's classes, at their places (projectSteps);
+	// stepRows lists those places.
+	proj     []float64
+	stepRows []int32
+	msg      []byte
+	// Per round (see search): the scores of the labels this rank owns,
+	// those of row q from labelAt[q]; the rows' places in the order they
+	// are dealt; and the best class of each (row, owned block) pair.
 	labelAt    []int32
 	labelScore []float64
 	dealt      train.RowOrder
