@@ -140,12 +140,12 @@ func (t *roundTrainer) shareSteps(rows int) error {
 // search fills t.msg with this rank's entries for the rows, in row order,
 // in two loops on the team: each row's label scores; then the search of
 // every (row, block) pair for the row's best class in the block, the rows
-// of more features first. A row searched whole by one worker bounded the round: at
-// 16 workers a round's longest row took longer than a worker's even share
-// of the round's searches (docs/scaling/16-core.md); its blocks dealt
-// apart do not. The entries are then joined in row order, each
-// row's rival the best of its blocks', ties to the lower class, as one
-// worker searching the blocks in turn would find it.
+// of more features first. A row searched whole by one worker bounded the
+// round: at 16 workers a round's longest row took longer than a worker's
+// even share of the round's searches (docs/scaling/16-core.md); its blocks
+// dealt apart do not. The entries are then joined in row order, each row's
+// rival the best of its blocks', ties to the lower class, as one worker
+// searching the blocks in turn would find it.
 func (t *roundTrainer) search(rows []int32) error {
 	n, blocks := len(rows), len(t.mine)
 	t.labelAt = slices.Grow(t.labelAt[:0], n+1)[:n+1]
