@@ -11,6 +11,8 @@ func (c *inprocComm) Alltoallv(buf []byte, counts []int, into []byte) ([][]byte,
 	if err := c.w.checkSize(opAlltoallv, len(buf)); err != nil {
 		return nil, err
 	}
+	// No part can pass the world's limit, which the whole buffer does not
+	// (the total received is checked once the parts are known).
 	parts, _, _, err := c.alltoallvUpTo(buf, counts, into, c.w.size*c.w.limit)
 	return parts, err
 }

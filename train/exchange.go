@@ -256,6 +256,10 @@ func RowShare(rows, rank, ranks int) (lo, hi int) {
 	return rows * rank / ranks, rows * (rank + 1) / ranks
 }
 
+// MaxRowShare is the most rows RowShare gives a rank of ranks ranks in a
+// round of rows rows.
+func MaxRowShare(rows, ranks int) int { return (rows + ranks - 1) / ranks }
+
 // RowShares gives every rank, of a round's entries that every rank
 // reports, those of its share of the round's rows (RowShare). By one
 // Alltoallv, each rank receives the entries of its rows alone, where an

@@ -279,3 +279,23 @@ func TestOutranks(t *testing.T) {
 		}
 	}
 }
+
+// TestRowShare checks that the ranks' shares of a round's rows follow one
+// another, cover the rows, and that the largest is MaxRowShare.
+func TestRowShare(t *testing.T) {
+	for rows := range 70 {
+		for ranks := 1; ranks <= 17; ranks++ {
+			next, most := 0, 0
+			for r := range ranks {
+				lo, hi := RowShare(rows, r, ranks)
+				if lo != next || hi < lo {
+					t.Fatalf("%d rows, %d ranks: rank %d takes [%d, %d), want from %d", rows, ranks, r, lo, hi, next)
+				}
+				next, most = hi, max(most, hi-lo)
+			}
+			if next != rows || most != MaxRowShare(rows, ranks) {
+				t.Errorf("%d rows, %d ranks: shares end at %d, the largest %d; MaxRowShare %d", rows, ranks, next, most, MaxRowShare(rows, ranks))
+			}
+		}
+	}
+}

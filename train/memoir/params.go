@@ -196,8 +196,7 @@ func (a *Trainer) Prepare(env train.Env, ds *data.Dataset) (*train.Work, error) 
 		t.held, t.heldY = p.Apply(&held.X), held.Y
 		env.Log.Info("memoir holds rows out to stop early", "heldout_rows", held.N(), "training_rows", kept.N(), "patience", p.Patience)
 	}
-	// The most rows of a round that a rank decides (train.RowShare).
-	shareBound := (t.p.BatchSize + t.comm.Size() - 1) / t.comm.Size()
+	shareBound := train.MaxRowShare(t.p.BatchSize, t.comm.Size()) // the rows a rank decides
 	return &train.Work{Kind: linear.Kind{}, Params: t.p, Units: len(t.blocks), Rounds: t,
 		MaxRounds: p.Epochs * t.order.Batches, RoundName: "round",
 		Done: func(log *slog.Logger) {

@@ -146,8 +146,7 @@ func (a *Trainer) Prepare(env train.Env, ds *data.Dataset) (*train.Work, error) 
 	if err := train.LogUntrained(env.Log, data.LabelCounts(&kept.Y)); err != nil {
 		return nil, err
 	}
-	// The most rows of a round that a rank solves (train.RowShare).
-	shareBound := (t.p.BatchSize + t.comm.Size() - 1) / t.comm.Size()
+	shareBound := train.MaxRowShare(t.p.BatchSize, t.comm.Size()) // the rows a rank solves
 	return &train.Work{Kind: linear.Kind{}, Params: t.p, Units: len(t.blocks), Rounds: t,
 		MaxRounds: p.Epochs * t.order.Batches, RoundName: "round",
 		Done: func(log *slog.Logger) {
