@@ -267,7 +267,7 @@ func MaxRowShare(rows, ranks int) int { return (rows + ranks - 1) / ranks }
 // bytes, and of the decoding. It keeps its buffers from round to round;
 // the result is valid until the next call.
 type RowShares struct {
-	all    []byte
+	parts  AllToAll
 	counts []int
 }
 
@@ -290,7 +290,22 @@ func (g *RowShares) Exchange(c mpi.Comm, msg []byte, rows int) ([]byte, error) {
 		}
 		g.counts[s], start = (end-start)*RoundEntryBytes, end
 	}
-	parts, err := c.Alltoallv(msg, g.counts, g.all[:0])
+	return g.parts.Exchange(c, msg, g.counts)
+}
+
+// AllToAll sends each rank its part of a message and receives every rank's
+// part for this one, by one Alltoallv. It keeps its buffer from round to
+// round, so that rounds leave no garbage behind; the result is valid until
+// the next call.
+type AllToAll struct {
+	all []byte
+}
+
+// Exchange sends rank s the counts[s] bytes of msg that follow those of
+// the ranks before it, and returns what every rank sent this one, one rank
+// after another in rank order.
+func (g *AllToAll) Exchange(c mpi.Comm, msg []byte, counts []int) ([]byte, error) {
+	parts, err := c.Alltoallv(msg, counts, g.all[:0])
 	if err != nil {
 		return nil, err
 	}
@@ -343,6 +358,7 @@ type BatchReports struct {
 	order  RowOrder      // the rows in the order they are dealt
 	round  int           // runs so far
 	left   []piecesLeft  // per row of the round, its pieces not yet done (RunPieces)
+	starts []int         // JoinTo's scratch
 }
 
 // piecesLeft counts a row's pieces not yet done, alone in its cache line:
@@ -415,6 +431,32 @@ func (b *BatchReports) Join(dst []byte) []byte {
 	dst = dst[:0]
 	for q := range b.pieces {
 		dst = append(dst, b.report(q)...)
+	}
+	return dst
+}
+
+// JoinTo returns the entries of every row of the last run in dst[:0],
+// those of the rows for rank 0 first, then those for rank 1, and so on,
+// each rank's in row order: rank(q) is the rank that row q's entries go
+// to, in [0, len(counts)). It sets counts[s] to the bytes for rank s: the
+// rank's message to the others by an Alltoallv, where each row has a rank
+// of its own to take it.
+func (b *BatchReports) JoinTo(dst []byte, counts []int, rank func(q int) int) []byte {
+	clear(counts)
+	for q := range b.pieces {
+		counts[rank(q)] += len(b.report(q))
+	}
+	// where each rank's entries start, then the end
+	at := slices.Grow(b.starts[:0], len(counts)+1)[:len(counts)+1]
+	b.starts = at
+	at[0] = 0
+	for s, n := range counts {
+		at[s+1] = at[s] + n
+	}
+	dst = slices.Grow(dst[:0], at[len(counts)])[:at[len(counts)]]
+	for q := range b.pieces {
+		s := rank(q)
+		at[s] += copy(dst[at[s]:], b.report(q))
 	}
 	return dst
 }

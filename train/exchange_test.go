@@ -111,8 +111,9 @@ func TestBatchReports(t *testing.T) {
 			reports := make([]RowReports, workers)
 			var dealt []int32 // by worker 0 alone, where there is one
 			var b BatchReports
-			var got []byte
+			var got, grouped []byte
 			var bytes int
+			counts := make([]int, 3)                   // JoinTo's bytes for each of 3 ranks
 			decoded := make([][]RoundEntry, len(rows)) // per row, its report decoded by its worker
 			pieces := make([]atomic.Int32, len(rows))  // per row, its pieces searched
 			var early atomic.Bool                      // a row reported before all its pieces
@@ -142,6 +143,7 @@ func TestBatchReports(t *testing.T) {
 						return err
 					}
 					got, bytes = b.Join(got), b.Bytes()
+					grouped = b.JoinTo(grouped, counts, func(q int) int { return (3 - q%3) % 3 })
 				}
 				return nil
 			})
@@ -160,6 +162,21 @@ func TestBatchReports(t *testing.T) {
 			}
 			if message, err := DecodeEntries(want, nil); err != nil || !slices.Equal(slices.Concat(decoded...), message) {
 				t.Errorf("%d parts, %d workers: rows decoded %v, want the message's %v (%v)", parts, workers, decoded, message, err)
+			}
+			// Rows q of q%3 == 0 go to rank 0 with no entries, rows of
+			// q%3 == 1 to rank 2 with one, q%3 == 2 to rank 1 with two.
+			var wantGrouped []byte
+			for _, k := range []int{0, 2, 1} {
+				for q := range rows {
+					if q%3 == k {
+						for c := range k {
+							wantGrouped = AppendEntry(wantGrouped, RoundEntry{Row: int32(q), Class: int32(c)})
+						}
+					}
+				}
+			}
+			if !slices.Equal(grouped, wantGrouped) || !slices.Equal(counts, []int{0, 4 * RoundEntryBytes, 2 * RoundEntryBytes}) {
+				t.Errorf("%d parts, %d workers: JoinTo gave %v bytes for the ranks, not each rank's rows in row order", parts, workers, counts)
 			}
 			if bytes != len(want) {
 				t.Errorf("%d parts, %d workers: Bytes %d, want %d", parts, workers, bytes, len(want))
