@@ -20,10 +20,11 @@ import (
 // every rank takes part: a mini-batch or an epoch of a trainer whose units
 // (blocks of classes) are coupled through the samples, so that ranks
 // exchange what a round needs through collectives. Its state is held by
-// units, each owned by one rank (unit u by rank Owner(u, P)), plus a small
-// shared state that every rank holds alike; from them alone, with the
-// round number, training continues exactly as it would have, which makes
-// the model independent of how often it was stopped and resumed.
+// units, each owned by one rank (unit u by rank Owner(u, P)), plus a
+// shared state, saved from rank 0 and given whole to every rank on
+// resuming; from them alone, with the round number, training continues
+// exactly as it would have, which makes the model independent of how often
+// it was stopped and resumed.
 type RoundTrainer interface {
 	// Start is called on every rank before the first round, with the
 	// units this rank owns, in increasing order, and the round training
@@ -40,8 +41,11 @@ type RoundTrainer interface {
 	// rank: whether training is complete after round r.
 	Round(ctx context.Context, r int, team *numa.Team) (done bool, err error)
 	// Save returns the state of each owned unit, in the order Start gave
-	// them, and the shared state (the same on every rank), after the last
-	// round run.
+	// them, and the shared state, after the last round run. It is called
+	// on every rank at once and may use the communicator's collectives, in
+	// the same sequence on every rank: only rank 0's shared state is
+	// saved, so a trainer whose ranks each hold a part of it gathers it
+	// there.
 	Save() (state [][]byte, shared []byte, err error)
 	// Finish returns the model's encoded units that this rank owns, once
 	// the rounds are over (complete or stopped). Its parallel loops go to
@@ -301,11 +305,12 @@ func (p Rounds) resume(ck *checkpoint, owned []int) (int, [][]byte, []byte, erro
 // round saved before, each step once every rank has done the one before.
 func (p Rounds) save(ck *checkpoint, t RoundTrainer, owned []int, round int) error {
 	c := p.Comm
-	prev, err := readRound(ck.dir)
-	if err != nil {
-		return err
-	}
+	// Save first: it may use collectives, which every rank must reach.
 	state, shared, err := t.Save()
+	prev, rerr := readRound(ck.dir)
+	if err == nil {
+		err = rerr
+	}
 	if err == nil && len(state) != len(owned) {
 		err = fmt.Errorf("checkpoint: the trainer saved %d units, this rank owns %d", len(state), len(owned))
 	}
