@@ -118,8 +118,9 @@ func (a *Trainer) Flags(fs *flag.FlagSet) {
 }
 
 // Prepare checks the parameters and builds the round trainer. Every rank
-// holds the rows and the rows' active sets; it holds the weights of the
-// classes it owns only.
+// holds the rows, the whole active sets of the rows it is the home of and
+// its own classes' part of the others', and the weights of the classes it
+// owns only.
 func (a *Trainer) Prepare(env train.Env, ds *data.Dataset) (*train.Work, error) {
 	p := a.p
 	p.Seed = env.Seed
@@ -146,7 +147,9 @@ func (a *Trainer) Prepare(env train.Env, ds *data.Dataset) (*train.Work, error) 
 	if err := train.LogUntrained(env.Log, data.LabelCounts(&kept.Y)); err != nil {
 		return nil, err
 	}
-	shareBound := train.MaxRowShare(t.p.BatchSize, t.comm.Size()) // the rows a rank solves
+	// The rows a rank solves a round, on the mean over the rounds: it is
+	// the home of a P-th of the rows.
+	shareBound := train.MaxRowShare(t.p.BatchSize, t.comm.Size())
 	return &train.Work{Kind: linear.Kind{}, Params: t.p, Units: len(t.blocks), Rounds: t,
 		MaxRounds: p.Epochs * t.order.Batches, RoundName: "round",
 		Done: func(log *slog.Logger) {
@@ -155,10 +158,11 @@ func (a *Trainer) Prepare(env train.Env, ds *data.Dataset) (*train.Work, error) 
 			}
 			log.Info("pdsparse", "epochs", t.epochs, "mean_active_classes", fmt.Sprintf("%.2f", t.meanActive()),
 				"weights_owned", t.nnz(), "max_select", t.p.MaxSelect, "search_shares", t.parts,
-				// Each round a rank receives, for each row of its share
-				// (at most shareBound), 20 bytes for each active class
-				// and at most 2 × max-select candidates from each rank,
-				// then every row's new active set, 12 bytes a class.
+				// Each round a rank receives, for each of its home rows,
+				// 20 bytes for each active class and at most 2 ×
+				// max-select candidates from each rank, then, for each
+				// row whose active set held or holds one of its classes,
+				// the new variables of its classes, 12 bytes a class.
 				"report_bytes_per_round", t.reportBytes/int64(max(t.rounds, 1)),
 				"report_bytes_bound", int64(shareBound)*train.RoundEntryBytes*int64(math.Round(t.meanActive())+float64(2*t.p.MaxSelect*t.comm.Size())),
 				"solution_bytes_per_round", t.solutionBytes/int64(max(t.rounds, 1)))

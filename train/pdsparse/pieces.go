@@ -127,8 +127,9 @@ func (t *roundTrainer) joinPieces(s *searcher, q int32, i int32) {
 	if labels, _ := t.y.Row(int(i)); t.sq[i] == 0 || len(labels) == 0 {
 		return
 	}
+	rank := t.comm.Rank()
 	put := func(class int32, kind int32, score float64) {
-		s.Msg = train.AppendEntry(s.Msg, train.RoundEntry{Row: q, Class: class, Kind: kind, Score: score})
+		s.Msg = train.AppendEntry(s.Msg, train.RoundEntry{Row: q, Class: class, Kind: reportedKind(kind, rank), Score: score})
 	}
 	finds := t.finds[int(q)*t.parts : (int(q)+1)*t.parts]
 	for k, a := range t.act[i] {

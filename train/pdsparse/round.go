@@ -11,18 +11,34 @@ import (
 	"xmc/train"
 )
 
-// Kinds of the entries a rank reports for a row of the batch.
+// Kinds of the entries a rank reports for a row of the batch. An entry's
+// Kind holds its kind in its low kindBits bits and, above them, the rank
+// that reported it (see reportedKind), which owns the class: the row's
+// home sends the class's new variable there without looking it up.
 const (
 	kindScore     = iota // the score of an active class
 	kindViolator         // a class outside the active set, of positive score
 	kindUntouched        // a class outside the active set, of score 0
 )
 
+// kindBits is the low bits of an entry's Kind that hold its kind.
+const kindBits = 2
+
+// reportedKind returns the Kind of an entry of kind kind that rank reports.
+func reportedKind(kind int32, rank int) int32 { return kind | int32(rank)<<kindBits }
+
+// entryKind returns the kind of entry e.
+func entryKind(e train.RoundEntry) int32 { return e.Kind & (1<<kindBits - 1) }
+
+// entryRank returns the rank that reported entry e.
+func entryRank(e train.RoundEntry) int32 { return e.Kind >> kindBits }
+
 // Round runs one batch: every rank scores the batch's rows against its
 // classes and reports the scores of their active classes and its best
-// candidates; every rank receives the reports of its share of the rows
-// and solves their subproblems; the ranks exchange the rows' new active sets,
-// and each applies the steps of its own classes. A rank alone solves each
+// candidates to each row's home (see home); every rank receives the
+// reports of the rows it is the home of and solves their subproblems; each
+// home sends every rank the new variables of its classes, and each rank
+// applies the steps of its own classes. A rank alone solves each
 // row where its worker searched it, from the report the worker just wrote:
 // no exchange, no decoding of the round's reports on the rank's goroutine
 // and no loop of solutions of its own.
@@ -42,7 +58,7 @@ func (t *roundTrainer) Round(_ context.Context, r int, team *numa.Team) (bool, e
 			return false, err
 		}
 		lap = t.phases.add(&t.phases.search, lap)
-		if err := t.roundEntries(len(rows)); err != nil {
+		if err := t.roundEntries(rows); err != nil {
 			return false, err
 		}
 		lap = t.phases.add(&t.phases.exchange, lap)
@@ -51,7 +67,7 @@ func (t *roundTrainer) Round(_ context.Context, r int, team *numa.Team) (bool, e
 			return false, err
 		}
 		lap = t.phases.add(&t.phases.solve, lap)
-		if err := t.shareSolutions(rows, msg); err != nil {
+		if err := t.shareSolutions(rows, msg, t.ownerCounts); err != nil {
 			return false, err
 		}
 		lap = t.phases.add(&t.phases.share, lap)
@@ -86,41 +102,42 @@ func (t *roundTrainer) Round(_ context.Context, r int, team *numa.Team) (bool, e
 	return t.sinceBest >= t.p.Patience, nil
 }
 
-// roundEntries sets t.entries to every rank's entries for this rank's
-// share of the round's rows (train.RowShare), ordered by row and, within a
-// row, by rank: each rank sends each other rank the entries of its rows.
-func (t *roundTrainer) roundEntries(rows int) error {
-	t.msg = t.batch.Join(t.msg)
-	mine, err := t.toSolvers.Exchange(t.comm, t.msg, rows)
+// roundEntries sets t.entries to every rank's entries for the round's
+// rows that this rank is the home of, ordered by row and, within a row, by
+// rank: each rank sends each other rank the entries of its rows.
+func (t *roundTrainer) roundEntries(rows []int32) error {
+	t.homeCounts = slices.Grow(t.homeCounts[:0], t.comm.Size())[:t.comm.Size()]
+	t.msg = t.batch.JoinTo(t.msg, t.homeCounts, func(q int) int { return t.home(rows[q]) })
+	mine, err := t.toHomes.Exchange(t.comm, t.msg, t.homeCounts)
 	if err != nil {
 		return fmt.Errorf("pdsparse: %w", err)
 	}
 	t.reportBytes += int64(len(mine))
-	lo, hi := train.RowShare(rows, t.comm.Rank(), t.comm.Size())
-	if t.entries, err = train.DecodeEntriesOf(mine, lo, hi, t.entries); err != nil {
+	if t.entries, err = train.DecodeEntries(mine, t.entries); err != nil {
 		return fmt.Errorf("pdsparse: %w", err)
 	}
 	return nil
 }
 
-// shareSolutions gives every rank the solutions of every rank's share of
-// the round's rows, this rank's in msg, and has every row take its own:
-// each rank then holds every row's active set, and the moves of its
-// classes. A rank whose solutions failed returns its own error after the
-// exchange, the other ranks the error that it failed, so that every rank
-// stops at the same round.
-func (t *roundTrainer) shareSolutions(rows []int32, msg []byte) error {
-	all, err := t.solutions.Exchange(t.comm, msg)
+// shareSolutions sends every rank the new variables of its classes in the
+// rows this rank solved, msg holding them for each rank in turn, counts[r]
+// bytes for rank r, and has every row with a step take its own: the rows
+// this rank is the home of take their whole new active sets, the others
+// the new variables of this rank's classes. A rank whose solutions failed
+// returns its own error after the exchange, the other ranks the error that
+// it failed, so that every rank stops at the same round.
+func (t *roundTrainer) shareSolutions(rows []int32, msg []byte, counts []int) error {
+	mine, err := t.solutions.Exchange(t.comm, msg, counts)
 	if err != nil {
 		return err
 	}
-	t.solutionBytes += int64(len(all))
+	t.solutionBytes += int64(len(mine))
 	for _, rs := range t.solving {
 		if rs.err != nil {
 			return rs.err
 		}
 	}
-	if err := t.decodeSolutions(all, len(rows)); err != nil {
+	if err := t.decodeSolutions(mine, len(rows)); err != nil {
 		return err
 	}
 	return t.takeSolutions(rows)

@@ -41,8 +41,9 @@ func (t *roundTrainer) report(s *searcher, q int32, i int32) {
 		return // step skips the row: nothing to report
 	}
 	idx, val := t.x.Row(int(i))
+	rank := t.comm.Rank()
 	put := func(class int32, kind int32, score float64) {
-		s.Msg = train.AppendEntry(s.Msg, train.RoundEntry{Row: q, Class: class, Kind: kind, Score: score})
+		s.Msg = train.AppendEntry(s.Msg, train.RoundEntry{Row: q, Class: class, Kind: reportedKind(kind, rank), Score: score})
 	}
 	active := t.act[i]
 	t.scoreRow(s, idx, val)

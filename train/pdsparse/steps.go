@@ -13,10 +13,10 @@ import (
 	"xmc/train/internal/prox"
 )
 
-// solveRows solves, where ranks share the classes, this rank's share of
-// the round's rows, whose entries every rank reported are in t.entries,
-// and returns their solutions, one row after another in row order (see
-// appendSolution), for every rank to take.
+// solveRows solves, where ranks share the classes, the round's rows that
+// this rank is the home of, whose entries every rank reported are in
+// t.entries, and returns their solutions for the other ranks (see
+// addressSolutions).
 //
 // Each row's subproblem depends on the row's entries and active set alone,
 // so the rows are solved at once (eachRow), each worker keeping its rows'
@@ -38,13 +38,69 @@ func (t *roundTrainer) solveRows(rows []int32) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	msg := t.msg[:0]
+	return t.addressSolutions(rows), nil
+}
+
+// addressSolutions keeps the new active sets of the rows this rank solved
+// (t.solving) for it to take, in t.rowSteps and t.solved, and returns what
+// the other ranks take: for each rank in turn, the new variables of its
+// classes in each row whose old or new active set holds one (see
+// appendSolution), in row order, with the bytes for each rank in
+// t.ownerCounts.
+func (t *roundTrainer) addressSolutions(rows []int32) []byte {
+	ranks, self := t.comm.Size(), t.comm.Rank()
+	if len(t.toOwners) != ranks {
+		t.toOwners, t.ownerCounts, t.sentRow = make([][]byte, ranks), make([]int, ranks), make([]int, ranks)
+	}
+	for r := range t.toOwners {
+		t.toOwners[r], t.sentRow[r] = t.toOwners[r][:0], -1
+	}
+	t.rowSteps, t.solved = t.rowSteps[:0], t.solved[:0]
+	t.readActive(rows, t.solving)
 	for k := range t.solving {
 		rs := &t.solving[k]
-		msg = appendSolution(msg, rs, rs.st.next[rs.nlo:rs.nhi])
+		i, next := rows[rs.q], rs.st.next[rs.nlo:rs.nhi]
+		if rs.err == nil && len(next) == 0 {
+			continue // the row's active set does not change
+		}
+		// The other ranks with a class in the row's old active set or its
+		// new one: each takes the new variables of its classes, none
+		// where they all leave.
+		dests := t.dests[:0]
+		for _, set := range [][]dualVar{t.act[i], next} {
+			for _, a := range set {
+				r := int(a.owner)
+				if r < 0 && rs.err == nil {
+					rs.err = fmt.Errorf("pdsparse: row %d's active set holds class %d, which no rank owns", i, a.class)
+				}
+				if r >= 0 && r != self && t.sentRow[r] != k {
+					t.sentRow[r] = k
+					dests = append(dests, int32(r))
+				}
+			}
+		}
+		t.dests = dests
+		if rs.err != nil {
+			for r := range ranks {
+				if r != self {
+					t.toOwners[r] = appendSolution(t.toOwners[r], rs.q, nil, solutionFailed)
+				}
+			}
+			continue
+		}
+		t.rowSteps = append(t.rowSteps, rowStep{q: rs.q, nlo: len(t.solved), nhi: len(t.solved) + len(next)})
+		t.solved = append(t.solved, next...)
+		for _, r := range dests {
+			t.toOwners[r] = appendSolution(t.toOwners[r], rs.q, next, r)
+		}
+	}
+	msg := t.msg[:0]
+	for r, part := range t.toOwners {
+		t.ownerCounts[r] = len(part)
+		msg = append(msg, part...)
 	}
 	t.msg = msg
-	return msg, nil
+	return msg
 }
 
 // solveShared solves row i, the q-th of the round, from its entries with
@@ -59,65 +115,88 @@ func (t *roundTrainer) solveShared(st *stepper, rs *rowStep, i int32, entries []
 	rs.nhi = len(st.next)
 }
 
-// A row's solution on the wire: its place in the round's batch and the
-// length of its new active set (solutionFailed where its solver met an
-// error), then each dual variable's class and α.
+// A row's solution on the wire, for one rank: its place in the round's
+// batch and the number of the rank's classes in its new active set
+// (solutionFailed where its solver met an error), then each of those
+// classes and its α, in the active set's order.
 const (
 	solutionHeadBytes = 8
 	solutionVarBytes  = 12
 	solutionFailed    = -1
 )
 
-// appendSolution appends to msg the solution of rs, of new active set
-// next: nothing where the row's active set did not change (next is empty:
-// a new active set holds at least the row's labels).
-func appendSolution(msg []byte, rs *rowStep, next []dualVar) []byte {
-	if rs.err == nil && len(next) == 0 {
-		return msg
-	}
-	n := len(next)
-	if rs.err != nil {
+// appendSolution appends to msg the solution for rank owner of the q-th
+// row of the round, of new active set next: its variables of owner's
+// classes. An owner of solutionFailed appends the row's failure.
+func appendSolution(msg []byte, q int, next []dualVar, owner int32) []byte {
+	n := int32(0)
+	if owner == solutionFailed {
 		n = solutionFailed
 	}
-	msg = binary.LittleEndian.AppendUint32(msg, uint32(rs.q))
-	msg = binary.LittleEndian.AppendUint32(msg, uint32(int32(n)))
-	for _, a := range next[:max(n, 0)] {
-		msg = binary.LittleEndian.AppendUint32(msg, uint32(a.class))
-		msg = binary.LittleEndian.AppendUint64(msg, math.Float64bits(a.alpha))
+	for _, a := range next {
+		if a.owner == owner {
+			n++
+		}
+	}
+	msg = binary.LittleEndian.AppendUint32(msg, uint32(q))
+	msg = binary.LittleEndian.AppendUint32(msg, uint32(n))
+	for _, a := range next {
+		if a.owner == owner {
+			msg = binary.LittleEndian.AppendUint32(msg, uint32(a.class))
+			msg = binary.LittleEndian.AppendUint64(msg, math.Float64bits(a.alpha))
+		}
 	}
 	return msg
 }
 
-// decodeSolutions sets t.rowSteps to the rows of the round's solutions
-// all, every rank's in rank order (so in row order), of a round of rows
-// rows, with their new active sets in t.solved.
-func (t *roundTrainer) decodeSolutions(all []byte, rows int) error {
-	t.rowSteps, t.solved = t.rowSteps[:0], t.solved[:0]
-	for len(all) > 0 {
-		if len(all) < solutionHeadBytes {
-			return fmt.Errorf("pdsparse: a solution of %d bytes", len(all))
+// decodeSolutions adds to t.rowSteps the rows of the round's solutions
+// that other ranks sent this one, mine, with the new variables of this
+// rank's classes in t.solved, and orders t.rowSteps by row: the rows this
+// rank solved, which solveRows put there, among them. rows is the round's
+// rows.
+func (t *roundTrainer) decodeSolutions(mine []byte, rows int) error {
+	for len(mine) > 0 {
+		if len(mine) < solutionHeadBytes {
+			return fmt.Errorf("pdsparse: a solution of %d bytes", len(mine))
 		}
-		q, n := int32(binary.LittleEndian.Uint32(all)), int32(binary.LittleEndian.Uint32(all[4:]))
-		all = all[solutionHeadBytes:]
+		q, n := int32(binary.LittleEndian.Uint32(mine)), int32(binary.LittleEndian.Uint32(mine[4:]))
+		mine = mine[solutionHeadBytes:]
 		if n == solutionFailed {
 			return fmt.Errorf("pdsparse: the rank that solved row %d of round %d failed", q, t.rounds)
 		}
-		if q < 0 || int(q) >= rows || (len(t.rowSteps) > 0 && int(q) <= t.rowSteps[len(t.rowSteps)-1].q) ||
-			n < 0 || len(all) < int(n)*solutionVarBytes {
-			return fmt.Errorf("pdsparse: a solution of row %d of %d, out of order or of %d classes in %d bytes", q, rows, n, len(all))
+		if q < 0 || int(q) >= rows || n < 0 || len(mine) < int(n)*solutionVarBytes {
+			return fmt.Errorf("pdsparse: a solution of row %d of %d, of %d classes in %d bytes", q, rows, n, len(mine))
 		}
 		rs := rowStep{q: int(q), nlo: len(t.solved)}
 		for range n {
-			a := dualVar{class: int32(binary.LittleEndian.Uint32(all)), alpha: math.Float64frombits(binary.LittleEndian.Uint64(all[4:]))}
-			if a.class < 0 || int(a.class) >= len(t.local) {
-				return fmt.Errorf("pdsparse: row %d's solution names class %d of %d", q, a.class, len(t.local))
+			a := dualVar{class: int32(binary.LittleEndian.Uint32(mine)), owner: int32(t.comm.Rank()),
+				alpha: math.Float64frombits(binary.LittleEndian.Uint64(mine[4:]))}
+			if a.class < 0 || int(a.class) >= len(t.local) || t.local[a.class] < 0 {
+				return fmt.Errorf("pdsparse: row %d's solution sends this rank class %d, not its own", q, a.class)
 			}
 			t.solved = append(t.solved, a)
-			all = all[solutionVarBytes:]
+			mine = mine[solutionVarBytes:]
 		}
 		rs.nhi = len(t.solved)
 		t.rowSteps = append(t.rowSteps, rs)
 	}
+	// In row order: each row has one step at most, placed by its row
+	// (sorting the steps, large structs, cost more than the decoding).
+	step := slices.Grow(t.stepOf[:0], rows)[:rows] // per row, its step + 1, or 0
+	clear(step)
+	for k, rs := range t.rowSteps {
+		if step[rs.q] != 0 {
+			return fmt.Errorf("pdsparse: two solutions of row %d of round %d", rs.q, t.rounds)
+		}
+		step[rs.q] = int32(k + 1)
+	}
+	ordered := t.ordered[:0]
+	for _, k := range step {
+		if k > 0 {
+			ordered = append(ordered, t.rowSteps[k-1])
+		}
+	}
+	t.stepOf, t.rowSteps, t.ordered = step, ordered, t.rowSteps
 	return nil
 }
 
@@ -125,25 +204,30 @@ func (t *roundTrainer) decodeSolutions(all []byte, rows int) error {
 // their active sets in t.solved) take its new active set, and records the
 // moves of this rank's classes, the rows at once (eachRow).
 func (t *roundTrainer) takeSolutions(rows []int32) error {
-	// The rows' active sets read ahead, their slices then their first
-	// variables: each pass's loads do not wait on each other, where the
-	// rows' own loop waited on two misses a row in turn (the rows of a
-	// round are far apart in memory, and this rank did not search them).
-	n := 0
-	for _, rs := range t.rowSteps {
-		n += len(t.act[rows[rs.q]])
-	}
-	ahead := 0.0
-	for _, rs := range t.rowSteps {
-		if old := t.act[rows[rs.q]]; len(old) > 0 {
-			ahead += old[0].alpha
-		}
-	}
-	t.ahead = ahead + float64(n)
+	t.readActive(rows, t.rowSteps)
 	return t.eachRow(len(t.rowSteps), func(st *stepper, k int) {
 		rs := &t.rowSteps[k]
 		t.takeSolution(st, rs, rows[rs.q], t.solved[rs.nlo:rs.nhi])
 	})
+}
+
+// readActive reads ahead the active sets of the steps' rows, their slices
+// then their first variables: each pass's loads do not wait on each other,
+// where a loop over the rows would wait on two misses a row in turn (the
+// rows of a round are far apart in memory, and a rank may not have
+// searched them).
+func (t *roundTrainer) readActive(rows []int32, steps []rowStep) {
+	n := 0
+	for _, rs := range steps {
+		n += len(t.act[rows[rs.q]])
+	}
+	ahead := 0.0
+	for _, rs := range steps {
+		if old := t.act[rows[rs.q]]; len(old) > 0 {
+			ahead += old[0].alpha
+		}
+	}
+	t.ahead = ahead + float64(n) // the sum only keeps the loads from being dropped
 }
 
 // eachRow calls f for rows 0 to n of a round's list with the stepper of
@@ -426,7 +510,7 @@ func (t *roundTrainer) newActive(st *stepper, entries []train.RoundEntry) []trai
 	n := t.p.MaxSelect
 	add := st.add[:0]
 	for _, e := range entries {
-		if e.Kind == kindViolator && (len(add) < n || violatesMore(e, add[len(add)-1])) {
+		if entryKind(e) == kindViolator && (len(add) < n || violatesMore(e, add[len(add)-1])) {
 			add = insertBounded(add, e, n, violatesMore)
 		}
 	}
@@ -434,7 +518,7 @@ func (t *roundTrainer) newActive(st *stepper, entries []train.RoundEntry) []trai
 		fill, m := st.fill[:0], n-len(add)
 		fillsFirst := func(a, b train.RoundEntry) bool { return t.fillPos[a.Class] < t.fillPos[b.Class] }
 		for _, e := range entries {
-			if e.Kind == kindUntouched && (len(fill) < m || fillsFirst(e, fill[len(fill)-1])) {
+			if entryKind(e) == kindUntouched && (len(fill) < m || fillsFirst(e, fill[len(fill)-1])) {
 				fill = insertBounded(fill, e, m, fillsFirst)
 			}
 		}
@@ -481,7 +565,7 @@ func (t *roundTrainer) solution(st *stepper, i int32, entries []train.RoundEntry
 	}
 	score := func(l int32) (float64, bool) {
 		for _, e := range entries {
-			if e.Class == l && e.Kind == kindScore {
+			if e.Class == l && entryKind(e) == kindScore {
 				return e.Score, true
 			}
 		}
@@ -498,7 +582,7 @@ func (t *roundTrainer) solution(st *stepper, i int32, entries []train.RoundEntry
 		scores = append(scores, s)
 	}
 	for _, e := range add {
-		active = append(active, dualVar{class: e.Class})
+		active = append(active, dualVar{class: e.Class, owner: entryRank(e)})
 		scores = append(scores, e.Score)
 	}
 	st.active, st.scores = active, scores
@@ -527,7 +611,7 @@ func (t *roundTrainer) solution(st *stepper, i int32, entries []train.RoundEntry
 			na = -x[k-len(labels)]
 		}
 		if k < len(labels) || na != 0 {
-			into = append(into, dualVar{class: a.class, alpha: na})
+			into = append(into, dualVar{class: a.class, owner: a.owner, alpha: na})
 		}
 	}
 	return into, true, nil

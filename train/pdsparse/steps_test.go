@@ -92,8 +92,8 @@ func sortedActive(entries []train.RoundEntry, maxSelect int, fillPos []int32) []
 	return append(add, fill[:min(len(fill), maxSelect-len(add))]...)
 }
 
-// TestSolverErrorStopsEveryRank has rank 0, which solves the first rows of
-// every round, fail to solve one: its active set names a class that no rank
+// TestSolverErrorStopsEveryRank has rank 0, the home of the even rows, fail
+// to solve one: its active set names a class that no rank
 // reports a score of. Rank 0 must return that error, and rank 1 the error
 // that the rank that solved the row failed, both at the first round, with
 // no hang in the exchange of the solutions.
@@ -116,12 +116,14 @@ func TestSolverErrorStopsEveryRank(t *testing.T) {
 			// A class of rank 1's, active for rank 0 alone, in the first
 			// row of the first round that rank 0 solves and reports on.
 			rows := rt.order.Rows(0)
-			lo, hi := train.RowShare(len(rows), 0, ranks)
-			i := slices.IndexFunc(rows[lo:hi], func(i int32) bool { labels, _ := rt.y.Row(int(i)); return rt.sq[i] > 0 && len(labels) > 0 })
+			i := slices.IndexFunc(rows, func(i int32) bool {
+				labels, _ := rt.y.Row(int(i))
+				return rt.home(i) == 0 && rt.sq[i] > 0 && len(labels) > 0
+			})
 			if i < 0 {
-				return fmt.Errorf("no row to solve in %v", rows[lo:hi])
+				return fmt.Errorf("no row of rank 0's to solve in %v", rows)
 			}
-			row := rows[lo+i]
+			row := rows[i]
 			labels, _ := rt.y.Row(int(row))
 			l := -1
 			for c, lc := range rt.local {
@@ -133,7 +135,7 @@ func TestSolverErrorStopsEveryRank(t *testing.T) {
 			if l < 0 {
 				return fmt.Errorf("no class of rank 1's outside row %d's labels", row)
 			}
-			rt.act[row] = append(rt.act[row], dualVar{class: int32(l)})
+			rt.act[row] = append(rt.act[row], dualVar{class: int32(l), owner: 1})
 		}
 		errs[c.Rank()] = runRounds(rt, 0, 1)
 		return errs[c.Rank()]

@@ -17,10 +17,13 @@ import (
 )
 
 // dualVar is a class of a row's active set and its dual variable:
-// α ≥ 0 for the row's labels, α ≤ 0 for the others.
+// α ≥ 0 for the row's labels, α ≤ 0 for the others; and the rank that owns
+// the class, where it lies at hand (a row's solution goes to its classes'
+// ranks, and a lookup in ownerOf per class missed the cache), in the bytes
+// that the alignment of α leaves.
 type dualVar struct {
-	class int32
-	alpha float64
+	class, owner int32
+	alpha        float64
 }
 
 // weightPlace is the weight of a class (local id) on a feature: its dual sum
@@ -88,8 +91,14 @@ type roundTrainer struct {
 	partOf           []uint8
 	partFill         [][]int32
 
-	// The shared state, the same on every rank.
-	act    [][]dualVar // per row
+	// act is each row's active set, in the order its solutions keep: the
+	// whole set on the row's home rank (see home), which solves the row;
+	// on the other ranks, the variables of their own classes alone, which
+	// they report the scores of and step. ownerOf is each class's rank,
+	// to which the home sends the class's new variables.
+	act     [][]dualVar // per row
+	ownerOf []int32
+	// The state that every rank holds alike.
 	epochs int
 	// bestAcc is the best held-out accuracy so far (−1 before the first),
 	// sinceBest the epochs since it improved.
@@ -120,20 +129,32 @@ type roundTrainer struct {
 	// finds holds a round's pieces of search (see searchPiece).
 	finds []pieceFind
 	msg   []byte
-	// toSolvers gives each rank every rank's reports of its share of the
-	// round's rows, and of the held-out rows.
-	toSolvers train.RowShares
-	entries   []train.RoundEntry
-	steppers  *numa.PerWorker[*stepper]
+	// toHomes gives each rank every rank's reports of the round's rows it
+	// is the home of, homeCounts being the bytes of the reports for each;
+	// toSolvers every rank's reports of its share of the held-out rows.
+	toHomes    train.AllToAll
+	homeCounts []int
+	toSolvers  train.RowShares
+	entries    []train.RoundEntry
+	steppers   *numa.PerWorker[*stepper]
 	// solving is, where ranks share the classes, the rows of the round
-	// this rank solves; solutions gathers every rank's solutions, and
-	// solved holds their active sets for rowSteps. rowSteps is the
-	// round's rows with a step to take.
-	solving   []rowStep
-	solutions train.AllGather
-	solved    []dualVar
-	rowSteps  []rowStep
-	ahead     float64 // what takeSolutions read ahead, summed
+	// this rank solves; solutions sends each rank the new variables of
+	// its classes, toOwners[r] being those for rank r, and solved holds
+	// the active sets (whole, or a rank's classes' part) for rowSteps.
+	// rowSteps is the round's rows with a step to take.
+	solving     []rowStep
+	solutions   train.AllToAll
+	toOwners    [][]byte
+	ownerCounts []int
+	sentRow     []int   // per rank, the last row of solving sent to it
+	dests       []int32 // the ranks a row's solution goes to
+	solved      []dualVar
+	rowSteps    []rowStep
+	// ordered and stepOf are decodeSolutions' scratch for putting the
+	// steps in row order.
+	ordered []rowStep
+	stepOf  []int32
+	ahead   float64 // what readActive read ahead, summed
 	// shards splits the features into shardsPerWorker ranges per worker, of
 	// about equal non-zeros: a worker applies the round's steps to the
 	// weights of a range of features (shards[s] to shards[s+1]), in a round of
@@ -245,6 +266,9 @@ func newRoundTrainer(p Params, ds *data.Dataset, comm mpi.Comm, pool *numa.Pool)
 // saved state.
 func (t *roundTrainer) Start(units []int, _ int, state [][]byte, shared []byte) error {
 	t.own(units)
+	if err := t.findOwners(units); err != nil {
+		return err
+	}
 	t.newWeights()
 	t.splitSearch(searchParts(len(t.pool.Workers()), t.p.BatchSize, len(t.global), t.dense != nil, t.wantParts))
 	k := len(t.global)
@@ -256,7 +280,7 @@ func (t *roundTrainer) Start(units []int, _ int, state [][]byte, shared []byte) 
 	for i := range t.act {
 		labels, _ := t.y.Row(i)
 		for _, l := range labels {
-			t.act[i] = append(t.act[i], dualVar{class: l})
+			t.act[i] = t.keepVar(int32(i), t.act[i], l, 0)
 		}
 	}
 	if state != nil {
@@ -272,6 +296,50 @@ func (t *roundTrainer) Start(units []int, _ int, state [][]byte, shared []byte) 
 		}
 	}
 	return nil
+}
+
+// findOwners sets t.ownerOf from every rank's units, units being this
+// rank's: the ranks all-gather their unit numbers.
+func (t *roundTrainer) findOwners(units []int) error {
+	msg := make([]byte, 0, 4*len(units))
+	for _, u := range units {
+		msg = binary.LittleEndian.AppendUint32(msg, uint32(u))
+	}
+	parts, err := t.comm.Allgatherv(msg, nil)
+	if err != nil {
+		return fmt.Errorf("pdsparse: the ranks' units: %w", err)
+	}
+	t.ownerOf = make([]int32, t.y.Cols)
+	for l := range t.ownerOf {
+		t.ownerOf[l] = -1
+	}
+	for r, part := range parts {
+		for ; len(part) >= 4; part = part[4:] {
+			u := int(binary.LittleEndian.Uint32(part))
+			if u >= len(t.blocks) {
+				return fmt.Errorf("pdsparse: rank %d owns unit %d of %d", r, u, len(t.blocks))
+			}
+			for _, l := range t.blocks[u] {
+				t.ownerOf[l] = int32(r)
+			}
+		}
+	}
+	return nil
+}
+
+// home returns the rank that solves row i, and keeps its whole active set:
+// the rows in turn, so that each rank solves about as many rows of each
+// round, and keeps as many rows' active sets.
+func (t *roundTrainer) home(i int32) int { return int(i) % t.comm.Size() }
+
+// keepVar appends class l's variable of α alpha to active, row i's
+// variables on this rank, if this rank keeps it: on row i's home, every
+// variable; elsewhere, those of its own classes.
+func (t *roundTrainer) keepVar(i int32, active []dualVar, l int32, alpha float64) []dualVar {
+	if t.local[l] >= 0 || t.home(i) == t.comm.Rank() {
+		active = append(active, dualVar{class: l, owner: t.ownerOf[l], alpha: alpha})
+	}
+	return active
 }
 
 // own numbers the classes of units, the rank's, with local ids in order,
