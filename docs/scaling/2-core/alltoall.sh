@@ -9,8 +9,8 @@ OLD=$1 OLDM=$2 NEW=$3 NEWM=$4 R=$5 ALGO=${ALGO:-pdsparse} EP=${EPOCHS:+--epochs 
 f() { python3 -c "
 import json;d=json.load(open('$1'));s=d['trainer_stats'][0]
 ops={o['op']:o for o in d['comm'][0]['ops']} if d.get('comm') else {}
-a2a=ops.get('alltoallv',{}).get('calls',0)
-n=max(a2a or ops.get('allgatherv',{}).get('calls',0)//('$ALGO'=='pdsparse' and 2 or 1),1) # rounds: an all-to-all and an all-gather a round, or PD-Sparse's two all-gathers, MEMOIR's one
+a2a,ag=(ops.get(k,{}).get('calls',0) for k in ('alltoallv','allgatherv'))
+n=max((a2a+ag)//2 if '$ALGO'=='pdsparse' else (a2a or ag),1) # rounds: PD-Sparse's two collectives a round (all-gathers, all-to-alls or one of each), MEMOIR's all-to-all and all-gather, or its one all-gather before them
 recv=' '.join('%s_recv=%d'%(k,ops[k]['bytes_recv']//n) for k in ('allgatherv','alltoallv') if k in ops and ops[k]['calls'])
 print('$2', round(d['train_s'],2), ' '.join('%s=%s'%(k.replace('_ms_per_round',''),v) for k,v in sorted(s.items()) if k!='heldout_s'), recv)"; }
 for r in $(seq $R); do

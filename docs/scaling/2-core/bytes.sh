@@ -3,8 +3,9 @@
 # in-process ranks of one thread, OLD's build then NEW's; prints what each rank received a round in the rounds'
 # collectives (the summary's comm: all-gathers and all-to-alls, the mean over the ranks, per round; MEMOIR's include
 # the end of the epoch's recall reports, the same in both), and DIFF where NEW's model differs from OLD's.
+# ALGOS=pdsparse bytes.sh ... runs PD-Sparse alone.
 O=$1 N=$2
-for algo in pdsparse memoir; do for R in 2 4 16; do for b in $O $N; do
+for algo in ${ALGOS:-pdsparse memoir}; do for R in 2 4 16; do for b in $O $N; do
   $b train --algo $algo --data wmc.train.txt --ranks $R --threads 1 --epochs 1 --checkpoint none \
     --summary b.json --model-out b.$(basename $b) 2>/dev/null
   python3 -c "
