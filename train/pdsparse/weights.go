@@ -95,7 +95,8 @@ type roundTrainer struct {
 	// whole set on the row's home rank (see home), which solves the row;
 	// on the other ranks, the variables of their own classes alone, which
 	// they report the scores of and step. ownerOf is each class's rank,
-	// to which the home sends the class's new variables.
+	// the owner a variable carries (dualVar.owner) when it is made from a
+	// row's labels or a checkpoint.
 	act     [][]dualVar // per row
 	ownerOf []int32
 	// The state that every rank holds alike.
