@@ -6,8 +6,9 @@ import (
 )
 
 // BenchmarkDotShapes compares Dot with dotScattered on short class vectors
-// (5-75 coordinates, as wordnet-mc's) and queries of 8 coordinates:
-// go test ./mips -run '^$' -bench DotShapes.
+// (5-75 coordinates, as wordnet-mc's) and queries of 8 coordinates, and
+// times Dot's search of long vectors (1,000-9,000 coordinates) by queries
+// of 8 ("search"): go test ./mips -run '^$' -bench DotShapes.
 func BenchmarkDotShapes(b *testing.B) {
 	const d = 42000
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -29,6 +30,21 @@ func BenchmarkDotShapes(b *testing.B) {
 			q := i % 256
 			for k := 0; k < 4000; k += 13 {
 				s += v.Dot(k, qs[q], qv[q])
+			}
+		}
+		_ = s
+	})
+	long := NewVectors(64)
+	for k := range 64 {
+		xi, xv := sparse(rng, d, 1000+rng.IntN(8000))
+		long.Add(k, 1, xi, xv)
+	}
+	b.Run("search", func(b *testing.B) {
+		s := 0.0
+		for i := range b.N {
+			q := i % 256
+			for k := range 64 {
+				s += long.Dot(k, qs[q], qv[q])
 			}
 		}
 		_ = s
