@@ -3,13 +3,14 @@
 # repository (run from its root) and ../shared/data: xmc and xmc-mpi of HEAD,
 # xmc-prev and xmc-mpi-prev of 1bb9671 (static pure-Go builds, and MPI
 # builds against Debian's OpenMPI), ompi.tgz (the files of the OpenMPI
-# packages the MPI builds link against) and data/wordnet-mc. DIR should be
-# an ignored folder of the repository, carried to the device (64 MiB at
-# most: about 40 MiB).
+# packages the MPI builds link against), data/wordnet-mc and data/delicious
+# (the bundled copy). DIR should be an ignored folder of the repository,
+# carried to the device (64 MiB at most: about 47 MiB).
 set -eu
 DIR=$1; mkdir -p "$DIR/data/wordnet-mc"
 cp docs/scaling/16-core/run23.sh "$DIR/"
 cp ../shared/data/wordnet-mc/train.txt.gz ../shared/data/wordnet-mc/test.txt.gz "$DIR/data/wordnet-mc/"
+cp -r testdata/delicious "$DIR/data/"
 build() { # SRC SUFFIX
   (cd "$1" && CGO_ENABLED=0 go build -ldflags="-s -w" -o "$DIR/xmc$2" . && go build -ldflags="-s -w" -tags mpi -o "$DIR/xmc-mpi$2" .); }
 DIR=$(cd "$DIR" && pwd)
