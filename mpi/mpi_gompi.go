@@ -76,8 +76,12 @@ static int xmc_allgatherv(void *send, int n, void *recv, int *counts, int *displ
 	return MPI_Allgatherv(xmc_buf(send), n, MPI_BYTE, xmc_buf(recv), counts, displs, MPI_BYTE, MPI_COMM_WORLD);
 }
 
-static int xmc_alltoall_int64(long long *send, long long *recv, int n) {
-	return MPI_Alltoall(send, n, MPI_LONG_LONG, recv, n, MPI_LONG_LONG, MPI_COMM_WORLD);
+static int xmc_allgather_bytes(void *send, int n, void *recv) {
+	return MPI_Allgather(send, n, MPI_BYTE, recv, n, MPI_BYTE, MPI_COMM_WORLD);
+}
+
+static int xmc_alltoall_bytes(void *send, int n, void *recv) {
+	return MPI_Alltoall(send, n, MPI_BYTE, recv, n, MPI_BYTE, MPI_COMM_WORLD);
 }
 
 static int xmc_alltoallv(void *send, int *scounts, int *sdispls, void *recv, int *rcounts, int *rdispls) {
@@ -112,6 +116,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"slices"
 	"time"
 	"unsafe"
 
@@ -227,6 +232,12 @@ type mpiComm struct {
 	rank   int
 	size   int
 	maxTag int
+
+	// The slots of small Allgathervs and Alltoallvs (see slots.go): their
+	// sizes, and the send and receive buffers they share, which only
+	// collectives use, never two at once.
+	gatherSlots, alltoallSlots slotSizer
+	slotBuf                    [2][]byte
 }
 
 func (m *mpiComm) Rank() int { return m.rank }
@@ -387,17 +398,6 @@ func (m *mpiComm) Gatherv(buf []byte, root int, into []byte) ([][]byte, error) {
 // variable lengths (MPI_Allgather), and their total, which must fit MPI's
 // int counts.
 func (m *mpiComm) lengths(op opKind, n int) (lens []int64, total int64, err error) {
-	if lens, total, err = m.allLengths(op, n); err != nil {
-		return nil, 0, err
-	}
-	if total > math.MaxInt32 {
-		return nil, 0, fmt.Errorf("mpi: %s: %d bytes in all exceed MPI's limit of %d: gather in parts", op, total, math.MaxInt32)
-	}
-	return lens, total, nil
-}
-
-// allLengths is lengths without the check of their total.
-func (m *mpiComm) allLengths(op opKind, n int) (lens []int64, total int64, err error) {
 	lens = make([]int64, m.size)
 	rc := C.xmc_allgather_int64(C.longlong(n), (*C.longlong)(unsafe.Pointer(&lens[0])))
 	if err := mpiErr(op, rc); err != nil {
@@ -406,48 +406,65 @@ func (m *mpiComm) allLengths(op opKind, n int) (lens []int64, total int64, err e
 	for _, n := range lens {
 		total += n
 	}
+	if total > math.MaxInt32 {
+		return nil, 0, tooLarge(op, total)
+	}
 	return lens, total, nil
 }
 
-// Allgatherv calls MPI_Allgather for the lengths, then MPI_Allgatherv: two
-// collectives where Gatherv and Bcast take four.
+// tooLarge is the error of a gather whose total exceeds MPI's int counts.
+func tooLarge(op opKind, total int64) error {
+	return fmt.Errorf("mpi: %s: %d bytes in all exceed MPI's limit of %d: gather in parts", op, total, math.MaxInt32)
+}
+
+// Allgatherv calls MPI_Allgather for the lengths, with the buffers where
+// every one fits its slot (see slots.go), then MPI_Allgatherv where one
+// does not: one or two collectives where Gatherv and Bcast take four.
 func (m *mpiComm) Allgatherv(buf []byte, into []byte) ([][]byte, error) {
-	lens, total, err := m.lengths(opAllgatherv, len(buf))
-	if err != nil {
-		return nil, err
+	parts, lens, gathered, err := m.allgathervUpTo(buf, into, math.MaxInt32)
+	if err == nil && !gathered {
+		var total int64
+		for _, n := range lens {
+			total += n
+		}
+		err = tooLarge(opAllgatherv, total)
 	}
-	return m.allgathervOf(buf, into, lens, total)
+	return parts, err
 }
 
 // allgathervUpTo is Allgatherv where the ranks' buffers total at most
 // limit bytes (at most MaxMessage); otherwise it returns their lengths
 // after the first collective (see boundedAllgatherer).
 func (m *mpiComm) allgathervUpTo(buf, into []byte, limit int) ([][]byte, []int64, bool, error) {
-	lens, total, err := m.allLengths(opAllgatherv, len(buf))
-	if err != nil {
+	size := m.gatherSlots.size()
+	if size*m.size > limit {
+		size = slotHeader // no more than limit bytes in one collective
+	}
+	send, recv := slotBuffers(&m.slotBuf, size, size*m.size)
+	putSlot(send, buf, len(buf))
+	if err := mpiErr(opAllgatherv, C.xmc_allgather_bytes(ptr(send), C.int(size), ptr(recv))); err != nil {
 		return nil, nil, false, err
 	}
+	lens, total, longest := readSlots(recv, size, m.size)
+	m.gatherSlots.saw(longest)
 	if total > int64(limit) {
 		return nil, lens, false, nil
 	}
-	parts, err := m.allgathervOf(buf, into, lens, total)
-	return parts, lens, err == nil, err
-}
-
-// allgathervOf is Allgatherv's MPI_Allgatherv of the ranks' buffers, whose
-// lengths lens, total in all, every rank knows.
-func (m *mpiComm) allgathervOf(buf, into []byte, lens []int64, total int64) ([][]byte, error) {
 	all, counts, displs := receiveInto(into, lens, total)
-	if total > 0 {
+	if longest <= size-slotHeader {
+		copySlots(all, recv, size, lens)
+	} else {
 		rc := C.xmc_allgatherv(ptr(buf), C.int(len(buf)), ptr(all), ptrC(counts), ptrC(displs))
 		if err := mpiErr(opAllgatherv, rc); err != nil {
-			return nil, err
+			return nil, nil, false, err
 		}
 	}
-	return split(all, func(q int) int { return int(lens[q]) }, m.size), nil
+	return split(all, func(q int) int { return int(lens[q]) }, m.size), lens, true, nil
 }
 
-// Alltoallv calls MPI_Alltoall for the parts' lengths, then MPI_Alltoallv.
+// Alltoallv calls MPI_Alltoall for the parts' lengths, with the parts
+// where every one fits its slot (see slots.go), then MPI_Alltoallv where
+// one does not.
 func (m *mpiComm) Alltoallv(buf []byte, counts []int, into []byte) ([][]byte, error) {
 	if err := checkCounts(counts, m.size, len(buf)); err != nil {
 		return nil, err
@@ -464,26 +481,25 @@ func (m *mpiComm) alltoallvUpTo(buf []byte, counts []int, into []byte, limit int
 	if len(buf) > math.MaxInt32 {
 		return nil, 0, false, fmt.Errorf("mpi: %s: %d bytes to send exceed MPI's limit of %d", opAlltoallv, len(buf), math.MaxInt32)
 	}
-	longest := 0
-	for _, n := range counts {
-		longest = max(longest, n)
+	longest := slices.Max(counts)
+	// Each rank sends each other the length of its part and its longest
+	// part, so that every rank knows the longest of all, and the parts
+	// themselves where they fit their slots.
+	size := m.alltoallSlots.size()
+	if size*m.size > limit {
+		size = slotHeader // no more than limit bytes in one collective
 	}
-	// Each rank tells each other the length of its part and its longest
-	// part, so that every rank knows the longest of all.
-	head, got := make([]int64, 2*m.size), make([]int64, 2*m.size)
+	send, recv := slotBuffers(&m.slotBuf, size*m.size, size*m.size)
+	off := 0
 	for q, n := range counts {
-		head[2*q], head[2*q+1] = int64(n), int64(longest)
+		putSlot(send[q*size:(q+1)*size], buf[off:off+n], longest)
+		off += n
 	}
-	rc := C.xmc_alltoall_int64((*C.longlong)(unsafe.Pointer(&head[0])), (*C.longlong)(unsafe.Pointer(&got[0])), 2)
-	if err := mpiErr(opAlltoallv, rc); err != nil {
+	if err := mpiErr(opAlltoallv, C.xmc_alltoall_bytes(ptr(send), C.int(size), ptr(recv))); err != nil {
 		return nil, 0, false, err
 	}
-	lens, total := make([]int64, m.size), int64(0)
-	longest = 0
-	for q := range lens {
-		lens[q], total = got[2*q], total+got[2*q]
-		longest = max(longest, int(got[2*q+1]))
-	}
+	lens, total, longest := readSlots(recv, size, m.size)
+	m.alltoallSlots.saw(longest)
 	if longest > limit/m.size {
 		return nil, longest, false, nil
 	}
@@ -491,7 +507,9 @@ func (m *mpiComm) alltoallvUpTo(buf []byte, counts []int, into []byte, limit int
 		return nil, 0, false, fmt.Errorf("mpi: %s: %d bytes to receive exceed MPI's limit of %d", opAlltoallv, total, math.MaxInt32)
 	}
 	all, rcounts, rdispls := receiveInto(into, lens, total)
-	if longest > 0 { // else no rank calls it
+	if longest <= size-slotHeader {
+		copySlots(all, recv, size, lens)
+	} else {
 		scounts, sdispls := make([]C.int, m.size), make([]C.int, m.size)
 		off := 0
 		for q, n := range counts {

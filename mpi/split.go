@@ -173,10 +173,10 @@ func (s *splitComm) Gatherv(buf []byte, root int, into []byte) ([][]byte, error)
 }
 
 // boundedAllgatherer is a backend whose Allgatherv learns every rank's
-// length before it moves any data (MPI's lengths gather, the in-process
-// backend's one wait): it gathers the ranks' buffers where they total at
-// most limit bytes, and otherwise moves none and returns their lengths,
-// the same on every rank. Split's Allgatherv then needs no collective of
+// length in its first collective (MPI's lengths gather, which carries small
+// buffers too, see slots.go; the in-process backend's one wait): it
+// gathers the ranks' buffers where they total at most limit bytes, and
+// otherwise moves none and returns their lengths, the same on every rank. Split's Allgatherv then needs no collective of
 // its own to agree on gathering in rounds: a trainer of rounds pays one
 // synchronisation less every round.
 type boundedAllgatherer interface {
@@ -212,8 +212,8 @@ func (s *splitComm) Allgatherv(buf []byte, into []byte) ([][]byte, error) {
 }
 
 // boundedAlltoaller is a backend whose Alltoallv learns every rank's
-// longest part before it moves any data (MPI's lengths exchange, the
-// in-process backend's one wait): it moves the parts where none is longer
+// longest part in its first collective (MPI's lengths exchange, which
+// carries small parts too; the in-process backend's one wait): it moves the parts where none is longer
 // than limit/P bytes, P the ranks, and otherwise moves none and returns the
 // longest, the same on every rank, as boundedAllgatherer does for
 // Allgatherv.

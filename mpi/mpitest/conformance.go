@@ -49,6 +49,7 @@ func Conformance(c *mpi.Counted, big int) error {
 		{"gatherv", s.gatherv},
 		{"allgatherv", s.allgatherv},
 		{"alltoallv", s.alltoallv},
+		{"small allgathervs and alltoallvs in a row", s.smallInARow},
 		{"send and recv", s.pointToPoint},
 		{"ordering", s.ordering},
 		{"any source", s.anySource},

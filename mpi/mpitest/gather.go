@@ -288,3 +288,31 @@ func (s *suite) alltoallOne(counts [][]int, seed int, into []byte) error {
 	}
 	return nil
 }
+
+// smallInARow runs Allgathervs and Alltoallvs of small parts one after
+// another, their lengths growing, shrinking and alternating between two
+// sizes, as a trainer's rounds exchange them: a backend that carries small
+// parts with their lengths in one collective, sized from the exchanges
+// before (the MPI one's slots), must give the same bytes whether a part
+// fits, just fits, just misses or far exceeds what the last ones sized.
+func (s *suite) smallInARow() error {
+	sizes := []int{1, 48, 49, 112, 113, 1008, 1009, 40, 600, 40, 600, 5000, 3, 0, 48}
+	for k, n := range sizes {
+		lens := make([]int, s.size)
+		counts := make([][]int, s.size)
+		for r := range s.size {
+			lens[r] = max(0, n-r%2)
+			counts[r] = make([]int, s.size)
+			for q := range s.size {
+				counts[r][q] = max(0, n-(r+q)%3)
+			}
+		}
+		if err := s.allgatherOne(lens, 300+k, nil); err != nil {
+			return fmt.Errorf("allgatherv %d of parts of %d bytes: %w", k, n, err)
+		}
+		if err := s.alltoallOne(counts, 400+10*k, nil); err != nil {
+			return fmt.Errorf("alltoallv %d of parts of %d bytes: %w", k, n, err)
+		}
+	}
+	return nil
+}

@@ -43,10 +43,16 @@ func bench(c mpi.Comm, iters int) error {
 	sizes := []struct {
 		name  string
 		bytes int
-	}{{"1KB", 1 << 10}, {"8MB", 8 << 20}}
+	}{{"256B", 256}, {"1KB", 1 << 10}, {"8MB", 8 << 20}}
 	for _, size := range sizes {
 		data := make([]float64, size.bytes/8)
 		buf := make([]byte, size.bytes)
+		// An Alltoallv sends each rank an equal part of buf.
+		counts := make([]int, c.Size())
+		for q := range counts {
+			counts[q] = size.bytes / c.Size()
+		}
+		parts := buf[:size.bytes/c.Size()*c.Size()]
 		cases := []struct {
 			name string
 			run  func() error
@@ -55,6 +61,8 @@ func bench(c mpi.Comm, iters int) error {
 			{"gather/MPI_Gather", func() error { _, err := c.Gather(buf, 0); return err }},
 			{"gatherv/MPI_Gatherv", func() error { _, err := c.Gatherv(buf, 0, nil); return err }},
 			{"gatherv/send-recv", func() error { _, err := gatherP2P(c, buf, 0); return err }},
+			{"allgatherv", func() error { _, err := c.Allgatherv(buf, nil); return err }},
+			{"alltoallv", func() error { _, err := c.Alltoallv(parts, counts, nil); return err }},
 		}
 		times := make([][]float64, len(cases))
 		for it := -1; it < iters; it++ { // iteration -1 warms up connections and buffers

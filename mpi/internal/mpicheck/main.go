@@ -17,8 +17,9 @@
 //	             ranks' watchdog (-watchdog) must abort the job
 //	loop         allreduce and barrier in a loop for -duration, rank 0
 //	             printing progress each second (for link-cut tests)
-//	bench        time allreduce and both gather implementations (MPI_Gather
-//	             and MPI_Gatherv against Send and Recv) on 1 KB and 8 MB
+//	bench        time allreduce, both gather implementations (MPI_Gather
+//	             and MPI_Gatherv against Send and Recv), Allgatherv and
+//	             Alltoallv (in equal parts) on 256 B, 1 KB and 8 MB
 package main
 
 import (
