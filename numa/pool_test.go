@@ -563,7 +563,8 @@ func TestPoolCloseEndsPinnedThreads(t *testing.T) {
 
 // TestProfile checks what a pool's profile counts: each Run, For (inline
 // or not) and Team loop once, its wall time, and the workers' busy time in
-// it; not the time a Team's lead spends between loops.
+// it; not the time a Team's lead spends between loops, nor the time its
+// workers say they waited in a loop (Team.Waited).
 func TestProfile(t *testing.T) {
 	one := Topology{Domains: []Domain{{CPUs: []int{0, 1, 2}}}}
 	const nap = 20 * time.Millisecond
@@ -574,14 +575,15 @@ func TestProfile(t *testing.T) {
 		inline         bool
 		run            func(p *Pool) error
 		loops, busyMin int // busy in naps
+		busyMax        int // in naps, if not 0
 	}{
-		{"Run", 3, false, func(p *Pool) error { return p.Run(sleep) }, 1, 3},
+		{"Run", 3, false, func(p *Pool) error { return p.Run(sleep) }, 1, 3, 0},
 		{"For", 3, false, func(p *Pool) error {
 			return p.For(3, 1, func(w Worker, lo, hi int) { time.Sleep(nap) })
-		}, 1, 3},
+		}, 1, 3, 0},
 		{"For inline", 1, true, func(p *Pool) error {
 			return p.For(2, 1, func(w Worker, lo, hi int) { time.Sleep(nap) })
-		}, 1, 2},
+		}, 1, 2, 0},
 		{"Team", 3, false, func(p *Pool) error {
 			return p.Together(func(team *Team) error {
 				time.Sleep(2 * nap) // the lead between loops: not in the profile
@@ -590,7 +592,16 @@ func TestProfile(t *testing.T) {
 				}
 				return team.For(3, 1, func(w Worker, lo, hi int) { time.Sleep(nap) })
 			})
-		}, 2, 6},
+		}, 2, 6, 0},
+		{"Team waits", 3, false, func(p *Pool) error {
+			return p.Together(func(team *Team) error {
+				return team.Run(func(Worker) error {
+					time.Sleep(2 * nap) // most of it waiting for another worker
+					team.Waited(3 * nap / 2)
+					return nil
+				})
+			})
+		}, 1, 1, 5},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := unpinnedPool(t, one, c.threads, Options{InlineSingle: c.inline})
@@ -606,6 +617,9 @@ func TestProfile(t *testing.T) {
 			}
 			if got.BusyS < float64(c.busyMin)*nap.Seconds() || got.BusyS > float64(c.threads)*wall {
 				t.Errorf("busy %.3f s, want at least %d naps and at most %d × the wall time %.3f s", got.BusyS, c.busyMin, c.threads, wall)
+			}
+			if c.busyMax > 0 && got.BusyS > float64(c.busyMax)*nap.Seconds() {
+				t.Errorf("busy %.3f s, want at most %d naps: the waits counted busy", got.BusyS, c.busyMax)
 			}
 			if c.name == "Team" && got.LoopS > wall-1.9*nap.Seconds() {
 				t.Errorf("loops %.3f s of a %.3f s run whose lead waited %v between loops", got.LoopS, wall, 2*nap)

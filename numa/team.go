@@ -198,6 +198,12 @@ func (t *Team) Run(fn func(w Worker) error) error {
 	return t.hand(d, func() bool { return d.pending.Load() == 0 })
 }
 
+// Waited records that a worker spent d of its part of one of the team's
+// loops waiting for work that another worker of the loop makes (a loop
+// whose items depend on one another): the pool's Profile counts that time
+// idle, not busy.
+func (t *Team) Waited(d time.Duration) { t.prof.busyNs.Add(-int64(d)) }
+
 // For is Pool.For on the team's workers: it deals the range [0, n) in
 // chunks of chunk, each worker taking the next chunk when done with one,
 // and returns when every chunk is done, without waiting for members that

@@ -201,6 +201,35 @@ func forestDeterministic(t *testing.T, tr *data.Dataset, p Params) {
 	}
 }
 
+// TestForestFlushes checks that a tree is the same however often its
+// split nodes are appended to it mid-growth: after every node, every few
+// nodes, or at the end only, grown alone or by 1 to 3 workers together.
+func TestForestFlushes(t *testing.T) {
+	tr, _ := traintest.Bibtex(t)
+	p := DefaultParams()
+	p.Trees = 2
+	p.Seed = 6
+	ref := trainTrees(t, tr, p, numatest.Pool(t, 1, 1))
+	for _, flushAt := range []int{1, 500, 20000} {
+		for _, c := range []struct {
+			threads  int
+			together bool
+		}{{1, false}, {1, true}, {3, true}} {
+			f := newForestTrainer(t, tr, p, numatest.Pool(t, c.threads, 1))
+			f.flushAt = flushAt
+			got := f.workAll(t)
+			if c.together {
+				got = f.workTogether(t)
+			}
+			for i := range ref {
+				if !bytes.Equal(ref[i], got[i]) {
+					t.Errorf("flush at %d entries, %d threads, together %v: tree %d differs", flushAt, c.threads, c.together, i)
+				}
+			}
+		}
+	}
+}
+
 // TestForestTogetherInPieces checks that a tree grown together is the tree
 // grown alone when its root is large enough (at least 2 × routeChunk rows:
 // Delicious has 12,920) for the helpers to take its k-means passes,

@@ -3,6 +3,7 @@ package forest
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"xmc/data"
 	forestmodel "xmc/model/forest"
@@ -25,6 +26,10 @@ type grower struct {
 	teamIDs      []int32
 	teamSpare    *forestmodel.Tree // the last tree grown together, whose slices the next reuses
 	teamEncoded  encodedTrees
+	// flushAt is the number of entries a tree's split nodes may hold in
+	// their builders' buffers before they are appended to the tree
+	// (flushEntries; tests use less).
+	flushAt int
 }
 
 // newGrower prepares a trainer for params (resolved) over the data
@@ -33,7 +38,7 @@ func newGrower(p Params, replicas *numa.Replicas[*trainingData], pool *numa.Pool
 	return &grower{Params: p, Data: replicas, pool: pool,
 		scratch:      numa.NewPerWorker(pool, func(w numa.Worker) *forestScratch { return newForestScratch(replicas.Get(w.Domain), p) }),
 		teamRows:     make([]*treeRows, replicas.Len()),
-		teamRowsOnce: make([]sync.Once, replicas.Len())}
+		teamRowsOnce: make([]sync.Once, replicas.Len()), flushAt: flushEntries}
 }
 
 // treeSeed derives the seed of tree t from the forest seed alone, so a tree
@@ -149,15 +154,15 @@ func (f *grower) TrainTree(w numa.Worker, t int) (*forestmodel.Tree, error) {
 	c.eachDomain(1, func(b *treeBuilder, _ int) { b.fillTables() })
 	c.eachDomain(projectChunks(b.d), func(b *treeBuilder, i int) { b.projectChunk(i) })
 	tree.X, tree.Y = b.x, b.y
-	return tree, grow(tree, int32(b.d.X.Rows), c)
+	return tree, grow(tree, int32(b.d.X.Rows), c, f.flushAt)
 }
 
 // TrainTreeTogether trains tree number t with every worker of the pool:
 // the workers of a NUMA domain share the rows under the tree's projections
-// (one copy per domain, not per worker), and the nodes of each level of the
-// tree are split by whichever worker is free. The tree is the one
-// TrainTree grows. Calls must not overlap, nor run beside Work or
-// TrainTree: they use every worker.
+// (one copy per domain, not per worker), and each node is split, as soon
+// as it is numbered, by whichever worker is free (see frontier). The tree
+// is the one TrainTree grows. Calls must not overlap, nor run beside Work
+// or TrainTree: they use every worker.
 func (f *grower) TrainTreeTogether(t int) (*forestmodel.Tree, error) {
 	var tree *forestmodel.Tree
 	// The first worker leads, taking its share of every parallel loop
@@ -195,7 +200,7 @@ func (f *grower) growTogether(team *numa.Team, t int) (*forestmodel.Tree, error)
 		tree.Reset()
 	}
 	tree.X, tree.Y = treeProjections(f.Params, d, treeSeed(f.Params.Seed, t))
-	return tree, grow(tree, int32(d.X.Rows), c)
+	return tree, grow(tree, int32(d.X.Rows), c, f.flushAt)
 }
 
 // crew is the workers that grow one tree: one worker alone (soloCrew) or
@@ -213,6 +218,9 @@ type crew interface {
 	lead() *treeBuilder
 	// workers returns the number of builders in the crew.
 	workers() int
+	// waited records that a builder spent d of its part of a loop of
+	// each waiting for work that another builder makes, not working.
+	waited(d time.Duration)
 }
 
 // soloCrew is one builder growing a tree alone.
@@ -230,6 +238,8 @@ func (c soloCrew) eachDomain(n int, fn func(b *treeBuilder, i int)) error { retu
 func (c soloCrew) lead() *treeBuilder { return nil }
 
 func (c soloCrew) workers() int { return 1 }
+
+func (c soloCrew) waited(time.Duration) {}
 
 // teamCrew is every worker of a pool growing a tree together, a numa.Team
 // led by the worker on which the tree is grown.
@@ -263,6 +273,8 @@ func (c *teamCrew) get(w numa.Worker) *treeBuilder {
 func (c *teamCrew) lead() *treeBuilder { return c.first }
 
 func (c *teamCrew) workers() int { return c.team.Workers() }
+
+func (c *teamCrew) waited(d time.Duration) { c.team.Waited(d) }
 
 // each deals the indices one at a time and ends when they are done, not
 // waiting for a member that comes late (numa.Team.For).

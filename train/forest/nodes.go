@@ -3,7 +3,6 @@ package forest
 import (
 	"errors"
 	"math"
-	"slices"
 
 	"xmc/data"
 	forestmodel "xmc/model/forest"
@@ -17,64 +16,47 @@ type span struct {
 }
 
 // nodeOut locates a node's classifier or leaf in the out buffer of the
-// builder that split it, and its children's ranges in the builder's bounds.
+// builder that split it; children are the boundaries of its children's
+// ranges in the tree's instance ids (none for a leaf).
 type nodeOut struct {
-	b                                *treeBuilder
-	dim, dimEnd, ent, entEnd         int
-	leaf, leafEnd, bounds, boundsEnd int
+	b                        *treeBuilder
+	dim, dimEnd, ent, entEnd int
+	leaf, leafEnd            int
+	children                 []int32
 }
 
-// grow grows t over n instances breadth-first, a level at a time: the crew
-// splits the nodes of a level in parallel, each builder into its own
-// buffer, and the nodes are then appended to t in id order, so that t does
-// not depend on the crew, and node ids follow the breadth-first order.
-func grow(t *forestmodel.Tree, n int32, c crew) error {
+// entries is the number of entries the node adds to the tree's arrays.
+func (o nodeOut) entries() int { return o.dimEnd - o.dim + o.entEnd - o.ent + o.leafEnd - o.leaf }
+
+// grow grows t over n instances. Its nodes are numbered breadth-first and
+// split as soon as they are numbered (see frontier), each by whichever
+// builder of the crew is free, into its own buffer; their classifiers and
+// leaves are then appended to t in id order, so that t does not depend on
+// the crew. A node that is the only one to split, with the crew free (the
+// root), is split by the crew's lead with the others' help. The split
+// nodes are appended to t whenever they hold flushAt entries, and at the
+// end.
+func grow(t *forestmodel.Tree, n int32, c crew, flushAt int) error {
 	if n == 0 {
 		return errors.New("no training instances")
 	}
-	queue := []span{{0, n, 0}}
-	newNode(t, n)
-	var outs []nodeOut
-	for lo := 0; lo < len(queue); {
-		hi := len(queue)
-		outs = slices.Grow(outs[:0], hi-lo)[:hi-lo]
-		if b := c.lead(); hi-lo == 1 && b != nil {
-			// A level of one node (the root, at least): its builder
-			// runs outside the crew, which helps with the node's
-			// largest loops.
+	f := newFrontier(t, n, c.lead() != nil, flushAt)
+	for !f.finished() {
+		if b := c.lead(); b != nil && f.alone() {
 			b.helpers = c
-			outs[0] = b.node(lo, queue[lo])
+			id, sp := f.take()
+			o := b.node(id, sp)
 			b.helpers = nil
 			if b.err != nil {
 				return b.err
 			}
-		} else {
-			err := c.each(hi-lo, func(b *treeBuilder, i int) { outs[i] = b.node(lo+i, queue[lo+i]) })
-			if err != nil {
-				return err
-			}
-		}
-		if err := appendLevel(t, outs, c); err != nil {
+			f.done(id, o)
+		} else if err := c.each(c.workers(), func(b *treeBuilder, _ int) { f.work(b, c.waited) }); err != nil {
 			return err
 		}
-		for i, o := range outs {
-			id := lo + i
-			bounds := o.b.bounds[o.bounds:o.boundsEnd]
-			if len(bounds) == 0 {
-				continue
-			}
-			t.FirstChild[id] = int32(len(queue))
-			t.NumChildren[id] = int32(len(bounds)) - 1
-			for c := 0; c+1 < len(bounds); c++ {
-				queue = append(queue, span{bounds[c], bounds[c+1], queue[id].depth + 1})
-				newNode(t, bounds[c+1]-bounds[c])
-			}
+		if err := f.flush(c); err != nil {
+			return err
 		}
-		for _, o := range outs {
-			o.b.out.Reset()
-			o.b.bounds = o.b.bounds[:0]
-		}
-		lo = hi
 	}
 	t.SplitStart = append(t.SplitStart, int64(len(t.SplitDim)))
 	t.EntryStart = append(t.EntryStart, int64(len(t.SplitChild)))
@@ -82,13 +64,14 @@ func grow(t *forestmodel.Tree, n int32, c crew) error {
 	return nil
 }
 
-// appendLevel appends to t the classifiers and leaves of a level's nodes,
-// outs in id order: their places first, then the copies, which the crew
-// makes at once. Copied one node after another as they were appended, they
-// took 7 of the 55 ms of a Delicious tree grown by two workers, all on the
-// lead (first touches of the arrays' fresh memory, and append's growth by
-// a quarter, which copied the arrays about four times over); 3.6-4.1 ms so.
-func appendLevel(t *forestmodel.Tree, outs []nodeOut, c crew) error {
+// appendNodes appends to t the classifiers and leaves of nodes outs, the
+// next ones in id order: their places first, then the copies, which the
+// crew makes at once. Copied one node after another as they were
+// appended, the nodes took 7 of the 55 ms of a Delicious tree grown by two
+// workers, all on the lead (first touches of the arrays' fresh memory, and
+// append's growth by a quarter, which copied the arrays about four times
+// over); 3.6-4.1 ms so.
+func appendNodes(t *forestmodel.Tree, outs []nodeOut, c crew) error {
 	first := len(t.SplitStart)
 	dim, ent, leaf := len(t.SplitDim), len(t.SplitChild), len(t.LeafLabel)
 	for _, o := range outs {
@@ -129,14 +112,19 @@ func extended[S ~[]E, E any](s S, n int) S {
 // b's buffer.
 func (b *treeBuilder) node(id int, sp span) nodeOut {
 	t := &b.out
-	o := nodeOut{b: b, dim: len(t.SplitDim), ent: len(t.SplitChild), leaf: len(t.LeafLabel), bounds: len(b.bounds)}
+	o := nodeOut{b: b, dim: len(t.SplitDim), ent: len(t.SplitChild), leaf: len(t.LeafLabel)}
 	b.pcg.Seed(nodeSeed(b.seed, id))
 	if children := b.split(id, sp); children != nil {
+		// The children's bounds are kept in b.bounds, which later nodes
+		// only append to, and read from there once the frontier
+		// numbers them.
+		start := len(b.bounds)
 		b.bounds = append(b.bounds, children...)
+		o.children = b.bounds[start:len(b.bounds):len(b.bounds)]
 	} else {
 		b.leaf(b.ids[sp.lo:sp.hi])
 	}
-	o.dimEnd, o.entEnd, o.leafEnd, o.boundsEnd = len(t.SplitDim), len(t.SplitChild), len(t.LeafLabel), len(b.bounds)
+	o.dimEnd, o.entEnd, o.leafEnd = len(t.SplitDim), len(t.SplitChild), len(t.LeafLabel)
 	return o
 }
 
@@ -147,8 +135,8 @@ func fillTable(p forestmodel.Projection, buckets []int32, signs []float32) ([]in
 	return buckets, signs
 }
 
-// newNode adds to t a node of size instances, a leaf until grow says
-// otherwise.
+// newNode adds to t a node of size instances, a leaf until its split
+// says otherwise.
 func newNode(t *forestmodel.Tree, size int32) {
 	t.FirstChild = append(t.FirstChild, 0)
 	t.NumChildren = append(t.NumChildren, 0)
