@@ -122,12 +122,12 @@ type treeBuilder struct {
 	ids    []int32 // the tree's instance ids, partitioned in place per node
 	pcg    *rand.PCG
 	rng    *rand.Rand
-	out    forestmodel.Tree // this builder's nodes of the current level
+	out    forestmodel.Tree // this builder's split nodes not yet in the tree
 	bounds []int32          // children's ranges of out's nodes, back to back
-	// helpers, when set, is the crew, free to help this builder split
-	// its node (the only one of its level); err is the first error of
-	// the crew's help (a closed pool).
-	helpers crew
+	// helpers, when set, are the builders free to help this builder split
+	// its node: the crew, at the root, or the frontier's idle builders;
+	// err is the first error of the crew's help (a closed pool).
+	helpers helpers
 	err     error
 }
 

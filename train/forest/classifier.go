@@ -41,7 +41,7 @@ func (b *treeBuilder) classifier(sample []int32, k int) []int32 {
 	// The k centroids are independent: with helpers, each computes some
 	// into a part of its own, appended below in cluster order.
 	var parts [][]entry
-	if b.helpers != nil && len(sample) >= 2*routeChunk {
+	if b.shared(len(sample)) {
 		s.parts = slices.Grow(s.parts[:0], k)[:k]
 		parts = s.parts
 		err := b.helpers.each(k, func(h *treeBuilder, c int) {

@@ -1,7 +1,9 @@
 package forest
 
 import (
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	forestmodel "xmc/model/forest"
@@ -16,7 +18,14 @@ import (
 // a level to end, as they did when the nodes were dealt a level at a time:
 // a node's children are split while the rest of its level is, and a level
 // of fewer nodes than builders (the root's children) leaves none idle for
-// long (docs/scaling/16-core.md, "A forest grown together on 16 workers").
+// long (docs/scaling/16-core.md, "A tree's nodes dealt as they are
+// numbered").
+//
+// A builder with no node to split helps those that split a large one: it
+// takes pieces of their loops (helpLoop), as the crew does at the root. A
+// loop is cut in pieces for the builders idle when it starts, if it has
+// rows for two pieces of helpRows; below a tree's first levels its nodes
+// are too small, and the builders too busy, for that.
 //
 // The nodes' outputs stay in their builders' buffers until flush appends
 // them to the tree, which grow does when no node is being split: at the end
@@ -28,8 +37,9 @@ type frontier struct {
 	// helped says the crew has a lead that can split a node with the
 	// others' help: dealing then stops when a single node is left to split
 	// and no builder is busy.
-	helped  bool
-	flushAt int
+	helped   bool
+	builders int // the crew's
+	flushAt  int
 
 	mu   sync.Mutex
 	cond sync.Cond // signalled when a node is split or dealing stops
@@ -43,8 +53,10 @@ type frontier struct {
 	// flushed.
 	next, committed, flushed int
 	pending                  int
-	busy, waiting            int  // builders splitting a node, waiting for one
-	stop                     bool // no more nodes are dealt until the next flush
+	busy                     int          // builders splitting a node
+	waiting                  atomic.Int32 // builders waiting for a node or a loop to help with (read without f.mu)
+	stop                     bool         // no more nodes are dealt until the next flush
+	loops                    []*helpLoop  // loops of nodes being split, open to help
 }
 
 // flushEntries is the number of entries (a split's dimensions and weights,
@@ -54,11 +66,11 @@ type frontier struct {
 const flushEntries = 1 << 23
 
 // newFrontier returns the frontier of tree t, whose root holds n
-// instances; helped says whether the crew that grows it has a lead, and
-// flushAt how many entries the split nodes may hold before dealing stops
-// for a flush.
-func newFrontier(t *forestmodel.Tree, n int32, helped bool, flushAt int) *frontier {
-	f := &frontier{tree: t, helped: helped, flushAt: flushAt, spans: []span{{0, n, 0}}, outs: make([]nodeOut, 1)}
+// instances, grown by a crew of the given number of builders; helped says
+// whether the crew has a lead, and flushAt how many entries the split
+// nodes may hold before dealing stops for a flush.
+func newFrontier(t *forestmodel.Tree, n int32, builders int, helped bool, flushAt int) *frontier {
+	f := &frontier{tree: t, helped: helped, builders: builders, flushAt: flushAt, spans: []span{{0, n, 0}}, outs: make([]nodeOut, 1)}
 	f.cond.L = &f.mu
 	newNode(t, n)
 	return f
@@ -103,9 +115,13 @@ func (f *frontier) done(id int, o nodeOut) {
 // work splits nodes on builder b until dealing stops: when no node is left
 // to deal and none is being split, when a single node is left for the
 // crew to split together, or when the committed nodes hold flushAt
-// entries. A builder with no node to take waits for one, and reports how
-// long it waited.
+// entries. A builder with no node to take helps split another's, or waits
+// for one and reports how long it waited.
 func (f *frontier) work(b *treeBuilder, waited func(time.Duration)) {
+	var help helpers // none for a builder alone
+	if f.builders > 1 {
+		help = &frontierHelp{f: f, b: b}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for !f.stop {
@@ -116,21 +132,29 @@ func (f *frontier) work(b *treeBuilder, waited func(time.Duration)) {
 			break
 		}
 		if !dealable {
-			f.waiting++
+			if l := f.openLoop(); l != nil {
+				f.mu.Unlock()
+				l.run(b)
+				f.mu.Lock()
+				continue
+			}
+			f.waiting.Add(1)
 			start := time.Now()
 			f.cond.Wait()
 			waited(time.Since(start))
-			f.waiting--
+			f.waiting.Add(-1)
 			continue
 		}
 		id, sp := f.take()
 		f.busy++
 		f.mu.Unlock()
+		b.helpers = help
 		o := b.node(id, sp)
+		b.helpers = nil
 		f.mu.Lock()
 		f.busy--
 		f.done(id, o)
-		if f.waiting > 0 {
+		if f.waiting.Load() > 0 {
 			f.cond.Broadcast()
 		}
 	}
@@ -151,3 +175,78 @@ func (f *frontier) flush(c crew) error {
 	f.flushed, f.pending, f.stop = f.committed, 0, false
 	return nil
 }
+
+// openLoop returns a loop of f.loops with indices left to take, or nil;
+// f.mu must be held.
+func (f *frontier) openLoop() *helpLoop {
+	for _, l := range f.loops {
+		if l.next.Load() < l.n {
+			return l
+		}
+	}
+	return nil
+}
+
+// helpRows is the most rows of a piece of a loop that a frontier's idle
+// builders help with, and half the fewest rows of a loop cut in pieces:
+// less than a team's routeChunk, since they are idle anyway and take a
+// piece by one atomic add, so that the root's children (two thousand rows
+// each on the Wiki10-31K shape), which bound a tree beyond 32 workers, are
+// shared out too.
+const helpRows = 512
+
+// helpLoop is a loop of a node's split that idle builders help with: the
+// indices [0, n), each taken by one builder.
+type helpLoop struct {
+	n          int64
+	fn         func(h *treeBuilder, i int)
+	next, done atomic.Int64
+	finished   chan struct{} // closed once done reaches n
+}
+
+// run calls fn for indices of l on builder h until none is left to take.
+func (l *helpLoop) run(h *treeBuilder) {
+	for i := l.next.Add(1) - 1; i < l.n; i = l.next.Add(1) - 1 {
+		l.fn(h, int(i))
+		if l.done.Add(1) == l.n {
+			close(l.finished)
+		}
+	}
+}
+
+// frontierHelp is the help that builder b gets from the frontier's idle
+// builders with the node it splits (helpers).
+type frontierHelp struct {
+	f *frontier
+	b *treeBuilder
+}
+
+// each posts the loop for the frontier's idle builders, takes its share
+// on b, and returns once every index is done.
+func (h *frontierHelp) each(n int, fn func(*treeBuilder, int)) error {
+	if n == 0 {
+		return nil
+	}
+	l := &helpLoop{n: int64(n), fn: fn, finished: make(chan struct{})}
+	f := h.f
+	f.mu.Lock()
+	f.loops = append(f.loops, l)
+	if f.waiting.Load() > 0 {
+		f.cond.Broadcast()
+	}
+	f.mu.Unlock()
+	l.run(h.b)
+	<-l.finished
+	f.mu.Lock()
+	f.loops = slices.DeleteFunc(f.loops, func(o *helpLoop) bool { return o == l })
+	f.mu.Unlock()
+	return nil
+}
+
+// workers counts b and the builders idle at the moment: a loop is cut in
+// pieces only for builders free to take them (a builder that splits a
+// node in pieces of its own loses what its passes share across the node,
+// such as the similarities of a label class, computed once a piece).
+func (h *frontierHelp) workers() int { return 1 + int(h.f.waiting.Load()) }
+
+func (h *frontierHelp) piece() int { return helpRows }

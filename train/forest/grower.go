@@ -203,12 +203,22 @@ func (f *grower) growTogether(team *numa.Team, t int) (*forestmodel.Tree, error)
 	return tree, grow(tree, int32(d.X.Rows), c, f.flushAt)
 }
 
-// crew is the workers that grow one tree: one worker alone (soloCrew) or
-// the whole pool (teamCrew).
-type crew interface {
-	// each calls fn(b, i) for every i in [0, n), spread over the crew's
+// helpers are builders that help one builder split its node: they share
+// out its largest loops, each helper with its own scratch.
+type helpers interface {
+	// each calls fn(b, i) for every i in [0, n), spread over the
 	// builders, and returns when all are done.
 	each(n int, fn func(b *treeBuilder, i int)) error
+	// workers returns the number of builders that may help.
+	workers() int
+	// piece returns the fewest rows worth a piece of a loop.
+	piece() int
+}
+
+// crew is the workers that grow one tree: one worker alone (soloCrew) or
+// the whole pool (teamCrew). Its builders help each other (helpers).
+type crew interface {
+	helpers
 	// eachDomain calls fn(b, i) for every i in [0, n) once per NUMA domain
 	// of the crew, spread over the domain's builders: the domain's work on
 	// the rows its builders share.
@@ -216,8 +226,6 @@ type crew interface {
 	// lead returns a builder that may split a node outside each, with
 	// the crew's help, or nil if the crew is that builder alone.
 	lead() *treeBuilder
-	// workers returns the number of builders in the crew.
-	workers() int
 	// waited records that a builder spent d of its part of a loop of
 	// each waiting for work that another builder makes, not working.
 	waited(d time.Duration)
@@ -238,6 +246,8 @@ func (c soloCrew) eachDomain(n int, fn func(b *treeBuilder, i int)) error { retu
 func (c soloCrew) lead() *treeBuilder { return nil }
 
 func (c soloCrew) workers() int { return 1 }
+
+func (c soloCrew) piece() int { return routeChunk }
 
 func (c soloCrew) waited(time.Duration) {}
 
@@ -273,6 +283,10 @@ func (c *teamCrew) get(w numa.Worker) *treeBuilder {
 func (c *teamCrew) lead() *treeBuilder { return c.first }
 
 func (c *teamCrew) workers() int { return c.team.Workers() }
+
+// piece is routeChunk: a team's loops wake its members, and it helps the
+// root alone, the largest node.
+func (c *teamCrew) piece() int { return routeChunk }
 
 func (c *teamCrew) waited(d time.Duration) { c.team.Waited(d) }
 

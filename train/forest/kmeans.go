@@ -156,7 +156,7 @@ func (b *treeBuilder) update(m *centroids, k int) {
 			row[c] *= keep[c]
 		}
 	}
-	if b.helpers != nil && len(cluster) >= 2*routeChunk {
+	if b.shared(len(cluster)) {
 		b.sumClusters(m, counts)
 	} else {
 		for i, c := range cluster {

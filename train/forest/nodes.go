@@ -40,7 +40,7 @@ func grow(t *forestmodel.Tree, n int32, c crew, flushAt int) error {
 	if n == 0 {
 		return errors.New("no training instances")
 	}
-	f := newFrontier(t, n, c.lead() != nil, flushAt)
+	f := newFrontier(t, n, c.workers(), c.lead() != nil, flushAt)
 	for !f.finished() {
 		if b := c.lead(); b != nil && f.alone() {
 			b.helpers = c

@@ -125,8 +125,15 @@ func (b *treeBuilder) truncateSplit(dims, entries int) {
 	t.SplitChild, t.SplitWeight = t.SplitChild[:entries], t.SplitWeight[:entries]
 }
 
-// routeChunk is the number of instances a helper takes at a time.
+// routeChunk is the number of instances a helper of a crew takes at a
+// time (teamCrew's piece).
 const routeChunk = 4096
+
+// shared reports whether b splits its node with helpers, in pieces, for a
+// loop over n rows: there must be helpers, and rows for two pieces.
+func (b *treeBuilder) shared(n int) bool {
+	return b.helpers != nil && n >= 2*b.helpers.piece() && b.helpers.workers() > 1
+}
 
 // route sets s.child[i] to the child of highest score for instance ids[i]
 // under the node weights w, with the help of b.helpers if set.
@@ -142,18 +149,18 @@ func (b *treeBuilder) route(ids []int32, w []float32, stride, k int) {
 // and n is large enough to share, else on b itself in one piece. The pieces
 // must be independent: each writes only its own range of results.
 //
-// The pieces are of equal size, about routeChunk, and as many as a multiple
+// The pieces are of equal size, about the helpers' piece, and as many as a multiple
 // of the helpers, so that each helper gets the same share: pieces of
 // routeChunk and a short last one left the root's k-means passes of
 // Delicious (12,920 rows: 4,096 × 3 + 632) at 8,192 rows against 4,728 on
 // two workers.
 func (b *treeBuilder) inPieces(n int, fn func(h *treeBuilder, lo, hi int)) {
-	if b.helpers == nil || n < 2*routeChunk {
+	if !b.shared(n) {
 		fn(b, 0, n)
 		return
 	}
-	w := b.helpers.workers()
-	pieces := ((n+routeChunk-1)/routeChunk + w - 1) / w * w
+	w, piece := b.helpers.workers(), b.helpers.piece()
+	pieces := ((n+piece-1)/piece + w - 1) / w * w
 	size := (n + pieces - 1) / pieces
 	err := b.helpers.each(pieces, func(h *treeBuilder, i int) {
 		if lo := i * size; lo < n {
