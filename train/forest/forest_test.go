@@ -256,19 +256,20 @@ func TestForestTogetherInPieces(t *testing.T) {
 
 // TestForestFrontierHelps checks that a tree grown together is the tree
 // grown alone when builders with no node to split help split others'
-// nodes: with two children a node, four workers leave two idle below the
-// root, and the root's children (about 6,000 Delicious rows each) are
-// large enough to cut in pieces for them.
+// nodes: with two children a node, three or four workers leave some idle
+// below the root, and the root's children (about 6,000 Delicious rows
+// each) are large enough to cut in pieces for them, helpers of another
+// NUMA domain reading their own domain's rows.
 func TestForestFrontierHelps(t *testing.T) {
 	tr, _ := traintest.Delicious(t)
 	p := DefaultParams()
 	p.Trees, p.Branch, p.Seed = 2, 2, 7
 	ref := trainTrees(t, tr, p, numatest.Pool(t, 1, 1))
-	for _, threads := range []int{3, 4} {
-		got := newForestTrainer(t, tr, p, numatest.Pool(t, threads, 1)).workTogether(t)
+	for _, c := range []struct{ threads, domains int }{{3, 1}, {4, 2}} {
+		got := newForestTrainer(t, tr, p, numatest.Pool(t, c.threads, c.domains)).workTogether(t)
 		for i := range ref {
 			if !bytes.Equal(ref[i], got[i]) {
-				t.Errorf("%d threads together: tree %d differs from the tree grown alone", threads, i)
+				t.Errorf("%d threads in %d domains together: tree %d differs from the tree grown alone", c.threads, c.domains, i)
 			}
 		}
 	}

@@ -122,6 +122,37 @@ func (f *frontier) work(b *treeBuilder, waited func(time.Duration)) {
 	if f.builders > 1 {
 		help = &frontierHelp{f: f, b: b}
 	}
+	defer func() {
+		// A panic (a bug) stops the dealing, so that no builder waits
+		// for a node that will not come; the crew's loop reports it.
+		if r := recover(); r != nil {
+			f.mu.Lock()
+			f.stop = true
+			f.cond.Broadcast()
+			f.mu.Unlock()
+			panic(r)
+		}
+	}()
+	for {
+		id, sp, loop, ok := f.nextTask(waited)
+		switch {
+		case !ok:
+			return
+		case loop != nil:
+			loop.run(b)
+		default:
+			b.helpers = help
+			o := b.node(id, sp)
+			b.helpers = nil
+			f.record(id, o)
+		}
+	}
+}
+
+// nextTask returns what a builder does next: split node id, whose
+// instances are sp; help with loop; or nothing (ok false) once dealing
+// stops. A builder with neither waits for one, and reports how long.
+func (f *frontier) nextTask(waited func(time.Duration)) (id int, sp span, loop *helpLoop, ok bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for !f.stop {
@@ -131,32 +162,31 @@ func (f *frontier) work(b *treeBuilder, waited func(time.Duration)) {
 			f.cond.Broadcast()
 			break
 		}
-		if !dealable {
-			if l := f.openLoop(); l != nil {
-				f.mu.Unlock()
-				l.run(b)
-				f.mu.Lock()
-				continue
-			}
-			f.waiting.Add(1)
-			start := time.Now()
-			f.cond.Wait()
-			waited(time.Since(start))
-			f.waiting.Add(-1)
-			continue
+		if dealable {
+			id, sp = f.take()
+			f.busy++
+			return id, sp, nil, true
 		}
-		id, sp := f.take()
-		f.busy++
-		f.mu.Unlock()
-		b.helpers = help
-		o := b.node(id, sp)
-		b.helpers = nil
-		f.mu.Lock()
-		f.busy--
-		f.done(id, o)
-		if f.waiting.Load() > 0 {
-			f.cond.Broadcast()
+		if loop = f.openLoop(); loop != nil {
+			return 0, span{}, loop, true
 		}
+		f.waiting.Add(1)
+		start := time.Now()
+		f.cond.Wait()
+		waited(time.Since(start))
+		f.waiting.Add(-1)
+	}
+	return 0, span{}, nil, false
+}
+
+// record records node id, dealt by nextTask, as split with output o.
+func (f *frontier) record(id int, o nodeOut) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.busy--
+	f.done(id, o)
+	if f.waiting.Load() > 0 {
+		f.cond.Broadcast()
 	}
 }
 
@@ -207,11 +237,19 @@ type helpLoop struct {
 // run calls fn for indices of l on builder h until none is left to take.
 func (l *helpLoop) run(h *treeBuilder) {
 	for i := l.next.Add(1) - 1; i < l.n; i = l.next.Add(1) - 1 {
-		l.fn(h, int(i))
+		l.do(h, int(i))
+	}
+}
+
+// do calls fn for index i on h and counts it done, even if fn panics, so
+// that the loop's builder does not wait for it forever.
+func (l *helpLoop) do(h *treeBuilder, i int) {
+	defer func() {
 		if l.done.Add(1) == l.n {
 			close(l.finished)
 		}
-	}
+	}()
+	l.fn(h, i)
 }
 
 // frontierHelp is the help that builder b gets from the frontier's idle
