@@ -78,7 +78,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzTreeUnmarshal$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./model/forest
 
 # race runs the concurrent runtime (unit runner, worker pools, in-process
-# MPI, a round's reports searched in pieces) and the command line's
+# MPI, a round's reports searched in pieces, a forest's tree grown by
+# workers that help split each other's nodes) and the command line's
 # in-process ranks under the race detector; a race ends the command with
 # exit status 66. -short leaves out what has nothing concurrent (the MPI
 # conformance suite moves 256 KiB buffers rather than 8 MB; PD-Sparse's
@@ -94,6 +95,8 @@ race: deps
 	  --data testdata/bibtex/train.txt --model-out $(OUT)/race/s.manifest > /dev/null
 	GORACE="halt_on_error=1 exitcode=66" $(BIN)/xmc-race predict --ranks 2 --model $(OUT)/race/s.manifest \
 	  --data testdata/bibtex/test.txt --out $(OUT)/race/scores.txt > /dev/null
+	GORACE="halt_on_error=1 exitcode=66" $(BIN)/xmc-race train --trees 2 --branch 2 --grow together --threads 3 \
+	  --data testdata/delicious/train.txt --test testdata/delicious/test.txt --checkpoint none > /dev/null
 	GORACE="halt_on_error=1 exitcode=66" $(BIN)/xmc-race train --algo dismec --ranks 2 --data testdata/bibtex/train.txt \
 	  --test testdata/bibtex/test.txt > /dev/null
 	GORACE="halt_on_error=1 exitcode=66" $(BIN)/xmc-race train --algo memoir --ranks 2 --threads 2 --epochs 1 --heldout 0.1 \
