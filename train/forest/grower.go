@@ -211,7 +211,8 @@ type helpers interface {
 	each(n int, fn func(b *treeBuilder, i int)) error
 	// workers returns the number of builders that may help.
 	workers() int
-	// piece returns the fewest rows worth a piece of a loop.
+	// piece returns the most rows of a piece of a loop: a loop of fewer
+	// than two pieces' rows is not cut.
 	piece() int
 }
 

@@ -149,11 +149,11 @@ func (b *treeBuilder) route(ids []int32, w []float32, stride, k int) {
 // and n is large enough to share, else on b itself in one piece. The pieces
 // must be independent: each writes only its own range of results.
 //
-// The pieces are of equal size, about the helpers' piece, and as many as a multiple
-// of the helpers, so that each helper gets the same share: pieces of
-// routeChunk and a short last one left the root's k-means passes of
-// Delicious (12,920 rows: 4,096 × 3 + 632) at 8,192 rows against 4,728 on
-// two workers.
+// The pieces are of equal size, at most the helpers' piece, and as many as
+// a multiple of the helpers, so that each helper gets the same share:
+// pieces of routeChunk and a short last one left the root's k-means passes
+// of Delicious (12,920 rows: 4,096 × 3 + 632) at 8,192 rows against 4,728
+// on two workers.
 func (b *treeBuilder) inPieces(n int, fn func(h *treeBuilder, lo, hi int)) {
 	if !b.shared(n) {
 		fn(b, 0, n)
