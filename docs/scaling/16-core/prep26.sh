@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # prep26.sh DIR: lays out in DIR what run26.sh needs beside it, from this
-# repository (run from its root, at d45f08e or later): xmc of d45f08e (the
+# repository (run from its root, at 5ccc6c4 or later): xmc of 5ccc6c4 (the
 # forest's frontier, its help and k-means updates on the helpers) and
 # xmc-prev of f4eb17c (a tree's nodes dealt a level at a time), both pure Go
 # and static. DIR should be an ignored folder of the repository, carried
@@ -12,5 +12,5 @@ cp docs/scaling/16-core/run26.sh "$DIR/"
 build() { # REV NAME
   W=$(mktemp -d); git worktree add -q --detach "$W" "$1"
   (cd "$W" && CGO_ENABLED=0 go build -ldflags="-s -w" -o "$DIR/$2" .); git worktree remove --force "$W"; }
-build d45f08e xmc; build f4eb17c xmc-prev
+build 5ccc6c4 xmc; build f4eb17c xmc-prev
 du -sh "$DIR"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run 26: a forest grown together on MAX threads, xmc (d45f08e: nodes dealt
+# Run 26: a forest grown together on MAX threads, xmc (5ccc6c4: nodes dealt
 # as numbered, idle builders helping large nodes, k-means updates summed on
 # the helpers) against xmc-prev (f4eb17c: a level at a time), alternating:
 # 16 trees three times, 64 trees twice, 16 trees alone once each, then 16
