@@ -176,9 +176,10 @@ func (s *splitComm) Gatherv(buf []byte, root int, into []byte) ([][]byte, error)
 // length in its first collective (MPI's lengths gather, which carries small
 // buffers too, see slots.go; the in-process backend's one wait): it
 // gathers the ranks' buffers where they total at most limit bytes, and
-// otherwise moves none and returns their lengths, the same on every rank. Split's Allgatherv then needs no collective of
-// its own to agree on gathering in rounds: a trainer of rounds pays one
-// synchronisation less every round.
+// otherwise moves none and returns their lengths, the same on every rank.
+// Split's Allgatherv then needs no collective of its own to agree on
+// gathering in rounds: a trainer of rounds pays one synchronisation less
+// every round.
 type boundedAllgatherer interface {
 	allgathervUpTo(buf, into []byte, limit int) (parts [][]byte, lens []int64, gathered bool, err error)
 }
@@ -213,10 +214,10 @@ func (s *splitComm) Allgatherv(buf []byte, into []byte) ([][]byte, error) {
 
 // boundedAlltoaller is a backend whose Alltoallv learns every rank's
 // longest part in its first collective (MPI's lengths exchange, which
-// carries small parts too; the in-process backend's one wait): it moves the parts where none is longer
-// than limit/P bytes, P the ranks, and otherwise moves none and returns the
-// longest, the same on every rank, as boundedAllgatherer does for
-// Allgatherv.
+// carries small parts too; the in-process backend's one wait): it moves
+// the parts where none is longer than limit/P bytes, P the ranks, and
+// otherwise moves none and returns the longest, the same on every rank, as
+// boundedAllgatherer does for Allgatherv.
 type boundedAlltoaller interface {
 	alltoallvUpTo(buf []byte, counts []int, into []byte, limit int) (parts [][]byte, longest int, moved bool, err error)
 }
