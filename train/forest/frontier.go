@@ -53,10 +53,12 @@ type frontier struct {
 	// flushed.
 	next, committed, flushed int
 	pending                  int
-	busy                     int          // builders splitting a node
-	waiting                  atomic.Int32 // builders waiting for a node or a loop to help with (read without f.mu)
-	stop                     bool         // no more nodes are dealt until the next flush
-	loops                    []*helpLoop  // loops of nodes being split, open to help
+	busy                     int // builders splitting a node
+	// waiting counts the builders waiting for a node or a loop to help
+	// with; frontierHelp.workers reads it without f.mu.
+	waiting atomic.Int32
+	stop    bool        // no more nodes are dealt until the next flush
+	loops   []*helpLoop // loops of nodes being split, open to help
 }
 
 // flushEntries is the number of entries (a split's dimensions and weights,
