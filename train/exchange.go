@@ -85,7 +85,7 @@ func DecodeEntriesOf(b []byte, lo, hi int, into []RoundEntry) ([]RoundEntry, err
 	into = slices.Grow(into[:0], kept)[:kept]
 	for k := range n {
 		if r := rowAt(k); r >= lo && r < hi {
-			into[next[r-first]] = decodeEntry(b[k*RoundEntryBytes:])
+			into[next[r-first]] = DecodeEntry(b[k*RoundEntryBytes:])
 			next[r-first]++
 		}
 	}
@@ -101,13 +101,13 @@ const countedRows = 256
 // reads it back.
 func AppendDecoded(into []RoundEntry, b []byte) []RoundEntry {
 	for k := 0; k+RoundEntryBytes <= len(b); k += RoundEntryBytes {
-		into = append(into, decodeEntry(b[k:]))
+		into = append(into, DecodeEntry(b[k:]))
 	}
 	return into
 }
 
-// decodeEntry decodes the entry at the start of e.
-func decodeEntry(e []byte) RoundEntry {
+// DecodeEntry decodes the entry that AppendEntry wrote at the start of e.
+func DecodeEntry(e []byte) RoundEntry {
 	return RoundEntry{Row: int32(binary.LittleEndian.Uint32(e)),
 		Class: int32(binary.LittleEndian.Uint32(e[4:])), Kind: int32(binary.LittleEndian.Uint32(e[8:])),
 		Score: math.Float64frombits(binary.LittleEndian.Uint64(e[12:]))}
@@ -121,7 +121,7 @@ func decodeMerging(b []byte, lo, hi, kept int, into []RoundEntry) []RoundEntry {
 	into = slices.Grow(into[:0], 2*kept)[:0]
 	var runs []int // where each run of rows in increasing order starts
 	for k := 0; k < len(b); k += RoundEntryBytes {
-		e := decodeEntry(b[k:])
+		e := DecodeEntry(b[k:])
 		if int(e.Row) < lo || int(e.Row) >= hi {
 			continue
 		}
@@ -269,14 +269,24 @@ func MaxRowShare(rows, ranks int) int { return (rows + ranks - 1) / ranks }
 type RowShares struct {
 	parts  AllToAll
 	counts []int
+	joined []byte // common and each rank's share, rank after rank
 }
 
 // Exchange sends each rank the entries of msg, whole entries in row order
 // of a round of rows rows, of its share of the rows, and returns what
 // every rank sent this one, one rank after another in rank order.
 func (g *RowShares) Exchange(c mpi.Comm, msg []byte, rows int) ([]byte, error) {
-	if len(msg)%RoundEntryBytes != 0 {
-		return nil, fmt.Errorf("reports of %d bytes, not whole %d-byte entries", len(msg), RoundEntryBytes)
+	return g.ExchangeWith(c, nil, msg, rows)
+}
+
+// ExchangeWith is Exchange where every rank also receives common, whole
+// entries, ahead of its share of msg: what every rank must know of the
+// round, sent with the reports rather than by a collective of its own.
+// The rows of common's entries must lie outside the round's, so that
+// DecodeEntriesOf leaves them out of any share.
+func (g *RowShares) ExchangeWith(c mpi.Comm, common, msg []byte, rows int) ([]byte, error) {
+	if len(msg)%RoundEntryBytes != 0 || len(common)%RoundEntryBytes != 0 {
+		return nil, fmt.Errorf("reports of %d and %d bytes, not whole %d-byte entries", len(common), len(msg), RoundEntryBytes)
 	}
 	n := len(msg) / RoundEntryBytes
 	rowAt := func(k int) int { return int(int32(binary.LittleEndian.Uint32(msg[k*RoundEntryBytes:]))) }
@@ -289,6 +299,15 @@ func (g *RowShares) Exchange(c mpi.Comm, msg []byte, rows int) ([]byte, error) {
 			end = start + sort.Search(n-start, func(k int) bool { return rowAt(start+k) >= next })
 		}
 		g.counts[s], start = (end-start)*RoundEntryBytes, end
+	}
+	if len(common) > 0 {
+		g.joined = slices.Grow(g.joined[:0], c.Size()*len(common)+len(msg))
+		at := 0
+		for s, n := range g.counts {
+			g.joined = append(append(g.joined, common...), msg[at:at+n]...)
+			g.counts[s], at = len(common)+n, at+n
+		}
+		msg = g.joined
 	}
 	return g.parts.Exchange(c, msg, g.counts)
 }

@@ -220,9 +220,10 @@ func TestRowOrder(t *testing.T) {
 }
 
 // TestRowShares checks that each rank receives, of every rank's entries in
-// row order, those of its share of the rows (RowShare), in rank order;
-// with ranks of no rows, rows of no entries, entries before the first row
-// and after the last, and buffers kept over rounds.
+// row order, those of its share of the rows (RowShare), in rank order,
+// each rank's behind its common entries where it sends some
+// (ExchangeWith); with ranks of no rows, rows of no entries, entries
+// before the first row and after the last, and buffers kept over rounds.
 func TestRowShares(t *testing.T) {
 	const ranks, rows = 4, 3 // one rank takes no row
 	shareOf := func(row int32) int {
@@ -244,17 +245,26 @@ func TestRowShares(t *testing.T) {
 		return msg
 	}
 	err := mpi.Launch(ranks, mpi.MaxMessage, func(c mpi.Comm) error {
+		// Every other round, each rank sends r+1 common entries.
+		common := func(rank, round int) []byte {
+			var msg []byte
+			for k := range (round % 2) * (rank + 1) {
+				msg = AppendEntry(msg, RoundEntry{Row: -7, Class: int32(100*rank + k), Kind: 3, Score: float64(round)})
+			}
+			return msg
+		}
 		var g RowShares
-		for round := range 3 {
-			got, err := g.Exchange(c, message(c.Rank(), round), rows)
+		for round := range 5 {
+			got, err := g.ExchangeWith(c, common(c.Rank(), round), message(c.Rank(), round), rows)
 			if err != nil {
 				return err
 			}
 			var want []byte
 			for r := range ranks {
+				want = append(want, common(r, round)...)
 				msg := message(r, round)
 				for k := 0; k < len(msg); k += RoundEntryBytes {
-					if e := decodeEntry(msg[k:]); shareOf(e.Row) == c.Rank() {
+					if e := DecodeEntry(msg[k:]); shareOf(e.Row) == c.Rank() {
 						want = append(want, msg[k:k+RoundEntryBytes]...)
 					}
 				}

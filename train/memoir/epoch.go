@@ -1,6 +1,7 @@
 package memoir
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
@@ -30,20 +31,20 @@ func (t *roundTrainer) settle() error {
 	})
 }
 
-// project applies Pegasos's projection W ← min{1, 1/(√λ ‖W‖)} W to the
-// shared scale: ‖W‖² sums the blocks' squared norms, in block order, from
-// an all-reduce where each block's owner alone contributes (so the sum is
-// the same for any number of ranks). When the scale gets small, every rank
-// folds it into its vectors at the same round.
-func (t *roundTrainer) project() error {
-	t.norms = slices.Grow(t.norms[:0], len(t.blocks))[:len(t.blocks)]
-	clear(t.norms)
-	for _, b := range t.mine {
-		t.norms[b.unit] = b.sq
-	}
-	if err := t.comm.AllreduceFloat64(t.norms, mpi.Sum); err != nil {
-		return err
-	}
+// project applies the ℓ2 regulariser's projection of the weights,
+// W ← min{1, 1/(√λ ‖W‖)} W, to the shared scale, ‖W‖² the sum of t.norms,
+// the blocks' squared norms, in block order: the same for any number of
+// ranks.
+//
+// A round's projection needs its norms, which only the blocks' owners
+// know once they have applied its steps. Rather than by an all-reduce of
+// their own, a collective more a round, they travel with the next round's
+// reports (normEntries, takeNorms), and the projection is made there,
+// before the steps are decided, where the scale is next used (projectDue
+// until then). Where no round follows at once (an epoch's end, a
+// checkpoint, the end of training), settleProjection makes it by an
+// all-reduce.
+func (t *roundTrainer) project() {
 	sq := 0.0
 	for _, v := range t.norms {
 		sq += v
@@ -51,29 +52,94 @@ func (t *roundTrainer) project() error {
 	if norm := t.scale * math.Sqrt(sq); norm*math.Sqrt(t.p.Lambda) > 1 {
 		t.scale /= norm * math.Sqrt(t.p.Lambda)
 	}
-	if t.scale < 1.0/(1<<20) {
-		for _, b := range t.mine {
-			b.vec.Scale(t.scale)
-			if b.lsh != nil {
-				b.lsh.Scale(t.scale)
-			}
-			if b.graph != nil {
-				b.graph.Scale(t.scale)
-			}
-			b.sq = 0
-			for k := range b.vec.Len() {
-				b.sq += b.vec.SquaredNorm(k)
-			}
+	t.projectDue = false
+}
+
+// normRow is the row of the report entries that carry a block's squared
+// norm (kind kindNorm, class the block's unit): outside every round's rows.
+const normRow = -1
+
+// normEntries returns an entry of each owned block's squared norm.
+func (t *roundTrainer) normEntries() []byte {
+	t.normMsg = t.normMsg[:0]
+	for _, b := range t.mine {
+		t.normMsg = train.AppendEntry(t.normMsg, train.RoundEntry{Row: normRow, Class: int32(b.unit), Kind: kindNorm, Score: b.sq})
+	}
+	return t.normMsg
+}
+
+// takeNorms sets t.norms to the blocks' squared norms that every rank
+// sent with its reports (normEntries).
+func (t *roundTrainer) takeNorms(reports []byte) error {
+	t.norms = slices.Grow(t.norms[:0], len(t.blocks))[:len(t.blocks)]
+	n := 0
+	for k := 0; k+train.RoundEntryBytes <= len(reports); k += train.RoundEntryBytes {
+		if int32(binary.LittleEndian.Uint32(reports[k:])) != normRow {
+			continue
 		}
-		t.scale = 1
+		e := train.DecodeEntry(reports[k:])
+		if e.Kind != kindNorm || e.Class < 0 || int(e.Class) >= len(t.blocks) {
+			return fmt.Errorf("memoir: a norm entry of kind %d and block %d of %d", e.Kind, e.Class, len(t.blocks))
+		}
+		t.norms[e.Class] = e.Score
+		n++
+	}
+	if n != len(t.blocks) {
+		return fmt.Errorf("memoir: %d block norms received, want %d", n, len(t.blocks))
 	}
 	return nil
+}
+
+// settleProjection makes the projection that waits (projectDue), if any,
+// its norms summed by an all-reduce where each block's owner alone
+// contributes.
+func (t *roundTrainer) settleProjection() error {
+	if !t.projectDue {
+		return nil
+	}
+	t.norms = slices.Grow(t.norms[:0], len(t.blocks))[:len(t.blocks)]
+	clear(t.norms)
+	for _, b := range t.mine {
+		t.norms[b.unit] = b.sq
+	}
+	if t.comm.Size() > 1 {
+		if err := t.comm.AllreduceFloat64(t.norms, mpi.Sum); err != nil {
+			return err
+		}
+	}
+	t.project()
+	return nil
+}
+
+// fold folds the shared scale into the vectors, on every rank at the same
+// round, once it gets small.
+func (t *roundTrainer) fold() {
+	if t.scale >= 1.0/(1<<20) {
+		return
+	}
+	for _, b := range t.mine {
+		b.vec.Scale(t.scale)
+		if b.lsh != nil {
+			b.lsh.Scale(t.scale)
+		}
+		if b.graph != nil {
+			b.graph.Scale(t.scale)
+		}
+		b.sq = 0
+		for k := range b.vec.Len() {
+			b.sq += b.vec.SquaredNorm(k)
+		}
+	}
+	t.scale = 1
 }
 
 // endEpoch measures, on every rank alike, the recall of the index against
 // exact search and, with --heldout, the held-out macro-F1, keeping the best
 // epoch's vectors; it returns whether to stop.
 func (t *roundTrainer) endEpoch() (bool, error) {
+	if err := t.settleProjection(); err != nil {
+		return false, err
+	}
 	t.epochs++
 	if t.comm.Size() > 1 { // each rank counted the rows it decided
 		v := []int64{int64(t.violations)}

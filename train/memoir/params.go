@@ -197,6 +197,10 @@ func (a *Trainer) Prepare(env train.Env, ds *data.Dataset) (*train.Work, error) 
 		env.Log.Info("memoir holds rows out to stop early", "heldout_rows", held.N(), "training_rows", kept.N(), "patience", p.Patience)
 	}
 	shareBound := train.MaxRowShare(t.p.BatchSize, t.comm.Size()) // the rows a rank decides
+	reportBound := int64(shareBound) * train.RoundEntryBytes * int64(t.comm.Size()+int(math.Ceil(float64(t.y.NNZ())/float64(t.y.Rows))))
+	if t.p.Regularizer == "l2" && t.comm.Size() > 1 {
+		reportBound += int64(len(t.blocks)) * train.RoundEntryBytes // the blocks' norms
+	}
 	return &train.Work{Kind: linear.Kind{}, Params: t.p, Units: len(t.blocks), Rounds: t,
 		MaxRounds: p.Epochs * t.order.Batches, RoundName: "round",
 		Done: func(log *slog.Logger) {
@@ -206,9 +210,10 @@ func (a *Trainer) Prepare(env train.Env, ds *data.Dataset) (*train.Work, error) 
 				"scored_per_row_block", fmt.Sprintf("%.1f", t.scoredPerSearch()),
 				// Each round a rank receives, for each row of its share,
 				// 20 bytes for the rival of each rank and the score of
-				// each label; then 16 bytes for each step of every row.
+				// each label, and with ℓ2 20 bytes for each block's norm;
+				// then 16 bytes for each step of every row.
 				"report_bytes_per_round", t.reportBytes/int64(max(t.rounds, 1)),
-				"report_bytes_bound", int64(shareBound)*train.RoundEntryBytes*int64(t.comm.Size()+int(math.Ceil(float64(t.y.NNZ())/float64(t.y.Rows)))),
+				"report_bytes_bound", reportBound,
 				"step_bytes_per_round", t.stepBytes/int64(max(t.rounds, 1)))
 		},
 		Stats: func() map[string]float64 {

@@ -33,8 +33,7 @@ func (t *roundTrainer) Round(_ context.Context, r int, team *numa.Team) (bool, e
 	if t.order.LastOfEpoch(r - 1) {
 		t.violations = 0
 	}
-	// The steps, on v: W = s·v gains ±η x once s has shrunk.
-	if err := t.decide(len(rows), eta/(t.scale*shrink)); err != nil {
+	if err := t.decide(len(rows), eta, shrink); err != nil {
 		return false, err
 	}
 	if t.p.Regularizer == "l1" {
@@ -45,9 +44,8 @@ func (t *roundTrainer) Round(_ context.Context, r int, team *numa.Team) (bool, e
 	}
 	t.scale *= shrink
 	if t.p.Regularizer == "l2" {
-		if err := t.project(); err != nil {
-			return false, err
-		}
+		t.fold()
+		t.projectDue = true // made with the next round's reports
 	}
 	if !t.order.LastOfEpoch(r) {
 		return false, nil
@@ -55,20 +53,35 @@ func (t *roundTrainer) Round(_ context.Context, r int, team *numa.Team) (bool, e
 	return t.endEpoch()
 }
 
-// decide sets t.steps to the round's steps, of coefficient coef, in row
-// order: each rank decides those of its share of the rows (train.RowShare)
-// from every rank's reports of them, which it alone receives, and the
-// ranks share the steps (a rank alone decides every row from its own
-// reports). It counts in t.violations the rows this rank decided that
+// decide sets t.steps to the round's steps in row order: each rank decides
+// those of its share of the rows (train.RowShare) from every rank's
+// reports of them, which it alone receives, and the ranks share the steps
+// (a rank alone decides every row from its own reports). The reports also
+// bring the last round's block norms, for its projection (projectDue). A
+// step's coefficient is ±η/(s·shrink): W = s·v gains ±η x once s has
+// shrunk. It counts in t.violations the rows this rank decided that
 // violate their margin.
-func (t *roundTrainer) decide(rows int, coef float64) error {
+func (t *roundTrainer) decide(rows int, eta, shrink float64) error {
 	reports := t.msg
 	if t.comm.Size() > 1 {
+		var norms []byte
+		if t.projectDue {
+			norms = t.normEntries()
+		}
 		var err error
-		if reports, err = t.toDeciders.Exchange(t.comm, t.msg, rows); err != nil {
+		if reports, err = t.toDeciders.ExchangeWith(t.comm, norms, t.msg, rows); err != nil {
 			return fmt.Errorf("memoir: %w", err)
 		}
+		if t.projectDue {
+			if err := t.takeNorms(reports); err != nil {
+				return err
+			}
+			t.project()
+		}
+	} else if err := t.settleProjection(); err != nil { // a rank alone has every norm
+		return err
 	}
+	coef := eta / (t.scale * shrink)
 	t.reportBytes += int64(len(reports))
 	lo, hi := train.RowShare(rows, t.comm.Rank(), t.comm.Size())
 	var err error

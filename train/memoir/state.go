@@ -13,9 +13,12 @@ import (
 	"xmc/train"
 )
 
-// Save returns each owned block's vectors and index, and the shared scale
-// and early-stopping state.
+// Save returns each owned block's vectors and index, and the shared scale,
+// projected, and early-stopping state.
 func (t *roundTrainer) Save() ([][]byte, []byte, error) {
+	if err := t.settleProjection(); err != nil {
+		return nil, nil, err
+	}
 	state := make([][]byte, len(t.mine))
 	for q, b := range t.mine {
 		e := binary.LittleEndian.AppendUint64(nil, math.Float64bits(b.sq))
@@ -95,8 +98,12 @@ func (t *roundTrainer) decodeBlock(b *classBlock, e []byte) error {
 }
 
 // Finish encodes every owned block as a linear.Block of its weights
-// s·v (the best epoch's with --heldout), the blocks on the team's workers.
+// s·v (the best epoch's with --heldout), the blocks on the team's workers,
+// once the last round's projection is made.
 func (t *roundTrainer) Finish(team *numa.Team) ([]runner.Result, error) {
+	if err := t.settleProjection(); err != nil {
+		return nil, err
+	}
 	units := make([]int, len(t.mine))
 	for q, b := range t.mine {
 		units[q] = b.unit

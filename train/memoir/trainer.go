@@ -39,6 +39,7 @@ type classBlock struct {
 const (
 	kindRival = iota // the rank's best class that is not a label of the row
 	kindLabel        // the score of a label of the row
+	kindNorm         // a block's squared norm (see normRow)
 )
 
 // roundTrainer is the runner.RoundTrainer of Params.
@@ -57,12 +58,15 @@ type roundTrainer struct {
 	slot    []int32       // per class: its place in its block
 
 	// The shared state, the same on every rank.
-	scale     float64 // s: the weights are s·v
-	owed      float64 // the cumulative ℓ1 penalty Σ λη_t
-	epochs    int
-	bestF1    float64 // the best held-out macro-F1 (−1 before the first)
-	bestScale float64
-	sinceBest int
+	scale float64 // s: the weights are s·v
+	// projectDue is set while a round's ℓ2 projection waits for its
+	// blocks' norms, which the next round's reports bring (see project).
+	projectDue bool
+	owed       float64 // the cumulative ℓ1 penalty Σ λη_t
+	epochs     int
+	bestF1     float64 // the best held-out macro-F1 (−1 before the first)
+	bestScale  float64
+	sinceBest  int
 
 	held, heldY data.CSR
 
@@ -102,7 +106,8 @@ type roundTrainer struct {
 	stepMsg    []byte          // the steps, or the held-out predictions, this rank decided
 	entries    []train.RoundEntry
 	steps      []classStep
-	norms      []float64
+	norms      []float64 // every block's squared norm, by unit
+	normMsg    []byte    // the owned blocks' norms, as report entries
 }
 
 // epochRecall is the recall@1 of the index at the end of an epoch.

@@ -9,8 +9,10 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"xmc/data"
@@ -193,4 +195,99 @@ func SameRounds(t *testing.T, trainer train.Trainer, ds *data.Dataset, seed uint
 			}
 		}
 	}
+}
+
+// ResumedRounds is TrainRounds stopped after round at: rounds [0, at) run
+// on the layout saved, which then saves the trainer's state as a
+// checkpoint does (every rank its units, rank 0 the shared state), and
+// the rounds from at run to the end on the layout resumed, started from
+// that state. A trainer of rounds must make the units of an uninterrupted
+// run, byte for byte.
+func ResumedRounds(t testing.TB, trainer train.Trainer, ds *data.Dataset, seed uint64, saved, resumed Layout, at int) [][]byte {
+	t.Helper()
+	state := map[int][]byte{}
+	var shared, units [][]byte
+	// run runs rounds [from, to) on layout l, from the saved state if
+	// from > 0, and saves the state after them, or, at the end, gathers
+	// the model's units.
+	run := func(l Layout, from, to int) error {
+		pools := make([]*numa.Pool, l.Ranks)
+		for r := range pools {
+			pools[r] = numatest.Pool(t, l.Threads, 1)
+		}
+		var mu sync.Mutex
+		return mpi.Launch(l.Ranks, mpi.MaxMessage, func(c mpi.Comm) error {
+			env := train.Env{Pool: pools[c.Rank()], Comm: c, Log: slog.New(slog.DiscardHandler), Seed: seed}
+			w, err := trainer.Prepare(env, ds)
+			if err != nil {
+				return err
+			}
+			if w.Rounds == nil {
+				return errors.New("not a trainer of rounds")
+			}
+			own := runner.OwnedUnits(w.Units, c.Rank(), c.Size())
+			var st [][]byte
+			var sh []byte
+			if from > 0 {
+				for _, u := range own {
+					st = append(st, state[u])
+				}
+				sh = shared[0]
+			}
+			if err := w.Rounds.Start(own, from, st, sh); err != nil {
+				return err
+			}
+			last := to >= w.MaxRounds
+			var results []runner.Result
+			err = env.Pool.Together(func(team *numa.Team) error {
+				for r := from; r < min(to, w.MaxRounds); r++ {
+					done, err := w.Rounds.Round(context.Background(), r, team)
+					if err != nil {
+						return err
+					}
+					if done {
+						last = true
+						break
+					}
+				}
+				if last {
+					results, err = w.Rounds.Finish(team)
+				}
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if last {
+				all, err := runner.Gather(c, w.Units, results, 0)
+				if c.Rank() == 0 {
+					units = all
+				}
+				return err
+			}
+			st, sh, err = w.Rounds.Save()
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for q, u := range own {
+				state[u] = st[q]
+			}
+			if c.Rank() == 0 {
+				shared = [][]byte{sh}
+			}
+			return nil
+		})
+	}
+	if err := run(saved, 0, at); err != nil {
+		t.Fatalf("%d ranks × %d threads, rounds to %d: %v", saved.Ranks, saved.Threads, at, err)
+	}
+	if units != nil {
+		t.Fatalf("training ended before round %d", at)
+	}
+	if err := run(resumed, at, math.MaxInt); err != nil {
+		t.Fatalf("resumed on %d ranks × %d threads at round %d: %v", resumed.Ranks, resumed.Threads, at, err)
+	}
+	return units
 }
