@@ -108,6 +108,11 @@ func (p *profile) timed(fn func(Worker) error) func(Worker) error {
 	}
 }
 
+// Waited records that a worker spent d of its part of one of the pool's
+// loops waiting for work that another worker of the loop makes: the
+// Profile counts that time idle, not busy (Team.Waited for a team's loops).
+func (p *Pool) Waited(d time.Duration) { p.prof.busyNs.Add(-int64(d)) }
+
 // Profile returns how the workers spent their time so far (see Profile).
 func (p *Pool) Profile() Profile {
 	return Profile{Loops: p.prof.loops.Load(), LoopS: time.Duration(p.prof.loopNs.Load()).Seconds(),

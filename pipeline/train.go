@@ -351,6 +351,7 @@ func (t *training) runUnits() ([]runner.Result, bool, error) {
 		Units: w.Units, Kind: t.kind.Unit(), Comm: j.Comm, Schedule: schedule, Pool: j.Pool, Log: j.Log,
 		Checkpoint: c.Checkpoint, CheckpointEvery: c.CheckpointEvery, Fingerprint: t.fingerprint,
 		OnIdle: func(wait time.Duration) { busy, scheduling = time.Since(trainStart), wait }, Weight: w.Weight, Cost: w.Cost,
+		Help: w.Help,
 	}
 	what := t.kind.Unit() + "s"
 	if w.Weight != nil {

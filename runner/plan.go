@@ -85,6 +85,12 @@ type Plan struct {
 	// Fingerprint identifies the run's data and hyper-parameters; a
 	// checkpoint written under another fingerprint is refused.
 	Fingerprint string
+	// Help, if set, is called by Run on each worker that finds no unit left
+	// to take, while other workers may still compute theirs, so that it
+	// helps them (a forest's workers help split the nodes of the trees
+	// still growing). It returns once it has nothing left to help with; an
+	// error ends the run as a unit's does.
+	Help func(w numa.Worker) error
 	// OnIdle, if set, is called once this rank has no unit left to compute,
 	// before it waits for the other ranks, with the time the rank's workers
 	// waited for units from rank 0 (the dynamic schedule's cost): the time
@@ -123,8 +129,8 @@ const (
 	tagAssign   = 1003 // dynamic schedule: rank 0's answer
 )
 
-// Run computes this rank's units, each on one of the pool's workers, and
-// returns their results in unit order. It stops taking new units once ctx
+// Run computes this rank's units, each on one of the pool's workers (then
+// Help, if set), and returns their results in unit order. It stops taking new units once ctx
 // is done (a signal or the time limit) and then returns the finished ones,
 // kept in the checkpoint directory if any so that a rerun resumes from
 // them, with stopped true if units were left; it logs where they were
@@ -134,10 +140,18 @@ func (p Plan) Run(ctx context.Context, work WorkFunc) (results []Result, stopped
 		return p.Pool.Run(func(w numa.Worker) error {
 			compute := func(u int) ([]byte, error) { return work(w, u) }
 			for {
-				if more, err := take(compute); err != nil || !more {
+				more, err := take(compute)
+				if err != nil {
 					return err
 				}
+				if !more {
+					break
+				}
 			}
+			if p.Help != nil {
+				return p.Help(w)
+			}
+			return nil
 		})
 	})
 }

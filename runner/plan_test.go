@@ -109,6 +109,62 @@ func TestRunnerSchedulesEveryUnitOnce(t *testing.T) {
 	}
 }
 
+// TestRunnerHelp checks Plan.Help: each worker calls it once it finds no
+// unit left, while others still compute theirs (unit 0 waits for a help
+// call), and its error ends the run.
+func TestRunnerHelp(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		helping := make(chan struct{})
+		var once sync.Once
+		var mu sync.Mutex
+		calls := map[int]int{} // by worker
+		var own []Result
+		pool := numatest.Pool(t, 3, 1)
+		err := mpi.Launch(1, mpi.MaxMessage, func(c mpi.Comm) error {
+			p := Plan{Units: 2, Kind: "unit", Comm: c, Pool: pool, Log: slog.New(slog.DiscardHandler),
+				Help: func(w numa.Worker) error {
+					mu.Lock()
+					calls[w.ID]++
+					mu.Unlock()
+					once.Do(func() { close(helping) })
+					if fail {
+						return errors.New("help failed")
+					}
+					return nil
+				}}
+			var err error
+			own, _, err = p.Run(context.Background(), func(w numa.Worker, u int) ([]byte, error) {
+				if u == 0 {
+					select {
+					case <-helping:
+					case <-time.After(10 * time.Second):
+						return nil, errors.New("no worker was helping while unit 0 ran")
+					}
+				}
+				return unitBytes(u), nil
+			})
+			return err
+		})
+		if fail {
+			if err == nil || !strings.Contains(err.Error(), "help failed") {
+				t.Errorf("a failing help: error %v", err)
+			}
+			continue
+		}
+		if err != nil || len(own) != 2 {
+			t.Fatalf("%d results, error %v", len(own), err)
+		}
+		if len(calls) != 3 {
+			t.Errorf("help called on workers %v, want each of 3 once", calls)
+		}
+		for w, n := range calls {
+			if n != 1 {
+				t.Errorf("help called %d times on worker %d", n, w)
+			}
+		}
+	}
+}
+
 func TestRunnerErrorNamesUnit(t *testing.T) {
 	for _, schedule := range schedules {
 		_, _, err := runUnits(t, context.Background(), schedule, 6, 2, 1, "", func(w numa.Worker, u int) ([]byte, error) {

@@ -81,6 +81,9 @@ type Work struct {
 	Units int
 	// Unit computes one unit on one worker, for work of independent units.
 	Unit runner.WorkFunc
+	// Help, if set with Unit, is called on each worker that finds no unit
+	// left, to help the workers still computing theirs (runner.Plan.Help).
+	Help func(w numa.Worker) error
 	// Team, set instead of Unit, computes one unit with all the rank's
 	// workers together (see runner.TeamFunc).
 	Team runner.TeamFunc
@@ -119,6 +122,8 @@ func (w *Work) Check() error {
 		return fmt.Errorf("work has no model kind")
 	case btoi(w.Unit != nil)+btoi(w.Team != nil)+btoi(w.Rounds != nil) != 1:
 		return fmt.Errorf("work must have exactly one of a unit function, a team function or a round trainer")
+	case w.Help != nil && w.Unit == nil:
+		return fmt.Errorf("work has a help function without a unit function")
 	case w.Rounds != nil && w.MaxRounds < 1:
 		return fmt.Errorf("round work with %d rounds at most", w.MaxRounds)
 	case w.Units < 0:

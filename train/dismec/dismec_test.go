@@ -27,7 +27,7 @@ func trainDismec(t testing.TB, ds *data.Dataset, p Params, pool *numa.Pool) ([][
 		t.Fatal(err)
 	}
 	tr := newBlockTrainer(p, rep, pool)
-	return traintest.WorkAll(t, pool, tr.Units(), tr.Work), tr
+	return traintest.WorkAll(t, pool, tr.Units(), tr.Work, nil), tr
 }
 
 // linearModel decodes encoded units into a model.

@@ -37,9 +37,10 @@ func newForestTrainer(t testing.TB, ds *data.Dataset, p Params, pool *numa.Pool)
 	return testForest{newGrower(p, rep, pool), pool}
 }
 
-// workAll trains every tree, each on one worker.
+// workAll trains every tree, each on one worker, the workers left without
+// a tree helping the others (Help).
 func (f testForest) workAll(t testing.TB) [][]byte {
-	return traintest.WorkAll(t, f.pool, f.Params.Trees, f.Work)
+	return traintest.WorkAll(t, f.pool, f.Params.Trees, f.Work, f.Help)
 }
 
 // workTogether trains every tree with all the workers together, one tree
@@ -182,7 +183,7 @@ func forestDeterministic(t *testing.T, tr *data.Dataset, p Params) {
 	for _, c := range []struct {
 		threads, domains int
 		together         bool
-	}{{2, 1, false}, {2, 2, false}, {1, 1, true}, {2, 1, true}, {3, 1, true}, {4, 2, true}} {
+	}{{2, 1, false}, {2, 2, false}, {3, 2, false}, {1, 1, true}, {2, 1, true}, {3, 1, true}, {4, 2, true}} {
 		f := newForestTrainer(t, tr, p, numatest.Pool(t, c.threads, c.domains))
 		got := f.workAll(t)
 		if c.together {
@@ -203,7 +204,8 @@ func forestDeterministic(t *testing.T, tr *data.Dataset, p Params) {
 
 // TestForestFlushes checks that a tree is the same however often its
 // split nodes are appended to it mid-growth: after every node, every few
-// nodes, or at the end only, grown alone or by 1 to 3 workers together.
+// nodes, or at the end only, grown alone (by 3 workers, the third helping
+// the others), or by 1 to 3 workers together.
 func TestForestFlushes(t *testing.T) {
 	tr, _ := traintest.Bibtex(t)
 	p := DefaultParams()
@@ -214,7 +216,7 @@ func TestForestFlushes(t *testing.T) {
 		for _, c := range []struct {
 			threads  int
 			together bool
-		}{{1, false}, {1, true}, {3, true}} {
+		}{{1, false}, {3, false}, {1, true}, {3, true}} {
 			f := newForestTrainer(t, tr, p, numatest.Pool(t, c.threads, 1))
 			f.flushAt = flushAt
 			got := f.workAll(t)
@@ -273,6 +275,34 @@ func TestForestFrontierHelps(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestForestAloneHelped checks that the workers left without a tree to
+// grow alone help grow the others' (grower.Help), in another NUMA domain
+// too: with 4 trees on 3 workers in 2 domains, the two that finish first
+// split nodes of the trees still growing, and the trees are those that one
+// worker grows. A run where they find none to help, which timing allows,
+// is tried again, up to three runs.
+func TestForestAloneHelped(t *testing.T) {
+	tr, _ := traintest.Delicious(t)
+	p := DefaultParams()
+	p.Trees, p.Seed = 4, 8
+	ref := trainTrees(t, tr, p, numatest.Pool(t, 1, 1))
+	helped := int64(0)
+	for run := 0; run < 3 && helped == 0; run++ {
+		f := newForestTrainer(t, tr, p, numatest.Pool(t, 3, 2))
+		got := f.workAll(t)
+		for i := range ref {
+			if !bytes.Equal(ref[i], got[i]) {
+				t.Fatalf("run %d: tree %d differs from the tree one worker grows", run, i)
+			}
+		}
+		helped = f.helpedNodes.Load()
+	}
+	if helped == 0 {
+		t.Error("in three runs, no worker helped split another's tree")
+	}
+	t.Logf("%d nodes split helping", helped)
 }
 
 // TestForestRoutesAsPrediction checks that training routes instances as

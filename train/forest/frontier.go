@@ -1,6 +1,8 @@
 package forest
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -37,9 +39,10 @@ type frontier struct {
 	// helped says the crew has a lead that can split a node with the
 	// others' help: dealing then stops when a single node is left to split
 	// and no builder is busy.
-	helped   bool
-	builders int // the crew's
-	flushAt  int
+	helped  bool
+	flushAt int
+	// builders counts the crew's builders and those that joined it.
+	builders atomic.Int32
 
 	mu   sync.Mutex
 	cond sync.Cond // signalled when a node is split or dealing stops
@@ -59,6 +62,10 @@ type frontier struct {
 	waiting atomic.Int32
 	stop    bool        // no more nodes are dealt until the next flush
 	loops   []*helpLoop // loops of nodes being split, open to help
+	// err is set when a builder panicked, and over once the crew stopped
+	// growing the tree, grown or not: the builders that joined then leave.
+	err  error
+	over bool
 }
 
 // flushEntries is the number of entries (a split's dimensions and weights,
@@ -72,10 +79,94 @@ const flushEntries = 1 << 23
 // whether the crew has a lead, and flushAt how many entries the split
 // nodes may hold before dealing stops for a flush.
 func newFrontier(t *forestmodel.Tree, n int32, builders int, helped bool, flushAt int) *frontier {
-	f := &frontier{tree: t, helped: helped, builders: builders, flushAt: flushAt, spans: []span{{0, n, 0}}, outs: make([]nodeOut, 1)}
+	f := &frontier{tree: t, helped: helped, flushAt: flushAt, spans: []span{{0, n, 0}}, outs: make([]nodeOut, 1)}
+	f.builders.Store(int32(builders))
 	f.cond.L = &f.mu
 	newNode(t, n)
 	return f
+}
+
+// grow grows the tree with crew c: it deals the nodes to c's builders, and
+// to those that join (join), and appends them to the tree. A node that is
+// the only one to split, with the crew free (the root), is split by the
+// crew's lead with the others' help. The split nodes are appended to the
+// tree whenever they hold flushAt entries, and at the end.
+func (f *frontier) grow(c crew) error {
+	defer f.end()
+	if f.spans[0].hi == 0 {
+		return errors.New("no training instances")
+	}
+	for !f.finished() {
+		if b := c.lead(); b != nil && f.alone() {
+			b.helpers = c
+			id, sp := f.take()
+			o := b.node(id, sp)
+			b.helpers = nil
+			if b.err != nil {
+				return b.err
+			}
+			f.done(id, o)
+		} else if err := c.each(c.workers(), func(b *treeBuilder, _ int) { f.work(b, c.waited) }); err != nil {
+			return err
+		}
+		if err := f.failed(); err != nil {
+			return err
+		}
+		if err := f.flush(c); err != nil {
+			return err
+		}
+	}
+	t := f.tree
+	t.SplitStart = append(t.SplitStart, int64(len(t.SplitDim)))
+	t.EntryStart = append(t.EntryStart, int64(len(t.SplitChild)))
+	t.LeafStart = append(t.LeafStart, int64(len(t.LeafLabel)))
+	return nil
+}
+
+// end records that the crew stopped growing the tree, for the builders
+// that joined it to leave.
+func (f *frontier) end() {
+	f.mu.Lock()
+	f.over = true
+	f.cond.Broadcast()
+	f.mu.Unlock()
+}
+
+// ended reports whether the crew stopped growing the tree.
+func (f *frontier) ended() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.over
+}
+
+// failed returns the error of a builder that panicked, if one did.
+func (f *frontier) failed() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
+}
+
+// join has builder h, which grows no tree of its own, split the tree's
+// nodes beside the crew until the crew stops growing it: the tree is the
+// same. h's split nodes stay in its buffer until the crew flushes them,
+// which it does only while no builder works, so h leaves with the tree
+// alone. waited is as work's. It returns the number of nodes h split.
+func (f *frontier) join(h *treeBuilder, waited func(time.Duration)) (nodes int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.builders.Add(1)
+	for !f.over {
+		if f.stop { // until the crew's flush
+			start := time.Now()
+			f.cond.Wait()
+			waited(time.Since(start))
+			continue
+		}
+		f.mu.Unlock()
+		nodes += f.work(h, waited)
+		f.mu.Lock()
+	}
+	return nodes
 }
 
 // finished reports whether every node is split and in the tree. It and
@@ -118,18 +209,21 @@ func (f *frontier) done(id int, o nodeOut) {
 // to deal and none is being split, when a single node is left for the
 // crew to split together, or when the committed nodes hold flushAt
 // entries. A builder with no node to take helps split another's, or waits
-// for one and reports how long it waited.
-func (f *frontier) work(b *treeBuilder, waited func(time.Duration)) {
-	var help helpers // none for a builder alone
-	if f.builders > 1 {
-		help = &frontierHelp{f: f, b: b}
-	}
+// for one and reports how long it waited. It returns the number of nodes
+// b split.
+func (f *frontier) work(b *treeBuilder, waited func(time.Duration)) (nodes int) {
+	// The help of the builders idle at each loop's start, if any: builders
+	// may join while b splits a node (join).
+	help := &frontierHelp{f: f, b: b}
 	defer func() {
 		// A panic (a bug) stops the dealing, so that no builder waits
 		// for a node that will not come; the crew's loop reports it.
 		if r := recover(); r != nil {
 			f.mu.Lock()
 			f.stop = true
+			if f.err == nil {
+				f.err = fmt.Errorf("a builder of the tree panicked: %v", r)
+			}
 			f.cond.Broadcast()
 			f.mu.Unlock()
 			panic(r)
@@ -139,7 +233,7 @@ func (f *frontier) work(b *treeBuilder, waited func(time.Duration)) {
 		id, sp, loop, ok := f.nextTask(waited)
 		switch {
 		case !ok:
-			return
+			return nodes
 		case loop != nil:
 			loop.run(b)
 		default:
@@ -147,6 +241,7 @@ func (f *frontier) work(b *treeBuilder, waited func(time.Duration)) {
 			o := b.node(id, sp)
 			b.helpers = nil
 			f.record(id, o)
+			nodes++
 		}
 	}
 }
@@ -204,7 +299,10 @@ func (f *frontier) flush(c crew) error {
 		o.b.out.Reset()
 		o.b.bounds = o.b.bounds[:0]
 	}
+	f.mu.Lock()
 	f.flushed, f.pending, f.stop = f.committed, 0, false
+	f.cond.Broadcast() // for the builders that joined (join)
+	f.mu.Unlock()
 	return nil
 }
 

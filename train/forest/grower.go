@@ -1,6 +1,7 @@
 package forest
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,15 +31,36 @@ type grower struct {
 	// their builders' buffers before they are appended to the tree
 	// (flushEntries; tests use less).
 	flushAt int
+	// growing holds the trees that workers grow alone, open to the
+	// workers that have none left to grow (Help), and starting counts
+	// those whose workers are projecting their rows, to be open next;
+	// grown is signalled when one opens.
+	growMu   sync.Mutex
+	grown    sync.Cond
+	growing  []*aloneTree
+	starting int
+	// helpedNodes counts the nodes split by workers helping (Help).
+	helpedNodes atomic.Int64
+}
+
+// aloneTree is a tree that a worker grows alone, as the workers that help
+// it see it: its number, frontier, and the owner's rows and instance ids.
+type aloneTree struct {
+	t    int
+	f    *frontier
+	rows *treeRows
+	ids  []int32
 }
 
 // newGrower prepares a trainer for params (resolved) over the data
 // replicas, for the workers of pool.
 func newGrower(p Params, replicas *numa.Replicas[*trainingData], pool *numa.Pool) *grower {
-	return &grower{Params: p, Data: replicas, pool: pool,
+	f := &grower{Params: p, Data: replicas, pool: pool,
 		scratch:      numa.NewPerWorker(pool, func(w numa.Worker) *forestScratch { return newForestScratch(replicas.Get(w.Domain), p) }),
 		teamRows:     make([]*treeRows, replicas.Len()),
 		teamRowsOnce: make([]sync.Once, replicas.Len()), flushAt: flushEntries}
+	f.grown.L = &f.growMu
+	return f
 }
 
 // treeSeed derives the seed of tree t from the forest seed alone, so a tree
@@ -137,6 +159,20 @@ func (e *encodedTrees) add(t *forestmodel.Tree, loop func(n int, fn func(i int))
 // TrainTree trains tree number t on worker w alone, reading w's domain
 // replica.
 func (f *grower) TrainTree(w numa.Worker, t int) (*forestmodel.Tree, error) {
+	f.growMu.Lock()
+	f.starting++
+	f.growMu.Unlock()
+	var at *aloneTree // the tree, once open to help
+	defer func() {
+		f.growMu.Lock()
+		if at == nil {
+			f.starting--
+			f.grown.Broadcast()
+		} else {
+			f.growing = slices.DeleteFunc(f.growing, func(o *aloneTree) bool { return o == at })
+		}
+		f.growMu.Unlock()
+	}()
 	s := f.scratch.Get(w)
 	if s.rows == nil {
 		d := f.Data.Get(w.Domain)
@@ -150,11 +186,61 @@ func (f *grower) TrainTree(w numa.Worker, t int) (*forestmodel.Tree, error) {
 	b := &s.builder
 	b.start(f, w, s.rows, s.ids, t)
 	firstIDs(s.ids)
-	c := soloCrew{b}
+	c := soloCrew{b: b, pool: f.pool}
 	c.eachDomain(1, func(b *treeBuilder, _ int) { b.fillTables() })
 	c.eachDomain(projectChunks(b.d), func(b *treeBuilder, i int) { b.projectChunk(i) })
 	tree.X, tree.Y = b.x, b.y
-	return tree, grow(tree, int32(b.d.X.Rows), c, f.flushAt)
+	f.growMu.Lock()
+	at = &aloneTree{t: t, f: newFrontier(tree, int32(b.d.X.Rows), 1, false, f.flushAt), rows: s.rows, ids: s.ids}
+	f.growing = append(f.growing, at)
+	f.starting--
+	f.grown.Broadcast()
+	f.growMu.Unlock()
+	return tree, at.f.grow(c)
+}
+
+// Help is the runner.Plan.Help of a forest grown a tree per worker: worker
+// w, with no tree of its own left to grow, helps split the nodes of the
+// trees that other workers still grow, one tree at a time, the one with
+// the fewest builders first, until none is left, so that the last trees
+// of a rank do not hold up its other workers. The trees are the same
+// bytes. w reads the rows of a tree it helps where their owner made them,
+// in the owner's NUMA domain.
+//
+// A tree taken by its worker an instant before w found none left, and not
+// yet counted as starting, goes without w's help: the window is the
+// runner's hand-off of a unit, against a tree's time.
+func (f *grower) Help(w numa.Worker) error {
+	for {
+		at := f.toHelp()
+		if at == nil {
+			return nil
+		}
+		b := &f.scratch.Get(w).builder
+		b.start(f, w, at.rows, at.ids, at.t)
+		f.helpedNodes.Add(int64(at.f.join(b, f.pool.Waited)))
+	}
+}
+
+// toHelp returns the tree grown alone with the fewest builders, of those
+// still growing, waiting for those that start; nil once none is left.
+func (f *grower) toHelp() *aloneTree {
+	f.growMu.Lock()
+	defer f.growMu.Unlock()
+	for {
+		var best *aloneTree
+		for _, at := range f.growing {
+			if !at.f.ended() && (best == nil || at.f.builders.Load() < best.f.builders.Load()) {
+				best = at
+			}
+		}
+		if best != nil || f.starting == 0 {
+			return best
+		}
+		start := time.Now()
+		f.grown.Wait()
+		f.pool.Waited(time.Since(start))
+	}
 }
 
 // TrainTreeTogether trains tree number t with every worker of the pool:
@@ -232,8 +318,11 @@ type crew interface {
 	waited(d time.Duration)
 }
 
-// soloCrew is one builder growing a tree alone.
-type soloCrew struct{ b *treeBuilder }
+// soloCrew is one builder growing a tree alone, on a worker of pool.
+type soloCrew struct {
+	b    *treeBuilder
+	pool *numa.Pool
+}
 
 func (c soloCrew) each(n int, fn func(b *treeBuilder, i int)) error {
 	for i := range n {
@@ -250,7 +339,9 @@ func (c soloCrew) workers() int { return 1 }
 
 func (c soloCrew) piece() int { return routeChunk }
 
-func (c soloCrew) waited(time.Duration) {}
+// waited records d as the builder's wait for nodes that builders that
+// joined it split (frontier.join).
+func (c soloCrew) waited(d time.Duration) { c.pool.Waited(d) }
 
 // teamCrew is every worker of a pool growing a tree together, a numa.Team
 // led by the worker on which the tree is grown.

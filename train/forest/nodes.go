@@ -1,7 +1,6 @@
 package forest
 
 import (
-	"errors"
 	"math"
 
 	"xmc/data"
@@ -28,40 +27,13 @@ type nodeOut struct {
 // entries is the number of entries the node adds to the tree's arrays.
 func (o nodeOut) entries() int { return o.dimEnd - o.dim + o.entEnd - o.ent + o.leafEnd - o.leaf }
 
-// grow grows t over n instances. Its nodes are numbered breadth-first and
-// split as soon as they are numbered (see frontier), each by whichever
+// grow grows t over n instances with crew c. Its nodes are numbered
+// breadth-first and split as soon as they are numbered, each by whichever
 // builder of the crew is free, into its own buffer; their classifiers and
 // leaves are then appended to t in id order, so that t does not depend on
-// the crew. A node that is the only one to split, with the crew free (the
-// root), is split by the crew's lead with the others' help. The split
-// nodes are appended to t whenever they hold flushAt entries, and at the
-// end.
+// the crew (see frontier).
 func grow(t *forestmodel.Tree, n int32, c crew, flushAt int) error {
-	if n == 0 {
-		return errors.New("no training instances")
-	}
-	f := newFrontier(t, n, c.workers(), c.lead() != nil, flushAt)
-	for !f.finished() {
-		if b := c.lead(); b != nil && f.alone() {
-			b.helpers = c
-			id, sp := f.take()
-			o := b.node(id, sp)
-			b.helpers = nil
-			if b.err != nil {
-				return b.err
-			}
-			f.done(id, o)
-		} else if err := c.each(c.workers(), func(b *treeBuilder, _ int) { f.work(b, c.waited) }); err != nil {
-			return err
-		}
-		if err := f.flush(c); err != nil {
-			return err
-		}
-	}
-	t.SplitStart = append(t.SplitStart, int64(len(t.SplitDim)))
-	t.EntryStart = append(t.EntryStart, int64(len(t.SplitChild)))
-	t.LeafStart = append(t.LeafStart, int64(len(t.LeafLabel)))
-	return nil
+	return newFrontier(t, n, c.workers(), c.lead() != nil, flushAt).grow(c)
 }
 
 // appendNodes appends to t the classifiers and leaves of nodes outs, the

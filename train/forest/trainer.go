@@ -78,12 +78,15 @@ func (a *Trainer) Prepare(env train.Env, ds *data.Dataset) (*train.Work, error) 
 	t := newGrower(p, replicas, env.Pool)
 	// Trees cost about the same: a cyclic deal balances them without
 	// messages.
-	w := &train.Work{Kind: forestmodel.Kind{}, Params: p, Units: p.Trees, Unit: t.Work, Schedule: runner.ScheduleStatic}
+	w := &train.Work{Kind: forestmodel.Kind{}, Params: p, Units: p.Trees, Unit: t.Work, Help: t.Help, Schedule: runner.ScheduleStatic,
+		Stats: func() map[string]float64 {
+			return map[string]float64{"nodes_split_helping": float64(t.helpedNodes.Load())}
+		}}
 	ranks, workers := env.Comm.Size(), len(env.Pool.Workers())
 	perRank := (p.Trees + ranks - 1) / ranks
 	copyBytes := treeRowsBytes(ds, p)
 	if together, why := growTogether(a.grow, perRank, workers, copyBytes, env.Pool.MemAvailable()); together {
-		w.Unit, w.Team = nil, t.WorkTogether
+		w.Unit, w.Help, w.Stats, w.Team = nil, nil, nil, t.WorkTogether
 		env.Log.Info("the workers of a rank grow each tree together", "why", why, "trees_per_rank", perRank, "workers", workers,
 			"projected_copy_mib", copyBytes>>20)
 	}

@@ -27,7 +27,7 @@ func trainPPDSparse(t testing.TB, ds *data.Dataset, p Params, pool *numa.Pool) (
 		t.Fatal(err)
 	}
 	tr := newBlockTrainer(p, rep, pool)
-	return traintest.WorkAll(t, pool, tr.Units(), tr.Work), tr
+	return traintest.WorkAll(t, pool, tr.Units(), tr.Work, nil), tr
 }
 
 // evalPPDSparse scores te with the model of units and returns P@1, P@3, P@5.

@@ -24,9 +24,10 @@ import (
 )
 
 // WorkAll runs work on every unit of units on the pool's workers, which
-// take units from a shared queue as the runner's do, and returns the
-// results by unit; it fails t on the first error.
-func WorkAll(t testing.TB, pool *numa.Pool, units int, work runner.WorkFunc) [][]byte {
+// take units from a shared queue as the runner's do, then help, if not
+// nil (runner.Plan.Help), and returns the results by unit; it fails t on
+// the first error.
+func WorkAll(t testing.TB, pool *numa.Pool, units int, work runner.WorkFunc, help func(numa.Worker) error) [][]byte {
 	t.Helper()
 	out := make([][]byte, units)
 	next := make(chan int, units)
@@ -41,6 +42,9 @@ func WorkAll(t testing.TB, pool *numa.Pool, units int, work runner.WorkFunc) [][
 				return err
 			}
 			out[u] = b
+		}
+		if help != nil {
+			return help(w)
 		}
 		return nil
 	})
