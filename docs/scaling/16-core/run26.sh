@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Run 26: a forest grown together on MAX threads, xmc (5ccc6c4: nodes dealt
-# as numbered, idle builders helping large nodes, k-means updates summed on
-# the helpers) against xmc-prev (f4eb17c: a level at a time), alternating:
-# 16 trees three times, 64 trees twice, 16 trees alone once each, then 16
-# trees together at one thread (xmc) for the speedup. Data: the Wiki10-31K
+# Run 26: a forest on MAX threads, xmc (f2de0de: nodes dealt as numbered,
+# idle builders helping large nodes, k-means updates summed on the helpers,
+# idle workers helping the last trees grown alone) against xmc-prev
+# (f4eb17c: a level at a time, no help), alternating: grown together, 16
+# trees three times and 64 trees twice; grown alone, 16 trees twice and 64
+# trees twice; then 16 trees at one thread (xmc) for the speedup. Data: the Wiki10-31K
 # shape, generated here. Runs that would start after BUDGET seconds are
 # skipped. One line a run, with the model's md5 (the same for both builds).
 # Usage: run26.sh OUT [MAX, 16] [BUDGET, 400]. Beside it, as prep26.sh lays
@@ -16,7 +17,8 @@ line() { python3 - "$1" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1])); p = (s.get("profile") or [{}])[0]
 w, loop = p.get("workers", 1), p.get("loop_s", 0) or 1e-9
-print("s %.3f\tserial_s %.3f\tloop_E %.3f" % (s.get("train_s") or 0, p.get("serial_s", 0), p.get("busy_s", 0) / w / loop))
+h = (s.get("trainer_stats") or [{}])[0].get("nodes_split_helping", "-")
+print("s %.3f\tserial_s %.3f\tloop_E %.3f\thelped %s" % (s.get("train_s") or 0, p.get("serial_s", 0), p.get("busy_s", 0) / w / loop, h))
 PY
 }
 say() { printf '%s\t%s\t%s\t%s\n' "$1" "$(( $(date +%s) - T0 ))s" "$2" "$3" | tee -a "$R"; }
@@ -32,6 +34,7 @@ run() { # BIN TREES GROW THREADS
   say "$n" "$( [ -s "$s" ] && line "$s" || echo FAILED)" "$(sum "$K/m")"; rm -f "$K/m"; }
 for k in 1 2 3; do for b in xmc-prev xmc; do run $b 16 together "$MAX"; done; done
 for k in 1 2; do for b in xmc-prev xmc; do run $b 64 together "$MAX"; done; done
-for b in xmc-prev xmc; do run $b 16 alone "$MAX"; done
+for k in 1 2; do for b in xmc-prev xmc; do run $b 16 alone "$MAX"; done; done
+for k in 1 2; do for b in xmc-prev xmc; do run $b 64 alone "$MAX"; done; done
 run xmc 16 together 1
 tar -C "$K" -czf "$O/summaries.tgz" s
