@@ -209,8 +209,9 @@ func SameRounds(t *testing.T, trainer train.Trainer, ds *data.Dataset, seed uint
 // run, byte for byte.
 func ResumedRounds(t testing.TB, trainer train.Trainer, ds *data.Dataset, seed uint64, saved, resumed Layout, at int) [][]byte {
 	t.Helper()
-	state := map[int][]byte{}
-	var shared, units [][]byte
+	state := map[int][]byte{} // by unit
+	var shared []byte         // rank 0's
+	var units [][]byte
 	// run runs rounds [from, to) on layout l, from the saved state if
 	// from > 0, and saves the state after them, or, at the end, gathers
 	// the model's units.
@@ -236,7 +237,7 @@ func ResumedRounds(t testing.TB, trainer train.Trainer, ds *data.Dataset, seed u
 				for _, u := range own {
 					st = append(st, state[u])
 				}
-				sh = shared[0]
+				sh = shared
 			}
 			if err := w.Rounds.Start(own, from, st, sh); err != nil {
 				return err
@@ -279,7 +280,7 @@ func ResumedRounds(t testing.TB, trainer train.Trainer, ds *data.Dataset, seed u
 				state[u] = st[q]
 			}
 			if c.Rank() == 0 {
-				shared = [][]byte{sh}
+				shared = sh
 			}
 			return nil
 		})
