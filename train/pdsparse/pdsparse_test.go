@@ -245,78 +245,24 @@ func TestPDSparseResumeAcrossStores(t *testing.T) {
 	}
 }
 
-// TestPDSparseResumeOnOtherRanks saves the state of a run on some ranks
-// after an epoch and resumes it on another number of ranks for a second:
-// the weights must be the bytes of two epochs uninterrupted. Each rank
-// holds whole active sets for its own rows alone, so the saved sets are
-// gathered from every rank, and a resumed rank keeps its own part of them.
+// TestPDSparseResumeOnOtherRanks stops a run of two epochs on some ranks
+// mid-epoch and resumes it on another number of ranks: the weights must be
+// the bytes of a run uninterrupted. Each rank holds whole active sets for
+// its own rows alone, so the saved sets are gathered from every rank, and a
+// resumed rank keeps its own part of them.
 func TestPDSparseResumeOnOtherRanks(t *testing.T) {
 	bibtex, _ := traintest.Bibtex(t)
 	tr := traintest.Head(bibtex, 1000)
-	p := DefaultParams()
-	p.Epochs = 2
-	// run runs rounds [from, to) on ranks ranks, started from the saved
-	// units and shared state (nil: fresh), and returns the weights and
-	// the saved state, by unit.
-	run := func(ranks, from, to int, saved map[int][]byte, shared []byte) (res []runner.Result, st map[int][]byte, sh []byte, err error) {
-		var mu sync.Mutex
-		st = map[int][]byte{}
-		err = mpi.Launch(ranks, mpi.MaxMessage, func(c mpi.Comm) error {
-			rt, err := newRoundTrainer(p.forData(tr, noneSet), tr, c, numatest.Pool(t, 1, 1))
-			if err != nil {
-				return err
-			}
-			units := runner.OwnedUnits(len(rt.blocks), c.Rank(), ranks)
-			var state [][]byte
-			if saved != nil {
-				for _, u := range units {
-					state = append(state, saved[u])
-				}
-			}
-			if err := rt.Start(units, from, state, shared); err != nil {
-				return err
-			}
-			if err := runRounds(rt, from, to); err != nil {
-				return err
-			}
-			mine, s, err := rt.Save()
-			if err != nil {
-				return err
-			}
-			got, err := finish(rt)
-			mu.Lock()
-			defer mu.Unlock()
-			for q, u := range units {
-				st[u] = mine[q]
-			}
-			if c.Rank() == 0 {
-				sh = s
-			}
-			res = append(res, got...)
-			return err
-		})
-		slices.SortFunc(res, func(a, b runner.Result) int { return a.Unit - b.Unit })
-		return res, st, sh, err
-	}
-	batches := train.NewEpochBatches(tr.N(), p.BatchSize, p.Seed).Batches
-	want, _, _, err := run(1, 0, 2*batches, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := New().(*Trainer)
+	a.p.Epochs = 2
+	const seed = 5
+	want := traintest.TrainRounds(t, a, tr, seed, traintest.Layout{Ranks: 1, Threads: 1})
+	at := train.NewEpochBatches(tr.N(), a.p.BatchSize, seed).Batches + 5
 	for _, tc := range []struct{ saved, resumed int }{{2, 3}, {3, 1}, {1, 2}} {
-		_, state, shared, err := run(tc.saved, 0, batches, nil, nil)
-		if err != nil {
-			t.Fatalf("%d ranks: %v", tc.saved, err)
-		}
-		got, _, _, err := run(tc.resumed, batches, 2*batches, state, shared)
-		if err != nil {
-			t.Fatalf("%d ranks, resumed on %d: %v", tc.saved, tc.resumed, err)
-		}
-		if len(got) != len(want) {
-			t.Fatalf("%d ranks, resumed on %d: %d units, want %d", tc.saved, tc.resumed, len(got), len(want))
-		}
+		got := traintest.ResumedRounds(t, a, tr, seed, traintest.Layout{Ranks: tc.saved, Threads: 1},
+			traintest.Layout{Ranks: tc.resumed, Threads: 1}, at)
 		for u := range want {
-			if !bytes.Equal(want[u].Data, got[u].Data) {
+			if !bytes.Equal(want[u], got[u]) {
 				t.Errorf("%d ranks, resumed on %d: unit %d differs from an uninterrupted run", tc.saved, tc.resumed, u)
 			}
 		}

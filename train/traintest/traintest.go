@@ -144,20 +144,8 @@ type Layout struct{ Ranks, Threads int }
 // byte for byte, on every layout.
 func TrainRounds(t testing.TB, trainer train.Trainer, ds *data.Dataset, seed uint64, l Layout) [][]byte {
 	t.Helper()
-	pools := make([]*numa.Pool, l.Ranks)
-	for r := range pools {
-		pools[r] = numatest.Pool(t, l.Threads, 1)
-	}
 	var units [][]byte
-	err := mpi.Launch(l.Ranks, mpi.MaxMessage, func(c mpi.Comm) error {
-		env := train.Env{Pool: pools[c.Rank()], Comm: c, Log: slog.New(slog.DiscardHandler), Seed: seed}
-		w, err := trainer.Prepare(env, ds)
-		if err != nil {
-			return err
-		}
-		if w.Rounds == nil {
-			return errors.New("not a trainer of rounds")
-		}
+	err := launchRounds(t, trainer, ds, seed, l, func(c mpi.Comm, env train.Env, w *train.Work) error {
 		rounds := runner.Rounds{Units: w.Units, Rounds: w.MaxRounds, Kind: w.RoundName, Comm: c, Pool: env.Pool, Log: env.Log}
 		own, _, err := rounds.Run(context.Background(), w.Rounds)
 		if err != nil {
@@ -173,6 +161,28 @@ func TrainRounds(t testing.TB, trainer train.Trainer, ds *data.Dataset, seed uin
 		t.Fatalf("%d ranks × %d threads: %v", l.Ranks, l.Threads, err)
 	}
 	return units
+}
+
+// launchRounds prepares trainer on ds on the ranks and threads of layout
+// l, in process, and calls fn on each rank with its environment and its
+// work, which must be of rounds.
+func launchRounds(t testing.TB, trainer train.Trainer, ds *data.Dataset, seed uint64, l Layout,
+	fn func(c mpi.Comm, env train.Env, w *train.Work) error) error {
+	pools := make([]*numa.Pool, l.Ranks)
+	for r := range pools {
+		pools[r] = numatest.Pool(t, l.Threads, 1)
+	}
+	return mpi.Launch(l.Ranks, mpi.MaxMessage, func(c mpi.Comm) error {
+		env := train.Env{Pool: pools[c.Rank()], Comm: c, Log: slog.New(slog.DiscardHandler), Seed: seed}
+		w, err := trainer.Prepare(env, ds)
+		if err != nil {
+			return err
+		}
+		if w.Rounds == nil {
+			return errors.New("not a trainer of rounds")
+		}
+		return fn(c, env, w)
+	})
 }
 
 // SameRounds checks that trainer makes the same units, byte for byte, on
@@ -216,20 +226,8 @@ func ResumedRounds(t testing.TB, trainer train.Trainer, ds *data.Dataset, seed u
 	// from > 0, and saves the state after them, or, at the end, gathers
 	// the model's units.
 	run := func(l Layout, from, to int) error {
-		pools := make([]*numa.Pool, l.Ranks)
-		for r := range pools {
-			pools[r] = numatest.Pool(t, l.Threads, 1)
-		}
 		var mu sync.Mutex
-		return mpi.Launch(l.Ranks, mpi.MaxMessage, func(c mpi.Comm) error {
-			env := train.Env{Pool: pools[c.Rank()], Comm: c, Log: slog.New(slog.DiscardHandler), Seed: seed}
-			w, err := trainer.Prepare(env, ds)
-			if err != nil {
-				return err
-			}
-			if w.Rounds == nil {
-				return errors.New("not a trainer of rounds")
-			}
+		return launchRounds(t, trainer, ds, seed, l, func(c mpi.Comm, env train.Env, w *train.Work) error {
 			own := runner.OwnedUnits(w.Units, c.Rank(), c.Size())
 			var st [][]byte
 			var sh []byte
@@ -244,7 +242,7 @@ func ResumedRounds(t testing.TB, trainer train.Trainer, ds *data.Dataset, seed u
 			}
 			last := to >= w.MaxRounds
 			var results []runner.Result
-			err = env.Pool.Together(func(team *numa.Team) error {
+			err := env.Pool.Together(func(team *numa.Team) error {
 				for r := from; r < min(to, w.MaxRounds); r++ {
 					done, err := w.Rounds.Round(context.Background(), r, team)
 					if err != nil {
@@ -255,9 +253,11 @@ func ResumedRounds(t testing.TB, trainer train.Trainer, ds *data.Dataset, seed u
 						break
 					}
 				}
-				if last {
-					results, err = w.Rounds.Finish(team)
+				if !last {
+					return nil
 				}
+				var err error
+				results, err = w.Rounds.Finish(team)
 				return err
 			})
 			if err != nil {
