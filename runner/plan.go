@@ -130,11 +130,11 @@ const (
 )
 
 // Run computes this rank's units, each on one of the pool's workers (then
-// Help, if set), and returns their results in unit order. It stops taking new units once ctx
-// is done (a signal or the time limit) and then returns the finished ones,
-// kept in the checkpoint directory if any so that a rerun resumes from
-// them, with stopped true if units were left; it logs where they were
-// kept and why it stopped (the cause of ctx).
+// Help, if set), and returns their results in unit order. It stops taking
+// new units once ctx is done (a signal or the time limit) and then returns
+// the finished ones, kept in the checkpoint directory if any so that a
+// rerun resumes from them, with stopped true if units were left; it logs
+// where they were kept and why it stopped (the cause of ctx).
 func (p Plan) Run(ctx context.Context, work WorkFunc) (results []Result, stopped bool, err error) {
 	return p.run(ctx, func(take taker) error {
 		return p.Pool.Run(func(w numa.Worker) error {
