@@ -79,7 +79,8 @@ fuzz:
 
 # race runs the concurrent runtime (unit runner, worker pools, in-process
 # MPI, a round's reports searched in pieces, a forest's tree grown by
-# workers that help split each other's nodes) and the command line's
+# workers that help split each other's nodes, a rank's last tree grown
+# alone helped by its other worker) and the command line's
 # in-process ranks under the race detector; a race ends the command with
 # exit status 66. -short leaves out what has nothing concurrent (the MPI
 # conformance suite moves 256 KiB buffers rather than 8 MB; PD-Sparse's
@@ -89,8 +90,8 @@ race: deps
 	$(GO) test -race -short -count=1 -run TestPDSparseSameWeights ./train/pdsparse
 	$(GO) build -race -o $(BIN)/xmc-race .
 	@rm -rf $(OUT)/race && mkdir -p $(OUT)/race
-	GORACE="halt_on_error=1 exitcode=66" $(BIN)/xmc-race train --ranks 2 --trees 4 --data testdata/bibtex/train.txt \
-	  --test testdata/bibtex/test.txt --model-out $(OUT)/race/m.model > /dev/null
+	GORACE="halt_on_error=1 exitcode=66" $(BIN)/xmc-race train --ranks 2 --threads 2 --trees 6 --grow alone \
+	  --data testdata/bibtex/train.txt --test testdata/bibtex/test.txt --model-out $(OUT)/race/m.model > /dev/null
 	GORACE="halt_on_error=1 exitcode=66" $(BIN)/xmc-race train --ranks 2 --trees 4 --shard --checkpoint-every 0 \
 	  --data testdata/bibtex/train.txt --model-out $(OUT)/race/s.manifest > /dev/null
 	GORACE="halt_on_error=1 exitcode=66" $(BIN)/xmc-race predict --ranks 2 --model $(OUT)/race/s.manifest \
