@@ -58,6 +58,15 @@ func (b *Block) AppendPairs(l int32, cols []int32, w []float64, prune float64) {
 	b.endLabel(l)
 }
 
+// AppendRow adds label l with the weights w of the columns cols, in
+// increasing order, as they are: another block's row (Row), weights
+// already pruned and stored.
+func (b *Block) AppendRow(l int32, cols []int32, w []float32) {
+	b.Feature = append(b.Feature, cols...)
+	b.Weight = append(b.Weight, w...)
+	b.endLabel(l)
+}
+
 // keep stores weight v of column j of the label being appended, unless it
 // is 0 or of magnitude below prune.
 func (b *Block) keep(j int32, v, prune float64) {

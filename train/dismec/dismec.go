@@ -107,6 +107,9 @@ type blockTrainer struct {
 	// domain's first worker to need them.
 	rows     []*sortedRows
 	rowsOnce []sync.Once
+	// units deals the labels of the units being trained to their workers
+	// and to the workers that help them.
+	units *onevsall.Units
 }
 
 // newBlockTrainer prepares a trainer for params (resolved) over the data
@@ -119,6 +122,7 @@ func newBlockTrainer(p Params, data *numa.Replicas[*onevsall.Data], pool *numa.P
 		t.rowsOnce[w.Domain].Do(func() { t.rows[w.Domain] = newSortedRows(&d.X, biasColumn(d)) })
 		return t.newScratch(d, t.rows[w.Domain])
 	})
+	t.units = onevsall.NewUnits(pool, t.trainInto)
 	return t
 }
 
@@ -151,22 +155,29 @@ type labelScratch struct {
 	stats  labelStats
 }
 
-// Work is the WorkFunc of DiSMEC: it trains the labels of unit and encodes
-// their pruned weights as a linear.Block.
+// Work is the WorkFunc of DiSMEC: it trains the labels of unit, with the
+// help of workers that have no unit left (t.units), and encodes their
+// pruned weights as a linear.Block.
 func (t *blockTrainer) Work(w numa.Worker, unit int) ([]byte, error) {
-	d := t.Data.Get(w.Domain)
-	if err := t.Params.CheckUnit(d, t.blocks, unit); err != nil {
+	if err := t.Params.CheckUnit(t.Data.Get(w.Domain), t.blocks, unit); err != nil {
 		return nil, err
 	}
 	s := t.scratch.Get(w)
-	s.block.Reset()
-	for _, l := range t.blocks[unit] {
-		if err := t.trainLabel(d, s, l); err != nil {
-			return nil, fmt.Errorf("label %d: %w", l, err)
-		}
-		s.block.Append(l, s.w, t.Params.Prune)
+	if err := t.units.Train(w, t.blocks[unit], &s.block); err != nil {
+		return nil, err
 	}
 	return s.block.MarshalBinary()
+}
+
+// trainInto is DiSMEC's onevsall.TrainFunc: it trains label l on worker w
+// and appends its pruned weights to into.
+func (t *blockTrainer) trainInto(w numa.Worker, l int32, into *linear.Block) error {
+	s := t.scratch.Get(w)
+	if err := t.trainLabel(t.Data.Get(w.Domain), s, l); err != nil {
+		return err
+	}
+	into.Append(l, s.w, t.Params.Prune)
+	return nil
 }
 
 // biasColumn returns the column of d's bias feature, or -1 if it has none.
@@ -324,12 +335,13 @@ func (a *Trainer) Prepare(env train.Env, ds *data.Dataset) (*train.Work, error) 
 	if t.blocks, selected, err = train.SelectLabels(t.blocks, func(int32) float64 { return 1 }, env.Labels); err != nil {
 		return nil, err
 	}
-	return &train.Work{Kind: linear.Kind{}, Params: p, Units: t.Units(), Unit: t.Work, Schedule: onevsall.Schedule,
+	return &train.Work{Kind: linear.Kind{}, Params: p, Units: t.Units(), Unit: t.Work, Help: t.units.Help, Schedule: onevsall.Schedule,
 		Weight: func(u int) int { return len(t.Block(u)) }, Range: selected,
 		// Every rank reports its own labels (rank 0 alone logs unless -v).
 		Stats: func() map[string]float64 {
 			st := t.Stats()
 			return map[string]float64{"labels": float64(st.Labels), "newton_iters": float64(st.Newton), "cg_iters": float64(st.CG),
-				"unconverged": float64(st.Unconverged), "working_set_labels": float64(st.WorkingSet)}
+				"unconverged": float64(st.Unconverged), "working_set_labels": float64(st.WorkingSet),
+				"labels_trained_helping": float64(t.units.Helped())}
 		}}, nil
 }

@@ -18,16 +18,47 @@ import (
 )
 
 // trainDismec trains every unit of a DiSMEC model on the pool's workers,
-// which take units from a shared queue as the runner's do, and returns the
-// encoded units and the trainer.
-func trainDismec(t testing.TB, ds *data.Dataset, p Params, pool *numa.Pool) ([][]byte, *blockTrainer) {
+// which take units from a shared queue as the runner's do, then help the
+// others, and returns the encoded units and the trainer. blocks, if not
+// nil, replace the trainer's units.
+func trainDismec(t testing.TB, ds *data.Dataset, p Params, pool *numa.Pool, blocks ...[]int32) ([][]byte, *blockTrainer) {
 	t.Helper()
 	rep, err := numa.NewReplicas(pool, func(int) (*onevsall.Data, error) { return onevsall.NewData(ds, p.Preprocess) })
 	if err != nil {
 		t.Fatal(err)
 	}
 	tr := newBlockTrainer(p, rep, pool)
-	return traintest.WorkAll(t, pool, tr.Units(), tr.Work, nil), tr
+	if blocks != nil {
+		tr.blocks = blocks
+	}
+	return traintest.WorkAll(t, pool, tr.Units(), tr.Work, tr.units.Help), tr
+}
+
+// TestDismecHelped checks that workers without a unit help train the
+// labels of the others' (onevsall.Units): 3 units of 16 Bibtex labels on 4
+// workers give the blocks one worker trains, and the fourth worker trains
+// some of their labels.
+func TestDismecHelped(t *testing.T) {
+	tr, _ := traintest.Bibtex(t)
+	p := DefaultParams()
+	var blocks [][]int32
+	for u := range 3 {
+		var b []int32
+		for l := range int32(16) {
+			b = append(b, int32(16*u)+l)
+		}
+		blocks = append(blocks, b)
+	}
+	want, _ := trainDismec(t, tr, p, numatest.Pool(t, 1, 1), blocks...)
+	got, trainer := trainDismec(t, tr, p, numatest.Pool(t, 4, 2), blocks...)
+	for u := range want {
+		if !bytes.Equal(want[u], got[u]) {
+			t.Errorf("unit %d differs from one worker's", u)
+		}
+	}
+	if trainer.units.Helped() == 0 {
+		t.Error("no label was trained helping")
+	}
 }
 
 // linearModel decodes encoded units into a model.

@@ -1,10 +1,11 @@
 package ppdsparse
 
 import (
-	"fmt"
+	"errors"
 	"math"
 	"slices"
 
+	"xmc/model/linear"
 	"xmc/numa"
 	"xmc/train/onevsall"
 )
@@ -36,13 +37,18 @@ type blockTrainer struct {
 	Data    *numa.Replicas[*trainingData]
 	blocks  [][]int32
 	scratch *numa.PerWorker[*labelScratch]
+	// units deals the labels of the units being trained to their workers
+	// and to the workers that help them.
+	units *onevsall.Units
 }
 
 // newBlockTrainer prepares a trainer for params (validated) over the
 // data replicas, built with params.Preprocess, for the workers of pool.
 func newBlockTrainer(p Params, data *numa.Replicas[*trainingData], pool *numa.Pool) *blockTrainer {
-	return &blockTrainer{Params: p, Data: data, blocks: onevsall.Blocks(data.Get(0).LabelCounts(), p.LabelsPerUnit, onevsall.LabelCost),
+	t := &blockTrainer{Params: p, Data: data, blocks: onevsall.Blocks(data.Get(0).LabelCounts(), p.LabelsPerUnit, onevsall.LabelCost),
 		scratch: numa.NewPerWorker(pool, func(w numa.Worker) *labelScratch { return newLabelScratch(data.Get(w.Domain), p) })}
+	t.units = onevsall.NewUnits(pool, t.trainInto)
+	return t
 }
 
 // Cost estimates what label block u costs to train, relative to the other
@@ -80,33 +86,40 @@ func (t *blockTrainer) Stats() labelStats {
 	return s
 }
 
-// Work is the WorkFunc of PPDSparse: it trains the labels of unit and
-// encodes their pruned weights as a linear.Block.
+// Work is the WorkFunc of PPDSparse: it trains the labels of unit, with the
+// help of workers that have no unit left (t.units), and encodes their
+// pruned weights as a linear.Block.
 func (t *blockTrainer) Work(w numa.Worker, unit int) ([]byte, error) {
-	d := t.Data.Get(w.Domain)
-	if err := t.Params.CheckUnit(d.Data, t.blocks, unit); err != nil {
+	if err := t.Params.CheckUnit(t.Data.Get(w.Domain).Data, t.blocks, unit); err != nil {
 		return nil, err
 	}
 	s := t.scratch.Get(w)
-	s.block.Reset()
-	for _, l := range t.blocks[unit] {
-		s.train(l, t.Params.Seed)
-		// Only the columns listed in s.cols can be non-zero: visiting
-		// them alone keeps a rare label's cost off D. Those the pruning
-		// keeps, far fewer, are sorted for the model.
-		s.kept = s.kept[:0]
-		for _, j := range s.cols {
-			v := s.w[j]
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return nil, fmt.Errorf("label %d: training diverged: non-finite weight", l)
-			}
-			if v != 0 && math.Abs(v) >= t.Params.Prune {
-				s.kept = append(s.kept, j)
-			}
-		}
-		slices.Sort(s.kept)
-		s.block.AppendSparse(l, s.kept, s.w, t.Params.Prune)
-		s.clearWeights()
+	if err := t.units.Train(w, t.blocks[unit], &s.block); err != nil {
+		return nil, err
 	}
 	return s.block.MarshalBinary()
+}
+
+// trainInto is PPDSparse's onevsall.TrainFunc: it trains label l on worker
+// w and appends its pruned weights to into.
+func (t *blockTrainer) trainInto(w numa.Worker, l int32, into *linear.Block) error {
+	s := t.scratch.Get(w)
+	defer s.clearWeights()
+	s.train(l, t.Params.Seed)
+	// Only the columns listed in s.cols can be non-zero: visiting them
+	// alone keeps a rare label's cost off D. Those the pruning keeps, far
+	// fewer, are sorted for the model.
+	s.kept = s.kept[:0]
+	for _, j := range s.cols {
+		v := s.w[j]
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return errors.New("training diverged: non-finite weight")
+		}
+		if v != 0 && math.Abs(v) >= t.Params.Prune {
+			s.kept = append(s.kept, j)
+		}
+	}
+	slices.Sort(s.kept)
+	into.AppendSparse(l, s.kept, s.w, t.Params.Prune)
+	return nil
 }
