@@ -296,3 +296,28 @@ func ResumedRounds(t testing.TB, trainer train.Trainer, ds *data.Dataset, seed u
 	}
 	return units
 }
+
+// SameWhenHelped checks a one-vs-all trainer's help to the units still
+// being trained (onevsall.Units): train trains the units blocks, here 3
+// units of 16 labels, on pool and returns their encodings and the labels
+// trained helping. 4 workers in 2 NUMA domains must give the units of one
+// worker, some of their labels trained by the worker left without a unit.
+func SameWhenHelped(t *testing.T, train func(pool *numa.Pool, blocks [][]int32) ([][]byte, int64)) {
+	t.Helper()
+	blocks := make([][]int32, 3)
+	for u := range blocks {
+		for l := range int32(16) {
+			blocks[u] = append(blocks[u], int32(16*u)+l)
+		}
+	}
+	want, _ := train(numatest.Pool(t, 1, 1), blocks)
+	got, helped := train(numatest.Pool(t, 4, 2), blocks)
+	for u := range want {
+		if !bytes.Equal(want[u], got[u]) {
+			t.Errorf("unit %d differs from one worker's", u)
+		}
+	}
+	if helped == 0 {
+		t.Error("no label was trained helping")
+	}
+}
