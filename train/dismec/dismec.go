@@ -107,9 +107,9 @@ type blockTrainer struct {
 	// domain's first worker to need them.
 	rows     []*sortedRows
 	rowsOnce []sync.Once
-	// units deals the labels of the units being trained to their workers
+	// labels deals the labels of the units being trained to their workers
 	// and to the workers that help them.
-	units *onevsall.Units
+	labels *onevsall.Labels
 }
 
 // newBlockTrainer prepares a trainer for params (resolved) over the data
@@ -122,7 +122,7 @@ func newBlockTrainer(p Params, data *numa.Replicas[*onevsall.Data], pool *numa.P
 		t.rowsOnce[w.Domain].Do(func() { t.rows[w.Domain] = newSortedRows(&d.X, biasColumn(d)) })
 		return t.newScratch(d, t.rows[w.Domain])
 	})
-	t.units = onevsall.NewUnits(pool, t.trainInto)
+	t.labels = onevsall.NewLabels(pool, t.trainInto)
 	return t
 }
 
@@ -156,14 +156,14 @@ type labelScratch struct {
 }
 
 // Work is the WorkFunc of DiSMEC: it trains the labels of unit, with the
-// help of workers that have no unit left (t.units), and encodes their
+// help of workers that have no unit left (t.labels), and encodes their
 // pruned weights as a linear.Block.
 func (t *blockTrainer) Work(w numa.Worker, unit int) ([]byte, error) {
 	if err := t.Params.CheckUnit(t.Data.Get(w.Domain), t.blocks, unit); err != nil {
 		return nil, err
 	}
 	s := t.scratch.Get(w)
-	if err := t.units.Train(w, t.blocks[unit], &s.block); err != nil {
+	if err := t.labels.Train(w, t.blocks[unit], &s.block); err != nil {
 		return nil, err
 	}
 	return s.block.MarshalBinary()
@@ -335,13 +335,13 @@ func (a *Trainer) Prepare(env train.Env, ds *data.Dataset) (*train.Work, error) 
 	if t.blocks, selected, err = train.SelectLabels(t.blocks, func(int32) float64 { return 1 }, env.Labels); err != nil {
 		return nil, err
 	}
-	return &train.Work{Kind: linear.Kind{}, Params: p, Units: t.Units(), Unit: t.Work, Help: t.units.Help, Schedule: onevsall.Schedule,
+	return &train.Work{Kind: linear.Kind{}, Params: p, Units: t.Units(), Unit: t.Work, Help: t.labels.Help, Schedule: onevsall.Schedule,
 		Weight: func(u int) int { return len(t.Block(u)) }, Range: selected,
 		// Every rank reports its own labels (rank 0 alone logs unless -v).
 		Stats: func() map[string]float64 {
 			st := t.Stats()
 			return map[string]float64{"labels": float64(st.Labels), "newton_iters": float64(st.Newton), "cg_iters": float64(st.CG),
 				"unconverged": float64(st.Unconverged), "working_set_labels": float64(st.WorkingSet),
-				"labels_trained_helping": float64(t.units.Helped())}
+				"labels_trained_helping": float64(t.labels.Helped())}
 		}}, nil
 }

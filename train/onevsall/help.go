@@ -13,13 +13,13 @@ import (
 // TrainFunc appends label l's weights, trained on worker w, to into.
 type TrainFunc func(w numa.Worker, l int32, into *linear.Block) error
 
-// Units deals the labels of the units being trained to the workers that
+// Labels deals the labels of the units being trained to the workers that
 // train them, one label at a time: each unit's own worker (Train) and the
 // workers that find no unit left to take (Help), so that a rank's last
 // units do not leave its other workers idle at the end. A label's weights
 // do not depend on the worker that trains it, so neither does a unit's
 // block.
-type Units struct {
+type Labels struct {
 	train TrainFunc
 	label *numa.PerWorker[*linear.Block] // each worker's label being trained
 
@@ -28,10 +28,10 @@ type Units struct {
 	helped atomic.Int64  // labels trained by helpers
 }
 
-// NewUnits returns the Units of the workers of pool, which train a label
+// NewLabels returns the Labels of the workers of pool, which train a label
 // with train.
-func NewUnits(pool *numa.Pool, train TrainFunc) *Units {
-	return &Units{train: train, label: numa.NewPerWorker(pool, func(numa.Worker) *linear.Block { return &linear.Block{} })}
+func NewLabels(pool *numa.Pool, train TrainFunc) *Labels {
+	return &Labels{train: train, label: numa.NewPerWorker(pool, func(numa.Worker) *linear.Block { return &linear.Block{} })}
 }
 
 // unitLabels is a unit being trained: its labels, taken in order, and the
@@ -55,18 +55,18 @@ type labelRow struct {
 
 // Train trains labels, a unit's, on worker w and the workers that help it,
 // and sets into to their block, in their order.
-func (us *Units) Train(w numa.Worker, labels []int32, into *linear.Block) error {
+func (ls *Labels) Train(w numa.Worker, labels []int32, into *linear.Block) error {
 	u := &unitLabels{labels: labels, left: len(labels), rows: make([]labelRow, len(labels))}
 	u.done.L = &u.mu
-	us.mu.Lock()
-	us.open = append(us.open, u)
-	us.mu.Unlock()
+	ls.mu.Lock()
+	ls.open = append(ls.open, u)
+	ls.mu.Unlock()
 	defer func() {
-		us.mu.Lock()
-		us.open = slices.DeleteFunc(us.open, func(o *unitLabels) bool { return o == u })
-		us.mu.Unlock()
+		ls.mu.Lock()
+		ls.open = slices.DeleteFunc(ls.open, func(o *unitLabels) bool { return o == u })
+		ls.mu.Unlock()
 	}()
-	us.run(w, u)
+	ls.run(w, u)
 	u.mu.Lock()
 	for u.left > 0 {
 		u.done.Wait()
@@ -86,34 +86,34 @@ func (us *Units) Train(w numa.Worker, labels []int32, into *linear.Block) error 
 // Help is the runner.Plan.Help of a one-vs-all trainer: worker w, with no
 // unit left to take, trains labels of the units that other workers train,
 // those with the most labels left first, until none is left to take.
-func (us *Units) Help(w numa.Worker) error {
+func (ls *Labels) Help(w numa.Worker) error {
 	for {
-		us.mu.Lock()
+		ls.mu.Lock()
 		var best *unitLabels
-		for _, u := range us.open {
+		for _, u := range ls.open {
 			if u.untaken() > 0 && (best == nil || u.untaken() > best.untaken()) {
 				best = u
 			}
 		}
-		us.mu.Unlock()
+		ls.mu.Unlock()
 		if best == nil {
 			return nil
 		}
-		us.helped.Add(int64(us.run(w, best)))
+		ls.helped.Add(int64(ls.run(w, best)))
 	}
 }
 
 // Helped returns the number of labels trained by workers helping others.
-func (us *Units) Helped() int64 { return us.helped.Load() }
+func (ls *Labels) Helped() int64 { return ls.helped.Load() }
 
 // untaken is the number of u's labels that no worker has taken yet.
 func (u *unitLabels) untaken() int { return max(0, len(u.labels)-int(u.next.Load())) }
 
 // run trains labels of u on worker w until none is left to take, and
 // returns how many it trained.
-func (us *Units) run(w numa.Worker, u *unitLabels) (n int) {
+func (ls *Labels) run(w numa.Worker, u *unitLabels) (n int) {
 	for i := int(u.next.Add(1) - 1); i < len(u.labels); i = int(u.next.Add(1) - 1) {
-		us.trainLabel(w, u, i)
+		ls.trainLabel(w, u, i)
 		n++
 	}
 	return n
@@ -121,8 +121,8 @@ func (us *Units) run(w numa.Worker, u *unitLabels) (n int) {
 
 // trainLabel trains u's label at place i on worker w and records it, with
 // its error, a panic's too: the unit's worker waits for every label.
-func (us *Units) trainLabel(w numa.Worker, u *unitLabels, i int) {
-	b := us.label.Get(w)
+func (ls *Labels) trainLabel(w numa.Worker, u *unitLabels, i int) {
+	b := ls.label.Get(w)
 	b.Reset()
 	var err error
 	defer func() {
@@ -147,5 +147,5 @@ func (us *Units) trainLabel(w numa.Worker, u *unitLabels, i int) {
 			u.done.Broadcast()
 		}
 	}()
-	err = us.train(w, u.labels[i], b)
+	err = ls.train(w, u.labels[i], b)
 }

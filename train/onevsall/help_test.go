@@ -12,16 +12,16 @@ import (
 	"xmc/numa/numatest"
 )
 
-// TestUnitsHelp checks Units: with 2 units of 12 labels on 3 workers, the
+// TestLabelsHelp checks Labels: with 2 units of 12 labels on 3 workers, the
 // third helps train both, each unit's block holds its labels' rows in
 // their order whoever trained them, and a label's error or panic, on a
 // helper too, ends the training with an error, not a hang.
-func TestUnitsHelp(t *testing.T) {
+func TestLabelsHelp(t *testing.T) {
 	units := [][]int32{{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, {20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31}}
 	row := func(l int32) ([]int32, []float32) { return []int32{l, l + 100}, []float32{float32(l), -1} }
 	for _, fail := range []string{"", "error", "panic"} {
 		pool := numatest.Pool(t, 3, 1)
-		us := NewUnits(pool, func(w numa.Worker, l int32, into *linear.Block) error {
+		ls := NewLabels(pool, func(w numa.Worker, l int32, into *linear.Block) error {
 			time.Sleep(time.Millisecond) // for the third worker to join
 			if l == 27 {
 				switch fail {
@@ -44,11 +44,11 @@ func TestUnitsHelp(t *testing.T) {
 		close(next)
 		err := pool.Run(func(w numa.Worker) error {
 			for u := range next {
-				if err := us.Train(w, units[u], &blocks[u]); err != nil {
+				if err := ls.Train(w, units[u], &blocks[u]); err != nil {
 					return err
 				}
 			}
-			return us.Help(w)
+			return ls.Help(w)
 		})
 		switch {
 		case fail == "error" && (err == nil || !strings.Contains(err.Error(), "label 27: diverged")):
@@ -69,10 +69,10 @@ func TestUnitsHelp(t *testing.T) {
 					}
 				}
 			}
-			if us.Helped() == 0 {
+			if ls.Helped() == 0 {
 				t.Error("no label was trained by the worker without a unit")
 			}
-			t.Logf("%d labels of %d trained helping", us.Helped(), 2*len(units[0]))
+			t.Logf("%d labels of %d trained helping", ls.Helped(), 2*len(units[0]))
 		}
 	}
 }

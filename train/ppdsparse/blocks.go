@@ -37,9 +37,9 @@ type blockTrainer struct {
 	Data    *numa.Replicas[*trainingData]
 	blocks  [][]int32
 	scratch *numa.PerWorker[*labelScratch]
-	// units deals the labels of the units being trained to their workers
+	// labels deals the labels of the units being trained to their workers
 	// and to the workers that help them.
-	units *onevsall.Units
+	labels *onevsall.Labels
 }
 
 // newBlockTrainer prepares a trainer for params (validated) over the
@@ -47,7 +47,7 @@ type blockTrainer struct {
 func newBlockTrainer(p Params, data *numa.Replicas[*trainingData], pool *numa.Pool) *blockTrainer {
 	t := &blockTrainer{Params: p, Data: data, blocks: onevsall.Blocks(data.Get(0).LabelCounts(), p.LabelsPerUnit, onevsall.LabelCost),
 		scratch: numa.NewPerWorker(pool, func(w numa.Worker) *labelScratch { return newLabelScratch(data.Get(w.Domain), p) })}
-	t.units = onevsall.NewUnits(pool, t.trainInto)
+	t.labels = onevsall.NewLabels(pool, t.trainInto)
 	return t
 }
 
@@ -87,14 +87,14 @@ func (t *blockTrainer) Stats() labelStats {
 }
 
 // Work is the WorkFunc of PPDSparse: it trains the labels of unit, with the
-// help of workers that have no unit left (t.units), and encodes their
+// help of workers that have no unit left (t.labels), and encodes their
 // pruned weights as a linear.Block.
 func (t *blockTrainer) Work(w numa.Worker, unit int) ([]byte, error) {
 	if err := t.Params.CheckUnit(t.Data.Get(w.Domain).Data, t.blocks, unit); err != nil {
 		return nil, err
 	}
 	s := t.scratch.Get(w)
-	if err := t.units.Train(w, t.blocks[unit], &s.block); err != nil {
+	if err := t.labels.Train(w, t.blocks[unit], &s.block); err != nil {
 		return nil, err
 	}
 	return s.block.MarshalBinary()

@@ -31,7 +31,7 @@ func trainPPDSparse(t testing.TB, ds *data.Dataset, p Params, pool *numa.Pool, b
 	if blocks != nil {
 		tr.blocks = blocks
 	}
-	return traintest.WorkAll(t, pool, tr.Units(), tr.Work, tr.units.Help), tr
+	return traintest.WorkAll(t, pool, tr.Units(), tr.Work, tr.labels.Help), tr
 }
 
 // TestPPDSparseHelped checks that workers without a unit help train the
@@ -40,7 +40,7 @@ func TestPPDSparseHelped(t *testing.T) {
 	tr, _ := traintest.Bibtex(t)
 	traintest.SameWhenHelped(t, func(pool *numa.Pool, blocks [][]int32) ([][]byte, int64) {
 		units, trainer := trainPPDSparse(t, tr, DefaultParams(), pool, blocks...)
-		return units, trainer.units.Helped()
+		return units, trainer.labels.Helped()
 	})
 }
 

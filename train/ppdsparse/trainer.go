@@ -57,13 +57,13 @@ func (a *Trainer) Prepare(env train.Env, ds *data.Dataset) (*train.Work, error) 
 	if t.blocks, selected, err = train.SelectLabels(t.blocks, cost, env.Labels); err != nil {
 		return nil, err
 	}
-	return &train.Work{Kind: linear.Kind{}, Params: p, Units: t.Units(), Unit: t.Work, Help: t.units.Help, Schedule: onevsall.Schedule,
+	return &train.Work{Kind: linear.Kind{}, Params: p, Units: t.Units(), Unit: t.Work, Help: t.labels.Help, Schedule: onevsall.Schedule,
 		Weight: func(u int) int { return len(t.Block(u)) }, Cost: t.Cost, Range: selected,
 		Stats: func() map[string]float64 {
 			st := t.Stats()
 			return map[string]float64{"labels": float64(st.Labels), "rounds": float64(st.Rounds), "cd_passes": float64(st.Passes),
 				"dual_updates": float64(st.Updates), "index_entries_scanned": float64(st.Scanned), "rows_rescored": float64(st.Rescored),
 				"active_rows": float64(st.ActiveRows), "unconverged": float64(st.Unconverged),
-				"labels_trained_helping": float64(t.units.Helped())}
+				"labels_trained_helping": float64(t.labels.Helped())}
 		}}, nil
 }

@@ -298,7 +298,7 @@ func ResumedRounds(t testing.TB, trainer train.Trainer, ds *data.Dataset, seed u
 }
 
 // SameWhenHelped checks a one-vs-all trainer's help to the units still
-// being trained (onevsall.Units): train trains the units blocks, here 3
+// being trained (onevsall.Labels): train trains the units blocks, here 3
 // units of 16 labels, on pool and returns their encodings and the labels
 // trained helping. 4 workers in 2 NUMA domains must give the units of one
 // worker, some of their labels trained by the worker left without a unit.
