@@ -1,7 +1,8 @@
 // Package onevsall is what the one-vs-all linear trainers (DiSMEC,
-// PPDSparse, least squares) share: their common parameters (Params) and
-// their training data, a copy per NUMA domain with the label matrix
-// indexed by column (Data).
+// PPDSparse, least squares) share: their common parameters (Params), their
+// training data, a copy per NUMA domain with the label matrix indexed by
+// column (Data), and the labels of a unit dealt to its worker and to the
+// workers left without a unit (Labels).
 package onevsall
 
 import (
