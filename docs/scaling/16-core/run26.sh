@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run 26: a forest on MAX threads, xmc (f2de0de: nodes dealt as numbered,
+# Run 26: a forest on MAX threads, xmc (b90f279: nodes dealt as numbered,
 # idle builders helping large nodes, k-means updates summed on the helpers,
 # idle workers helping the last trees grown alone) against xmc-prev
 # (f4eb17c: a level at a time, no help), alternating: grown together, 16
