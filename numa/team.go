@@ -1,6 +1,7 @@
 package numa
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,27 +57,33 @@ type Team struct {
 }
 
 // teamLoop is one loop of a Team. A loop of Run ends when every member
-// has called fn (pending counts those yet to). A loop of For or Spread
-// ends when its chunks are done, whoever did them: a member that wakes
-// from parking, or that the system kept off its CPU, after the others took
-// every chunk is not waited for.
+// has called fn (pending counts those yet to). A loop of For, Spread or
+// ForThen ends when its items are done, whoever did them: a member that
+// wakes from parking, or that the system kept off its CPU, after the others
+// took every item is not waited for.
 type teamLoop struct {
 	fn      func(Worker) error // every worker's part, timed
 	pending atomic.Int32
 
-	// For's: body over chunks of chunk indices of [0, n), chunks of them;
-	// next is the next chunk to take, done those finished, active the
-	// workers dealing; failed stops the dealing after an error.
-	body       func(w Worker, lo, hi int)
-	n, chunk   int
-	chunks     int64
-	next, done atomic.Int64
-	active     atomic.Int32
-	failed     atomic.Bool
-	mu         sync.Mutex
-	err        error // the first error of a member
-	// Spread's: per group of indices, the next one to take (see Spread).
-	groups []paddedCount
+	// For's part: body over chunks of chunk indices of [0, n), chunks of
+	// them; next is the next chunk to take.
+	body     func(w Worker, lo, hi int)
+	n, chunk int
+	chunks   int64
+	next     atomic.Int64
+	// Spread's part, after For's in a loop of ForThen: each over the
+	// indices of [0, spreadN), groups holding per group of indices the
+	// next one to take (see Spread).
+	each    func(w Worker, i int)
+	spreadN int
+	groups  []paddedCount
+	// done counts the chunks and indices finished, active the workers
+	// dealing; failed stops the dealing after an error.
+	done   atomic.Int64
+	active atomic.Int32
+	failed atomic.Bool
+	mu     sync.Mutex
+	err    error // the first error of a member
 }
 
 // paddedCount is a counter alone in its cache line, so that workers
@@ -204,6 +211,42 @@ func (t *Team) Run(fn func(w Worker) error) error {
 // idle, not busy.
 func (t *Team) Waited(d time.Duration) { t.prof.busyNs.Add(-int64(d)) }
 
+// WaitFor spins until cond reports true, for an index of the second part
+// of a loop of ForThen that reads what a chunk of the first part makes, and
+// records the wait as the worker's idle time (Waited). It reports false,
+// giving up, if the loop failed meanwhile: a chunk that panicked never
+// ends. In a team that hands its loops to the pool (see HoldsWorkers) the
+// first part has ended before the second starts: cond must hold there.
+func (t *Team) WaitFor(cond func() bool) bool {
+	if cond() {
+		return true
+	}
+	if t.pool != nil {
+		panic("numa: WaitFor's condition does not hold after the first part of ForThen")
+	}
+	start := time.Now()
+	defer func() { t.Waited(time.Since(start)) }()
+	d := t.cur.Load()
+	for n := 1; !cond(); n++ {
+		if d.failed.Load() {
+			return false
+		}
+		if n%32 == 0 && time.Since(start) > waitSpin {
+			runtime.Gosched()
+		} else {
+			pause(spinPauses)
+		}
+	}
+	return true
+}
+
+// waitSpin is how long WaitFor spins before it yields its thread between
+// polls: longer than a wait lasts where every worker has a CPU (a chunk
+// that runs while the second part starts: about a PD-Sparse row's search),
+// short beside the time slice of a worker that the system keeps off its
+// CPU, which a waiter that spins on would hold off longer.
+const waitSpin = 50 * time.Microsecond
+
 // For is Pool.For on the team's workers: it deals the range [0, n) in
 // chunks of chunk, each worker taking the next chunk when done with one,
 // and returns when every chunk is done, without waiting for members that
@@ -216,10 +259,7 @@ func (t *Team) For(n, chunk int, fn func(w Worker, lo, hi int)) error {
 	if t.pool != nil {
 		return t.pool.For(n, chunk, fn)
 	}
-	chunk = max(chunk, 1)
-	d := &teamLoop{body: fn, n: n, chunk: chunk, chunks: int64((n + chunk - 1) / chunk)}
-	d.fn = t.prof.timed(d.deal)
-	return t.hand(d, d.finished)
+	return t.ForThen(n, chunk, fn, 0, nil)
 }
 
 // Spread is For over [0, n), one index at a time, with a share of its own
@@ -235,18 +275,41 @@ func (t *Team) For(n, chunk int, fn func(w Worker, lo, hi int)) error {
 // (docs/scaling/16-core.md, runs 11 to 14). It returns the first error,
 // as Run does.
 func (t *Team) Spread(n int, fn func(w Worker, i int)) error {
+	return t.ForThen(0, 1, nil, n, fn)
+}
+
+// ForThen is For over [0, n) in chunks of chunk (fn), then Spread over
+// [0, m) (then), in one loop: a worker that finds no chunk left takes the
+// indices of the second part, so that the workers done first start on it
+// while the last chunks run, where two loops would hold them until the
+// last chunk ends. An index of the second part may wait, with WaitFor, for
+// chunks of the first whose results it reads: every chunk has been taken,
+// by a worker that does not wait, before any worker starts on the second
+// part. It returns the first error, as Run does.
+func (t *Team) ForThen(n, chunk int, fn func(w Worker, lo, hi int), m int, then func(w Worker, i int)) error {
 	if t.closed.Load() {
 		return ErrClosed
 	}
-	body := func(w Worker, lo, _ int) { fn(w, lo) }
+	chunk = max(chunk, 1)
 	if t.pool != nil {
-		return t.pool.For(n, 1, body)
+		if n > 0 {
+			if err := t.pool.For(n, chunk, fn); err != nil {
+				return err
+			}
+		}
+		if m == 0 {
+			return nil
+		}
+		return t.pool.For(m, 1, func(w Worker, i, _ int) { then(w, i) })
 	}
-	d := &teamLoop{body: body, n: n, chunk: 1, chunks: int64(n), groups: make([]paddedCount, t.Workers())}
-	for g := range d.groups {
-		d.groups[g].Store(int64(g * n / len(d.groups)))
+	d := &teamLoop{body: fn, n: n, chunk: chunk, chunks: int64((n + chunk - 1) / chunk), each: then, spreadN: m}
+	if m > 0 {
+		d.groups = make([]paddedCount, t.Workers())
+		for g := range d.groups {
+			d.groups[g].Store(int64(g * m / len(d.groups)))
+		}
 	}
-	d.fn = t.prof.timed(d.spread)
+	d.fn = t.prof.timed(d.deal)
 	return t.hand(d, d.finished)
 }
 
@@ -262,7 +325,7 @@ func (t *Team) hand(d *teamLoop, ended func() bool) error {
 	t.cur.Store(d)
 	t.wakeMembers()
 	first := call(t.lead, d.fn)
-	if first != nil && d.body != nil {
+	if first != nil && d.dealt() {
 		d.fail()
 	}
 	t.await(ended)
@@ -274,54 +337,60 @@ func (t *Team) hand(d *teamLoop, ended func() bool) error {
 	return d.err
 }
 
-// deal is a For loop's part of worker w: it takes the next chunk until
-// none is left or a worker failed.
+// dealt reports whether d is a loop of For, Spread or ForThen, which
+// deals items, rather than of Run.
+func (d *teamLoop) dealt() bool { return d.body != nil || d.each != nil }
+
+// deal is the part of worker w in a loop of For, Spread or ForThen: it
+// takes the next chunk of For's part until none is left, then the indices
+// of Spread's part (spread), or stops once a worker failed.
 func (d *teamLoop) deal(w Worker) error {
 	d.active.Add(1)
 	defer d.active.Add(-1)
-	for {
+	for d.chunks > 0 {
 		k := d.next.Add(1) - 1
 		if k >= d.chunks || d.failed.Load() {
-			return nil
+			break
 		}
 		lo := int(k) * d.chunk
 		d.body(w, lo, min(lo+d.chunk, d.n))
 		d.done.Add(1)
 	}
+	if d.spreadN > 0 && !d.failed.Load() {
+		d.spread(w)
+	}
+	return nil
 }
 
-// spread is a Spread loop's part of worker w: the indices left of its own
-// group, then of each other group in turn, until none is left or a worker
-// failed.
-func (d *teamLoop) spread(w Worker) error {
-	d.active.Add(1)
-	defer d.active.Add(-1)
+// spread is worker w's part of a loop's Spread part: the indices left of
+// its own group, then of each other group in turn, until none is left or a
+// worker failed.
+func (d *teamLoop) spread(w Worker) {
 	groups := len(d.groups)
 	for k := range groups {
 		g := (w.ID + k) % groups
-		end := int64((g + 1) * d.n / groups)
+		end := int64((g + 1) * d.spreadN / groups)
 		if d.groups[g].Load() >= end {
 			continue // a read, which needs no exclusive hold of the line
 		}
 		for i := d.groups[g].Add(1) - 1; i < end; i = d.groups[g].Add(1) - 1 {
 			if d.failed.Load() {
-				return nil
+				return
 			}
-			d.body(w, int(i), int(i)+1)
+			d.each(w, int(i))
 			d.done.Add(1)
 		}
 	}
-	return nil
 }
 
 // fail stops a For loop's dealing after an error: the loop then ends when
 // the workers still dealing have left it.
 func (d *teamLoop) fail() { d.failed.Store(true) }
 
-// finished reports whether a For loop has ended: every chunk done, or a
-// failure and no worker left dealing.
+// finished reports whether a loop of For, Spread or ForThen has ended:
+// every item done, or a failure and no worker left dealing.
 func (d *teamLoop) finished() bool {
-	return d.done.Load() == d.chunks || (d.failed.Load() && d.active.Load() == 0)
+	return d.done.Load() == d.chunks+int64(d.spreadN) || (d.failed.Load() && d.active.Load() == 0)
 }
 
 // wakeMembers wakes the members that parked.
@@ -388,11 +457,11 @@ func (t *Team) serve(w Worker) {
 		last = d
 		if err := call(w, d.fn); err != nil {
 			d.record(w, err) // before fail, which may end a loop of For
-			if d.body != nil {
+			if d.dealt() {
 				d.fail()
 			}
 		}
-		if d.body == nil {
+		if !d.dealt() {
 			d.pending.Add(-1)
 		}
 		if t.leadParked.Load() {

@@ -319,3 +319,99 @@ func TestTeamSpread(t *testing.T) {
 		})
 	}
 }
+
+// TestTeamForThen runs loops of ForThen on a Team that spins, one whose
+// members park and one whose loops go to its pool: every chunk and every
+// index is done once, each index after the chunk it waits for (WaitFor).
+// Where the team holds its members, one chunk waits until the indices that
+// do not wait for it are done (it fails if they wait for its end: two
+// loops, not one). A chunk that panics fails its loop, an index waiting for
+// it stops waiting, and the next loop works.
+func TestTeamForThen(t *testing.T) {
+	tests := []struct {
+		name    string
+		cpus    []int
+		pause   time.Duration
+		overlap bool // the second part runs while the first's chunks do
+	}{
+		{"spinning", []int{0, 1, 2, 3}, 0, true},
+		{"parking", []int{0, 1, 2, 3}, 3 * TeamSpin, true},
+		{"pool", []int{0}, 0, false},
+	}
+	const n, chunk, m = 23, 2, 17
+	waitsFor := func(i int) int { return (i * 7) % n } // the index of the first part index i reads
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := unpinnedPool(t, Topology{Domains: []Domain{{CPUs: tc.cpus}}}, 4, Options{})
+			var err error
+			within(t, func() {
+				err = p.Together(func(team *Team) error {
+					for loop := range 6 {
+						time.Sleep(tc.pause)
+						var first [n]atomic.Int32
+						var second [m]atomic.Int32
+						var secondDone atomic.Int32
+						var stuck atomic.Bool
+						held := loop % n / chunk * chunk // the first index of the chunk that waits
+						free := 0                        // the indices of the second part that do not wait for it
+						for i := range m {
+							if waitsFor(i) < held || waitsFor(i) >= held+chunk {
+								free++
+							}
+						}
+						panics := loop == 4
+						err := team.ForThen(n, chunk, func(_ Worker, lo, hi int) {
+							if lo == held && tc.overlap {
+								for deadline := time.Now().Add(2 * time.Second); secondDone.Load() < int32(free); {
+									if time.Now().After(deadline) {
+										stuck.Store(true)
+										break
+									}
+									time.Sleep(10 * time.Microsecond)
+								}
+							}
+							if lo == held && panics {
+								panic("boom")
+							}
+							for i := lo; i < hi; i++ {
+								first[i].Add(1)
+							}
+						}, m, func(_ Worker, i int) {
+							if !team.WaitFor(func() bool { return first[waitsFor(i)].Load() != 0 }) {
+								return // the loop failed
+							}
+							second[i].Add(1)
+							secondDone.Add(1)
+						})
+						if stuck.Load() {
+							return fmt.Errorf("loop %d: the second part waited for the first part's end", loop)
+						}
+						if panics {
+							if err == nil || !strings.Contains(err.Error(), "panic: boom") {
+								return fmt.Errorf("loop %d: a panicking chunk gave %v", loop, err)
+							}
+							continue
+						}
+						if err != nil {
+							return err
+						}
+						for i := range first {
+							if c := first[i].Load(); c != 1 {
+								return fmt.Errorf("loop %d: index %d of the first part done %d times", loop, i, c)
+							}
+						}
+						for i := range second {
+							if c := second[i].Load(); c != 1 {
+								return fmt.Errorf("loop %d: index %d of the second part done %d times", loop, i, c)
+							}
+						}
+					}
+					return nil
+				})
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
