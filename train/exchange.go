@@ -394,13 +394,19 @@ type reportPiece struct {
 	first int
 }
 
-// Run has the team's workers take the rows of a round, rows[q] for q in
+// Looper runs a parallel loop over [0, n) in chunks of chunk: a
+// numa.Team's For, or a loop with more work after it (numa.Team.ForThen).
+type Looper interface {
+	For(n, chunk int, fn func(w numa.Worker, lo, hi int)) error
+}
+
+// Run has the workers of loop take the rows of a round, rows[q] for q in
 // [0, len(rows)), one at a time, in RowOrder, and call report for each,
 // which appends the row's entries to the worker's reports (reports(w)).
 // Join then gives every row's entries in row order.
-func (b *BatchReports) Run(team *numa.Team, x *data.CSR, rows []int32, reports func(numa.Worker) *RowReports,
+func (b *BatchReports) Run(loop Looper, x *data.CSR, rows []int32, reports func(numa.Worker) *RowReports,
 	report func(w numa.Worker, q int, r *RowReports)) error {
-	return b.RunPieces(team, x, rows, 1, nil, reports, report)
+	return b.RunPieces(loop, x, rows, 1, nil, reports, report)
 }
 
 // RunPieces is Run for rows searched in parts pieces each, so that a round
@@ -409,7 +415,7 @@ func (b *BatchReports) Run(team *numa.Team, x *data.CSR, rows []int32, reports f
 // piece(w, q, p) for each; the worker that finishes a row's last piece then
 // calls report for the row, which joins what its pieces found. With parts
 // 1, piece is not called.
-func (b *BatchReports) RunPieces(team *numa.Team, x *data.CSR, rows []int32, parts int,
+func (b *BatchReports) RunPieces(loop Looper, x *data.CSR, rows []int32, parts int,
 	piece func(w numa.Worker, q, p int), reports func(numa.Worker) *RowReports,
 	report func(w numa.Worker, q int, r *RowReports)) error {
 	n := len(rows)
@@ -426,7 +432,7 @@ func (b *BatchReports) RunPieces(team *numa.Team, x *data.CSR, rows []int32, par
 		r.ends = append(r.ends, len(r.Msg))
 	}
 	if parts <= 1 {
-		return team.For(n, 1, func(w numa.Worker, k, _ int) { finish(w, int(order[k])) })
+		return loop.For(n, 1, func(w numa.Worker, k, _ int) { finish(w, int(order[k])) })
 	}
 	if cap(b.left) < n {
 		b.left = make([]piecesLeft, n)
@@ -435,7 +441,7 @@ func (b *BatchReports) RunPieces(team *numa.Team, x *data.CSR, rows []int32, par
 	for q := range left {
 		left[q].n.Store(int32(parts))
 	}
-	return team.For(n*parts, 1, func(w numa.Worker, k, _ int) {
+	return loop.For(n*parts, 1, func(w numa.Worker, k, _ int) {
 		q := int(order[k/parts])
 		piece(w, q, k%parts)
 		if left[q].n.Add(-1) == 0 {
