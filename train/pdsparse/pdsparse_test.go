@@ -79,30 +79,35 @@ func TestPDSparseSameWeights(t *testing.T) {
 		denseWeights bool
 		denseLimit   int
 		parallelAdds int
-		parts        int // shares of the classes a row's search is split into (0: as searchParts decides)
+		parts        int  // shares of the classes a row's search is split into (0: as searchParts decides)
+		apart        bool // the steps applied in a loop of their own (applyApart)
 	}{
-		{"dense weights, 1 worker", 1, true, placeDenseLimit, 0, 0},
-		{"lists, dense table, 1 worker", 1, false, placeDenseLimit, 0, 0},
-		{"lists, hashed table, 1 worker", 1, false, 0, 0, 0},
-		{"dense weights, 3 workers", 3, true, placeDenseLimit, 0, 0},
-		{"lists, dense table, 3 workers", 3, false, placeDenseLimit, 0, 0},
-		{"lists, hashed table, 3 workers", 3, false, 0, 0, 0},
-		{"dense weights, 3 workers, steps on the rank", 3, true, placeDenseLimit, math.MaxInt, 0},
-		{"lists, 3 workers, steps on the rank", 3, false, placeDenseLimit, math.MaxInt, 0},
-		{"lists, search in 2 shares, 1 worker", 1, false, placeDenseLimit, 0, 2},
-		{"lists, search in 3 shares, 3 workers", 3, false, 0, 0, 3},
-		{"lists, search in 7 shares, 2 workers", 2, false, placeDenseLimit, 0, 7},
+		{"dense weights, 1 worker", 1, true, placeDenseLimit, 0, 0, false},
+		{"lists, dense table, 1 worker", 1, false, placeDenseLimit, 0, 0, false},
+		{"lists, hashed table, 1 worker", 1, false, 0, 0, 0, false},
+		{"dense weights, 3 workers", 3, true, placeDenseLimit, 0, 0, false},
+		{"lists, dense table, 3 workers", 3, false, placeDenseLimit, 0, 0, false},
+		{"lists, hashed table, 3 workers", 3, false, 0, 0, 0, false},
+		{"dense weights, 2 workers", 2, true, placeDenseLimit, 0, 0, false},
+		{"lists, hashed table, 2 workers", 2, false, 0, 0, 0, false},
+		{"lists, hashed table, 2 workers, steps apart", 2, false, 0, 0, 0, true},
+		{"dense weights, 2 workers, steps apart", 2, true, placeDenseLimit, 0, 0, true},
+		{"dense weights, 3 workers, steps on the rank", 3, true, placeDenseLimit, math.MaxInt, 0, false},
+		{"lists, 3 workers, steps on the rank", 3, false, placeDenseLimit, math.MaxInt, 0, false},
+		{"lists, search in 2 shares, 1 worker", 1, false, placeDenseLimit, 0, 2, false},
+		{"lists, search in 3 shares, 3 workers", 3, false, 0, 0, 3, false},
+		{"lists, search in 7 shares, 2 workers", 2, false, placeDenseLimit, 0, 7, false},
 	}
 	var want []runner.Result
 	for _, tc := range tests {
 		for _, ranks := range []int{1, 2} {
-			if testing.Short() && want != nil && tc.workers == 1 && ranks == 1 {
+			if testing.Short() && want != nil && (tc.workers == 1 && ranks == 1 || tc.apart) {
 				continue
 			}
 			tt := tc
 			tt.name = fmt.Sprintf("%s, ranks %d", tc.name, ranks)
 			got, err := sameWeightsRun(t, tr, p, tt.workers, ranks, func(tr *roundTrainer) error {
-				tr.denseLimit, tr.parallelAdds, tr.wantParts = tt.denseLimit, tt.parallelAdds, tt.parts
+				tr.denseLimit, tr.parallelAdds, tr.wantParts, tr.applyApart = tt.denseLimit, tt.parallelAdds, tt.parts, tt.apart
 				if !tt.denseWeights {
 					tr.denseWeightLimit = 0
 				}
@@ -145,7 +150,8 @@ func TestPDSparseSameWeights(t *testing.T) {
 // workers workers each, set up by edit before Start and checked by check
 // after it, and returns every rank's units by unit. It checks that the
 // round phases a rank has were timed: a rank alone has no exchange, solves
-// in its search and shares no solutions.
+// in its search (and applies the steps there, where its team holds more
+// than one worker) and shares no solutions.
 func sameWeightsRun(t *testing.T, tr *data.Dataset, p Params, workers, ranks int, edit, check func(*roundTrainer) error) ([]runner.Result, error) {
 	t.Helper()
 	pools := make([]*numa.Pool, ranks)
@@ -171,8 +177,8 @@ func sameWeightsRun(t *testing.T, tr *data.Dataset, p Params, workers, ranks int
 		if err := runRounds(rt, 0, p.Epochs*rt.order.Batches); err != nil {
 			return err
 		}
-		ph := rt.phases
-		if timed := ph.search > 0 && ph.apply > 0 && (ph.exchange > 0) == (ranks > 1) && (ph.solve > 0) == (ranks > 1) && (ph.share > 0) == (ranks > 1); !timed {
+		ph, applyApart := rt.phases, ranks > 1 || !rt.applyingWhenTaken()
+		if timed := ph.search > 0 && (ph.apply > 0) == applyApart && (ph.exchange > 0) == (ranks > 1) && (ph.solve > 0) == (ranks > 1) && (ph.share > 0) == (ranks > 1); !timed {
 			return fmt.Errorf("rank %d of %d: round phases %+v", c.Rank(), ranks, ph)
 		}
 		res, err := finish(rt)

@@ -38,23 +38,43 @@ func entryRank(e train.RoundEntry) int32 { return e.Kind >> kindBits }
 // candidates to each row's home (see home); every rank receives the
 // reports of the rows it is the home of and solves their subproblems; each
 // home sends every rank the new variables of its classes, and each rank
-// applies the steps of its own classes. A rank alone solves each
-// row where its worker searched it, from the report the worker just wrote:
-// no exchange, no decoding of the round's reports on the rank's goroutine
-// and no loop of solutions of its own.
+// takes them and applies the steps of its own classes, in the loop that
+// takes them where its team holds more than one worker (takeThenApply). A
+// rank alone solves each row where its worker searched it, from the report
+// the worker just wrote, and takes its step there: no exchange, no decoding
+// of the round's reports on the rank's goroutine and no loop of solutions
+// or of their taking.
 func (t *roundTrainer) Round(_ context.Context, r int, team *numa.Team) (bool, error) {
 	t.team = team
 	t.rounds++
 	rows := t.order.Rows(r)
 	lap := time.Now()
 	if t.comm.Size() == 1 {
-		if err := t.search(rows, t.solveReported(rows)); err != nil {
-			return false, err
+		solve := t.solveReported(rows)
+		if t.applyingWhenTaken() {
+			err := t.takeThenApply(rows, func(loop train.Looper) error {
+				return t.search(loop, rows, func(w numa.Worker, q int, report []byte) {
+					solve(w, q, report)
+					t.tookStep(q)
+				})
+			})
+			if err != nil {
+				return false, err
+			}
+			t.phases.add(&t.phases.search, lap)
+		} else {
+			if err := t.search(t.team, rows, solve); err != nil {
+				return false, err
+			}
+			lap = t.phases.add(&t.phases.search, lap)
+			if err := t.applySteps(rows); err != nil {
+				return false, err
+			}
+			t.phases.add(&t.phases.apply, lap)
 		}
 		t.reportBytes += int64(t.batch.Bytes())
-		lap = t.phases.add(&t.phases.search, lap)
 	} else {
-		if err := t.search(rows, nil); err != nil {
+		if err := t.search(t.team, rows, nil); err != nil {
 			return false, err
 		}
 		lap = t.phases.add(&t.phases.search, lap)
@@ -71,11 +91,11 @@ func (t *roundTrainer) Round(_ context.Context, r int, team *numa.Team) (bool, e
 			return false, err
 		}
 		lap = t.phases.add(&t.phases.share, lap)
+		if err := t.takeSolutions(rows); err != nil {
+			return false, err
+		}
+		t.phases.add(&t.phases.apply, lap)
 	}
-	if err := t.applySteps(rows); err != nil {
-		return false, err
-	}
-	t.phases.add(&t.phases.apply, lap)
 	if !t.order.LastOfEpoch(r) {
 		return false, nil
 	}
@@ -121,11 +141,10 @@ func (t *roundTrainer) roundEntries(rows []int32) error {
 
 // shareSolutions sends every rank the new variables of its classes in the
 // rows this rank solved, msg holding them for each rank in turn, counts[r]
-// bytes for rank r, and has every row with a step take its own: the rows
-// this rank is the home of take their whole new active sets, the others
-// the new variables of this rank's classes. A rank whose solutions failed
-// returns its own error after the exchange, the other ranks the error that
-// it failed, so that every rank stops at the same round.
+// bytes for rank r, and lists in t.rowSteps the rows with a step to take
+// (see decodeSolutions). A rank whose solutions failed returns its own
+// error after the exchange, the other ranks the error that it failed, so
+// that every rank stops at the same round.
 func (t *roundTrainer) shareSolutions(rows []int32, msg []byte, counts []int) error {
 	mine, err := t.solutions.Exchange(t.comm, msg, counts)
 	if err != nil {
@@ -137,10 +156,7 @@ func (t *roundTrainer) shareSolutions(rows []int32, msg []byte, counts []int) er
 			return rs.err
 		}
 	}
-	if err := t.decodeSolutions(mine, len(rows)); err != nil {
-		return err
-	}
-	return t.takeSolutions(rows)
+	return t.decodeSolutions(mine, len(rows))
 }
 
 // heldoutAccuracy returns the percentage of held-out rows whose top class
@@ -241,11 +257,11 @@ func (t *roundTrainer) bestWeight(j, e int) float64 {
 // round's time goes as workers and ranks are added (the job's profile says
 // only how much of it is in loops).
 type roundPhases struct {
-	search   time.Duration // scoring the batch's rows (a loop; a rank alone solves them there too)
+	search   time.Duration // scoring the batch's rows (a loop; a rank alone solves them and applies their steps there too)
 	exchange time.Duration // the all-to-all of the reports and their decoding
 	solve    time.Duration // the rank's share of the rows' subproblems (a loop, or the lead alone; in search for a rank alone)
-	share    time.Duration // the all-gather of the rows' solutions and their taking (none for a rank alone)
-	apply    time.Duration // the steps' additions to the weights (a loop, or the lead alone)
+	share    time.Duration // the all-to-all of the rows' solutions and their decoding (none for a rank alone)
+	apply    time.Duration // the solutions' taking and the steps' additions to the weights (in search for a rank alone that applies them there)
 	heldout  time.Duration // the held-out accuracy at the ends of epochs
 }
 

@@ -202,12 +202,13 @@ func isActive(active []dualVar, l int32) bool {
 }
 
 // search has this rank's workers report, in t.batch, its entries for the
-// rows: they search the batch's rows at once, each with its own
-// scratch, a row whole or, where the search is split (t.parts > 1), in
+// rows: they search the batch's rows at once, in a loop of loop (the team,
+// or one that then applies the rows' steps: takeThenApply), each with its
+// own scratch, a row whole or, where the search is split (t.parts > 1), in
 // pieces of a share of the classes each, joined by the worker that
 // finishes a row's last piece. then, if not nil, is called by the worker
 // that wrote row q's report with its bytes.
-func (t *roundTrainer) search(rows []int32, then func(w numa.Worker, q int, report []byte)) error {
+func (t *roundTrainer) search(loop train.Looper, rows []int32, then func(w numa.Worker, q int, report []byte)) error {
 	reports := func(w numa.Worker) *train.RowReports { return &t.searchers.Get(w).RowReports }
 	reported := func(w numa.Worker, q int, r *train.RowReports, start int) {
 		if then != nil {
@@ -215,14 +216,14 @@ func (t *roundTrainer) search(rows []int32, then func(w numa.Worker, q int, repo
 		}
 	}
 	if t.parts == 1 {
-		return t.batch.Run(t.team, &t.x, rows, reports, func(w numa.Worker, q int, r *train.RowReports) {
+		return t.batch.Run(loop, &t.x, rows, reports, func(w numa.Worker, q int, r *train.RowReports) {
 			start := len(r.Msg)
 			t.report(t.searchers.Get(w), int32(q), rows[q])
 			reported(w, q, r, start)
 		})
 	}
 	t.startPieces(rows)
-	return t.batch.RunPieces(t.team, &t.x, rows, t.parts,
+	return t.batch.RunPieces(loop, &t.x, rows, t.parts,
 		func(w numa.Worker, q, p int) { t.searchPiece(t.searchers.Get(w), q, rows[q], p) }, reports,
 		func(w numa.Worker, q int, r *train.RowReports) {
 			start := len(r.Msg)

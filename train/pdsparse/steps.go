@@ -201,13 +201,34 @@ func (t *roundTrainer) decodeSolutions(mine []byte, rows int) error {
 }
 
 // takeSolutions has every row of the round's solutions (t.rowSteps, with
-// their active sets in t.solved) take its new active set, and records the
-// moves of this rank's classes, the rows at once (eachRow).
+// their active sets in t.solved) take its new active set, recording the
+// moves of this rank's classes, the rows at once, and applies their steps
+// (applySteps), in one loop where the team holds more than one worker
+// (takeThenApply).
 func (t *roundTrainer) takeSolutions(rows []int32) error {
 	t.readActive(rows, t.rowSteps)
-	return t.eachRow(len(t.rowSteps), func(st *stepper, k int) {
+	take := func(st *stepper, k int) {
 		rs := &t.rowSteps[k]
 		t.takeSolution(st, rs, rows[rs.q], t.solved[rs.nlo:rs.nhi])
+	}
+	if !t.applyingWhenTaken() {
+		if err := t.eachRow(len(t.rowSteps), take); err != nil {
+			return err
+		}
+		return t.applySteps(rows)
+	}
+	t.stepRows = slices.Grow(t.stepRows[:0], len(t.rowSteps))
+	for _, rs := range t.rowSteps {
+		t.stepRows = append(t.stepRows, rows[rs.q])
+	}
+	return t.takeThenApply(t.stepRows, func(loop train.Looper) error {
+		return loop.For(len(t.rowSteps), solvePiece, func(w numa.Worker, a, b int) {
+			st := t.steppers.Get(w)
+			for k := a; k < b; k++ {
+				take(st, k)
+				t.tookStep(k)
+			}
+		})
 	})
 }
 
@@ -281,7 +302,7 @@ func (t *roundTrainer) takeSolution(st *stepper, rs *rowStep, i int32, next []du
 	if st.round != t.rounds {
 		st.moves, st.cuts, st.next, st.round = st.moves[:0], st.cuts[:0], st.next[:0], t.rounds
 	}
-	rs.st, rs.mlo = st, len(st.moves)
+	mlo := len(st.moves)
 	move := func(class int32, d float64) {
 		if d == 0 {
 			return
@@ -303,11 +324,12 @@ func (t *roundTrainer) takeSolution(st *stepper, rs *rowStep, i int32, next []du
 		move(a.class, a.alpha)
 	}
 	t.act[i] = append(old[:0], next...)
-	rs.mhi = len(st.moves)
-	if rs.mhi > rs.mlo {
+	if n := len(st.moves); n > mlo {
+		rs.moves = st.moves[mlo:n:n]
 		rs.idx, rs.val = t.x.Row(int(i))
-		rs.cut = len(st.cuts)
+		cut := len(st.cuts)
 		st.cuts = appendCuts(st.cuts, rs.idx, t.shards)
+		rs.cuts = st.cuts[cut:len(st.cuts):len(st.cuts)]
 	}
 }
 
@@ -325,10 +347,10 @@ func (t *roundTrainer) applySteps(rows []int32) error {
 		if rs.err != nil {
 			return rs.err
 		}
-		adds += (rs.mhi - rs.mlo) * int(t.x.Indptr[rows[rs.q]+1]-t.x.Indptr[rows[rs.q]])
+		adds += len(rs.moves) * int(t.x.Indptr[rows[rs.q]+1]-t.x.Indptr[rows[rs.q]])
 	}
 	if t.team.Workers() == 1 || (!t.team.HoldsWorkers() && adds < t.parallelAdds) {
-		t.apply(t.team.Lead(), 0, len(t.shards)-1)
+		t.apply(t.team.Lead(), t.everyStep(), 0, len(t.shards)-1)
 		return nil
 	}
 	return t.applyShards()
@@ -340,7 +362,108 @@ func (t *roundTrainer) applySteps(rows []int32) error {
 // one counter, a shard went to any worker each round, and its weights with
 // it from one core's cache to another's).
 func (t *roundTrainer) applyShards() error {
-	return t.team.Spread(len(t.shards)-1, func(w numa.Worker, s int) { t.apply(w, s, s+1) })
+	every := t.everyStep()
+	return t.team.Spread(len(t.shards)-1, func(w numa.Worker, s int) { t.apply(w, every, s, s+1) })
+}
+
+// everyStep returns the indices of every row of rowSteps, in order.
+func (t *roundTrainer) everyStep() []int32 {
+	for len(t.stepIndex) < len(t.rowSteps) {
+		t.stepIndex = append(t.stepIndex, int32(len(t.stepIndex)))
+	}
+	return t.stepIndex[:len(t.rowSteps)]
+}
+
+// applyingWhenTaken reports whether the round's loop that takes the rows'
+// steps applies the shards too (see takeThenApply): where the team holds
+// its members and has more than one, unless a test wants them apart
+// (applyApart).
+func (t *roundTrainer) applyingWhenTaken() bool {
+	return t.team.Workers() > 1 && t.team.HoldsWorkers() && !t.applyApart
+}
+
+// takeThenApply has takeRows take the steps of the rows of rowSteps, in a
+// loop whose workers, once no row is left to take, apply the steps by
+// feature shard, each shard once the rows with features in it have taken
+// theirs (applyWhenTaken): the second part of the loop (numa.Team.ForThen)
+// that takeRows runs with the Looper it is given, over the rows (a
+// BatchReports' search, or chunks of row steps), calling tookStep(k) once
+// the step of row k of rowSteps is taken. stepRows[k] is that row's index
+// in the data. Two loops (take every row, then apply) held the workers done
+// first until the last row was taken. It returns the first error of a
+// row's step after the loop, once the other rows' steps are applied.
+func (t *roundTrainer) takeThenApply(stepRows []int32, takeRows func(loop train.Looper) error) error {
+	if len(t.taken) < len(t.rowSteps) {
+		t.taken = make([]takenFlag, len(t.rowSteps))
+	}
+	t.takenRows.Store(0)
+	t.everyStep() // for the workers' shards once every row is taken
+	if err := takeRows(applyAfter{t: t, stepRows: stepRows}); err != nil {
+		return err
+	}
+	for _, rs := range t.rowSteps {
+		if rs.err != nil {
+			return rs.err
+		}
+	}
+	return nil
+}
+
+// tookStep marks the step of row k of rowSteps taken in this round, for
+// applyWhenTaken.
+func (t *roundTrainer) tookStep(k int) {
+	t.taken[k].Store(int64(t.rounds))
+	t.takenRows.Add(1)
+}
+
+// applyAfter is the train.Looper of takeThenApply: its loops apply the
+// round's steps by feature shard after their own chunks.
+type applyAfter struct {
+	t        *roundTrainer
+	stepRows []int32
+}
+
+// For runs fn over [0, n) in chunks of chunk, then applies the shards.
+func (a applyAfter) For(n, chunk int, fn func(w numa.Worker, lo, hi int)) error {
+	t := a.t
+	return t.team.ForThen(n, chunk, fn, len(t.shards)-1, func(w numa.Worker, s int) { t.applyWhenTaken(w, a.stepRows, s) })
+}
+
+// applyWhenTaken applies the round's steps to the weights of feature shard
+// s once every row of rowSteps with features in the shard (row stepRows[k]
+// for step k) has taken its step (tookStep), reading no other row's step:
+// one not yet taken may be being written. The additions come in row order,
+// as apply's, so the weights are the same bytes.
+func (t *roundTrainer) applyWhenTaken(w numa.Worker, stepRows []int32, s int) {
+	if int(t.takenRows.Load()) == len(t.rowSteps) {
+		t.apply(w, t.stepIndex[:len(t.rowSteps)], s, s+1)
+		return
+	}
+	st := t.steppers.Get(w)
+	lo, hi := t.shards[s], t.shards[s+1]
+	round := int64(t.rounds)
+	applied := st.applied[:0]
+	for k := range t.rowSteps {
+		if taken := &t.taken[k]; taken.Load() != round {
+			idx, _ := t.x.Row(int(stepRows[k]))
+			if !hasFeatureIn(idx, lo, hi) {
+				continue
+			}
+			if !t.team.WaitFor(func() bool { return taken.Load() == round }) {
+				return // the loop failed: it returns the error
+			}
+		}
+		applied = append(applied, int32(k))
+	}
+	st.applied = applied
+	t.apply(w, applied, s, s+1)
+}
+
+// hasFeatureIn reports whether the sorted features idx hold one in
+// [lo, hi).
+func hasFeatureIn(idx []int32, lo, hi int32) bool {
+	e, _ := slices.BinarySearch(idx, lo)
+	return e < len(idx) && idx[e] < hi
 }
 
 // appendCuts appends to cuts, for each bound of shards (a feature), the
@@ -374,21 +497,21 @@ const parallelStepAdds = 20000
 // workers balance them.
 const shardsPerWorker = 4
 
-// apply applies the round's steps to the weights of the features of shards
-// lo to hi, row after row, with the scratch of worker w (the calling
-// goroutine's, or w's own).
-func (t *roundTrainer) apply(w numa.Worker, lo, hi int) {
+// apply applies the steps of the rows steps of rowSteps (indices, in
+// order) to the weights of the features of shards lo to hi, row after row,
+// with the scratch of worker w (the calling goroutine's, or w's own).
+func (t *roundTrainer) apply(w numa.Worker, steps []int32, lo, hi int) {
 	if t.dense == nil {
-		t.applyLists(t.steppers.Get(w), lo, hi)
+		t.applyLists(t.steppers.Get(w), steps, lo, hi)
 		return
 	}
-	for k := range t.rowSteps {
+	for _, k := range steps {
 		rs := &t.rowSteps[k]
-		if rs.mlo == rs.mhi {
+		if len(rs.moves) == 0 {
 			continue
 		}
-		a, b := rs.st.cuts[rs.cut+lo], rs.st.cuts[rs.cut+hi]
-		t.applyDense(rs.idx[a:b], rs.val[a:b], rs.st.moves[rs.mlo:rs.mhi])
+		a, b := rs.cuts[lo], rs.cuts[hi]
+		t.applyDense(rs.idx[a:b], rs.val[a:b], rs.moves)
 	}
 }
 
@@ -409,19 +532,19 @@ type stepAddition struct {
 // "PD-Sparse's round phases"). A pair that had no place in the lookups is
 // looked up again when it is updated: an earlier row of the round may have
 // made its place.
-func (t *roundTrainer) applyLists(st *stepper, lo, hi int) {
+func (t *roundTrainer) applyLists(st *stepper, steps []int32, lo, hi int) {
 	adds := st.adds[:0]
-	for k := range t.rowSteps {
+	for _, k := range steps {
 		rs := &t.rowSteps[k]
-		if rs.mlo == rs.mhi {
+		if len(rs.moves) == 0 {
 			continue
 		}
-		a, b := rs.st.cuts[rs.cut+lo], rs.st.cuts[rs.cut+hi]
+		a, b := rs.cuts[lo], rs.cuts[hi]
 		if a == b {
 			continue // none of the row's features in these shards
 		}
 		idx, val := rs.idx[a:b], rs.val[a:b]
-		for _, m := range rs.st.moves[rs.mlo:rs.mhi] {
+		for _, m := range rs.moves {
 			for e, j := range idx {
 				adds = append(adds, stepAddition{j: j, c: m.c, v: float64(m.d * float64(val[e]))})
 			}

@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 
 	"xmc/data"
 	"xmc/mpi"
@@ -162,6 +163,16 @@ type roundTrainer struct {
 	// at least parallelAdds additions (parallelStepAdds but in tests).
 	shards       []int32
 	parallelAdds int
+	// taken flags the rows of rowSteps whose steps are taken, and
+	// takenRows counts them, where the round's loop that takes them applies
+	// the shards too (see applyWhenTaken; applyApart, in tests, keeps them
+	// apart); stepRows is, where ranks share the classes, each one's row;
+	// stepIndex is 0, 1, 2, ...: every row of rowSteps, for apply.
+	taken      []takenFlag
+	takenRows  atomic.Int32
+	stepRows   []int32
+	stepIndex  []int32
+	applyApart bool
 }
 
 // stepper is a worker's memory for the steps of a round's rows: its
@@ -176,7 +187,9 @@ type stepper struct {
 	// the new active sets of the rows this worker solved in the round.
 	active, next []dualVar
 	// adds and at are applyLists' additions and their pairs' places;
-	// ahead and touched sum what it read ahead.
+	// ahead and touched sum what it read ahead; applied is the rows of
+	// rowSteps whose steps applyWhenTaken applies to a shard.
+	applied []int32
 	adds    []stepAddition
 	at      []int32
 	touched float64
@@ -199,20 +212,30 @@ type dualMove struct {
 // rowStep is a row of the round (the q-th of its batch): its entries,
 // t.entries[lo:hi] (where the rank solves it and is not alone); its new
 // active set, next[nlo:nhi] of stepper st where this rank solved it (empty:
-// unchanged), t.solved[nlo:nhi] where it came in the round's solutions; and the moves its step found, moves[mlo:mhi] of
-// stepper st, or the error it met. For a row with moves, idx and val are
-// its features and st.cuts[cut+s] the first of them in feature shard s
+// unchanged), t.solved[nlo:nhi] where it came in the round's solutions; and
+// the moves its step found (in the stepper's memory, which its worker only
+// appends to in the round), or the error it met. For a row with moves, idx
+// and val are its features and cuts[s] the first of them in feature shard s
 // (len(t.shards) cuts), so that applying the row's steps to a shard costs
 // no search.
 type rowStep struct {
 	q, lo, hi int
 	st        *stepper
 	nlo, nhi  int
-	mlo, mhi  int
+	moves     []dualMove
 	idx       []int32
 	val       []float32
-	cut       int
+	cuts      []int32
 	err       error
+}
+
+// takenFlag holds the last round in which a row's step was taken (see
+// applyWhenTaken), alone in its cache line: the workers that take the
+// rows' steps set them while the workers applying shards read them, and a
+// round stamp needs no clearing between rounds.
+type takenFlag struct {
+	atomic.Int64
+	_ [56]byte
 }
 
 // classesPerUnit is the default classes of a unit for l classes: enough
