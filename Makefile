@@ -78,17 +78,19 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzTreeUnmarshal$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./model/forest
 
 # race runs the concurrent runtime (unit runner, worker pools, in-process
-# MPI, a round's reports searched in pieces, a forest's tree grown by
+# MPI, a round's reports searched in pieces and its steps applied by
+# workers done searching, a forest's tree grown by
 # workers that help split each other's nodes, a rank's last tree grown
 # alone helped by its other worker, a one-vs-all unit's labels trained by
 # the workers without a unit) and the command line's
 # in-process ranks under the race detector; a race ends the command with
 # exit status 66. -short leaves out what has nothing concurrent (the MPI
 # conformance suite moves 256 KiB buffers rather than 8 MB; PD-Sparse's
-# runs of one worker on one rank): unit runs it all.
+# runs of one worker on one rank, and its steps applied apart): unit runs
+# it all.
 race: deps
 	$(GO) test -race -short -count=1 ./mpi ./numa ./runner ./job ./train ./train/onevsall
-	$(GO) test -race -short -count=1 -run TestPDSparseSameWeights ./train/pdsparse
+	$(GO) test -race -short -count=1 -run 'TestPDSparseSameWeights|TestRowPanicEndsRound' ./train/pdsparse
 	$(GO) build -race -o $(BIN)/xmc-race .
 	@rm -rf $(OUT)/race && mkdir -p $(OUT)/race
 	GORACE="halt_on_error=1 exitcode=66" $(BIN)/xmc-race train --ranks 2 --threads 2 --trees 6 --grow alone \
