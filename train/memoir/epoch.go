@@ -1,7 +1,6 @@
 package memoir
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
@@ -74,10 +73,10 @@ func (t *roundTrainer) takeNorms(reports []byte) error {
 	t.norms = slices.Grow(t.norms[:0], len(t.blocks))[:len(t.blocks)]
 	n := 0
 	for k := 0; k+train.RoundEntryBytes <= len(reports); k += train.RoundEntryBytes {
-		if int32(binary.LittleEndian.Uint32(reports[k:])) != normRow {
+		e := train.DecodeEntry(reports[k:])
+		if e.Row != normRow {
 			continue
 		}
-		e := train.DecodeEntry(reports[k:])
 		if e.Kind != kindNorm || e.Class < 0 || int(e.Class) >= len(t.blocks) {
 			return fmt.Errorf("memoir: a norm entry of kind %d and block %d of %d", e.Kind, e.Class, len(t.blocks))
 		}
