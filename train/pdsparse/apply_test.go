@@ -67,3 +67,37 @@ func TestHasFeatureIn(t *testing.T) {
 		t.Error("a row without features has one in [0, 10)")
 	}
 }
+
+// TestOneWorkerAppliesInALoop has a rank alone of one worker run rounds:
+// each must apply its steps in a loop of the team, after the search's, so
+// that the profile counts the additions as the parallel work they are at
+// more workers. Applied by the lead outside a loop, they made a one-thread
+// run's serial fraction 0.31 on wordnet-mc and 0.60 on Bibtex.
+func TestOneWorkerAppliesInALoop(t *testing.T) {
+	bibtex, _ := traintest.Bibtex(t)
+	tr := traintest.Head(bibtex, 500)
+	p := DefaultParams()
+	p.Epochs = 1
+	const rounds = 5
+	err := mpi.Launch(1, mpi.MaxMessage, func(c mpi.Comm) error {
+		pool := numatest.Pool(t, 1, 1)
+		rt, err := newRoundTrainer(p.forData(tr, noneSet), tr, c, pool)
+		if err != nil {
+			return err
+		}
+		if err := rt.Start(runner.OwnedUnits(len(rt.blocks), 0, 1), 0, nil, nil); err != nil {
+			return err
+		}
+		before := pool.Profile()
+		if err := runRounds(rt, 0, rounds); err != nil {
+			return err
+		}
+		if loops := pool.Profile().Sub(before).Loops; loops != 2*rounds {
+			t.Errorf("%d rounds ran %d loops, want %d: the search's and the additions'", rounds, loops, 2*rounds)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
