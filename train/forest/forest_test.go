@@ -305,6 +305,29 @@ func TestForestAloneHelped(t *testing.T) {
 	t.Logf("%d nodes split helping", helped)
 }
 
+// TestForestAloneProjectionShared grows one tree alone on 3 workers in 2
+// domains: the two without a tree help project its rows, then split its
+// nodes, and the tree is the one a worker grows. It fails when a helper
+// splits a node before every row is projected, or projects a chunk wrong.
+func TestForestAloneProjectionShared(t *testing.T) {
+	tr, _ := traintest.Delicious(t)
+	p := DefaultParams()
+	p.Trees, p.Seed = 1, 3
+	ref := trainTrees(t, tr, p, numatest.Pool(t, 1, 1))
+	chunks := int64(0)
+	for run := 0; run < 3 && chunks == 0; run++ {
+		f := newForestTrainer(t, tr, p, numatest.Pool(t, 3, 2))
+		if got := f.workAll(t); !bytes.Equal(ref[0], got[0]) {
+			t.Fatalf("run %d: the tree differs from the tree one worker grows", run)
+		}
+		chunks = f.helpedChunks.Load()
+	}
+	if chunks == 0 {
+		t.Error("in three runs, no worker helped project the tree's rows")
+	}
+	t.Logf("%d chunks of rows projected helping", chunks)
+}
+
 // TestForestRoutesAsPrediction checks that training routes instances as
 // prediction does: every training instance, routed through a trained tree
 // by forestmodel.SplitIndex, reaches nodes whose Size counts exactly it,

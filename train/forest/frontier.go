@@ -334,11 +334,24 @@ type helpLoop struct {
 	finished   chan struct{} // closed once done reaches n
 }
 
-// run calls fn for indices of l on builder h until none is left to take.
-func (l *helpLoop) run(h *treeBuilder) {
+// newHelpLoop returns the loop of fn over [0, n), finished at once if n is
+// 0.
+func newHelpLoop(n int, fn func(h *treeBuilder, i int)) *helpLoop {
+	l := &helpLoop{n: int64(n), fn: fn, finished: make(chan struct{})}
+	if n == 0 {
+		close(l.finished)
+	}
+	return l
+}
+
+// run calls fn for indices of l on builder h until none is left to take,
+// and returns how many it took.
+func (l *helpLoop) run(h *treeBuilder) (took int) {
 	for i := l.next.Add(1) - 1; i < l.n; i = l.next.Add(1) - 1 {
 		l.do(h, int(i))
+		took++
 	}
+	return took
 }
 
 // do calls fn for index i on h and counts it done, even if fn panics, so
@@ -365,7 +378,7 @@ func (h *frontierHelp) each(n int, fn func(*treeBuilder, int)) error {
 	if n == 0 {
 		return nil
 	}
-	l := &helpLoop{n: int64(n), fn: fn, finished: make(chan struct{})}
+	l := newHelpLoop(n, fn)
 	f := h.f
 	f.mu.Lock()
 	f.loops = append(f.loops, l)

@@ -1,6 +1,7 @@
 package forest
 
 import (
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -33,23 +34,57 @@ type grower struct {
 	flushAt int
 	// growing holds the trees that workers grow alone, open to the
 	// workers that have none left to grow (Help), and starting counts
-	// those whose workers are projecting their rows, to be open next;
-	// grown is signalled when one opens.
+	// those whose workers are filling their projections' tables, to be
+	// open next; grown is signalled when one opens.
 	growMu   sync.Mutex
 	grown    sync.Cond
 	growing  []*aloneTree
 	starting int
-	// helpedNodes counts the nodes split by workers helping (Help).
-	helpedNodes atomic.Int64
+	// helpedNodes and helpedChunks count the nodes split and the chunks
+	// of rows projected by workers helping (Help).
+	helpedNodes, helpedChunks atomic.Int64
 }
 
 // aloneTree is a tree that a worker grows alone, as the workers that help
-// it see it: its number, frontier, and the owner's rows and instance ids.
+// it see it: its number, frontier, the owner's rows and instance ids, and
+// the loop that projects the rows, which the helpers share with the owner
+// before they split nodes.
 type aloneTree struct {
-	t    int
-	f    *frontier
-	rows *treeRows
-	ids  []int32
+	t       int
+	f       *frontier
+	rows    *treeRows
+	ids     []int32
+	project *helpLoop
+	// projectErr is the panic of a builder's projection, for the owner
+	// to return.
+	projectErr atomic.Pointer[error]
+}
+
+// projected has builder b, the owner's or a helper's, project chunks of
+// the tree's rows (see treeBuilder.projectChunk) until none is left to
+// take, then wait for those that others took, recording the wait with
+// waited: no builder splits a node before every row is projected. It
+// returns the number of chunks b projected, and the error of a builder
+// whose projection panicked; b's own panic goes on up its goroutine, after
+// the others have it.
+func (at *aloneTree) projected(b *treeBuilder, waited func(time.Duration)) (chunks int, err error) {
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				err := fmt.Errorf("projecting the rows of tree %d: panic: %v", at.t, r)
+				at.projectErr.CompareAndSwap(nil, &err)
+				panic(r)
+			}
+		}()
+		chunks = at.project.run(b)
+	}()
+	start := time.Now()
+	<-at.project.finished
+	waited(time.Since(start))
+	if err := at.projectErr.Load(); err != nil {
+		return chunks, *err
+	}
+	return chunks, nil
 }
 
 // newGrower prepares a trainer for params (resolved) over the data
@@ -187,15 +222,22 @@ func (f *grower) TrainTree(w numa.Worker, t int) (*forestmodel.Tree, error) {
 	b.start(f, w, s.rows, s.ids, t)
 	firstIDs(s.ids)
 	c := soloCrew{b: b, pool: f.pool}
-	c.eachDomain(1, func(b *treeBuilder, _ int) { b.fillTables() })
-	c.eachDomain(projectChunks(b.d), func(b *treeBuilder, i int) { b.projectChunk(i) })
+	b.fillTables()
 	tree.X, tree.Y = b.x, b.y
+	// The tree opens to help before its rows are projected: the workers
+	// that help it (Help) share the projection, which held them idle
+	// where a rank has fewer trees than workers.
 	f.growMu.Lock()
-	at = &aloneTree{t: t, f: newFrontier(tree, int32(b.d.X.Rows), 1, false, f.flushAt), rows: s.rows, ids: s.ids}
+	at = &aloneTree{t: t, f: newFrontier(tree, int32(b.d.X.Rows), 1, false, f.flushAt), rows: s.rows, ids: s.ids,
+		project: newHelpLoop(projectChunks(b.d), func(h *treeBuilder, i int) { h.projectChunk(i) })}
 	f.growing = append(f.growing, at)
 	f.starting--
 	f.grown.Broadcast()
 	f.growMu.Unlock()
+	if _, err := at.projected(b, f.pool.Waited); err != nil {
+		at.f.end()
+		return nil, err
+	}
 	return tree, at.f.grow(c)
 }
 
@@ -218,6 +260,11 @@ func (f *grower) Help(w numa.Worker) error {
 		}
 		b := &f.scratch.Get(w).builder
 		b.start(f, w, at.rows, at.ids, at.t)
+		chunks, err := at.projected(b, f.pool.Waited)
+		f.helpedChunks.Add(int64(chunks))
+		if err != nil {
+			return err
+		}
 		f.helpedNodes.Add(int64(at.f.join(b, f.pool.Waited)))
 	}
 }

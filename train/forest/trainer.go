@@ -80,7 +80,8 @@ func (a *Trainer) Prepare(env train.Env, ds *data.Dataset) (*train.Work, error) 
 	// messages.
 	w := &train.Work{Kind: forestmodel.Kind{}, Params: p, Units: p.Trees, Unit: t.Work, Help: t.Help, Schedule: runner.ScheduleStatic,
 		Stats: func() map[string]float64 {
-			return map[string]float64{"nodes_split_helping": float64(t.helpedNodes.Load())}
+			return map[string]float64{"nodes_split_helping": float64(t.helpedNodes.Load()),
+				"row_chunks_projected_helping": float64(t.helpedChunks.Load())}
 		}}
 	ranks, workers := env.Comm.Size(), len(env.Pool.Workers())
 	perRank := (p.Trees + ranks - 1) / ranks
