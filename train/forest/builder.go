@@ -55,7 +55,10 @@ type forestScratch struct {
 	simOf  []float32
 	bestOf []int32
 	pass   uint32
-	mags   []float32
+	// A centroid's magnitudes, the keep largest for dropLight, and the
+	// scratch of their selection.
+	mags, kept []float32
+	selection  selection
 }
 
 func newForestScratch(d *trainingData, p Params) *forestScratch {

@@ -90,8 +90,7 @@ func (b *treeBuilder) centroid(members []int32, c uint8, ents []entry) []entry {
 	n := accumulate(&b.rows.px, members, b.rows.xInv, acc, mark, s.touched[:dimX+1])
 	touched := s.touched[:n]
 	thresh, ties := b.threshold(acc, touched, len(members))
-	scale := keptScale(acc, touched, thresh, ties)
-	return keep(acc, mark, touched, thresh, ties, scale, c, b.p.CompactWeights, ents)
+	return keep(acc, mark, touched, thresh, ties, c, b.p.CompactWeights, ents)
 }
 
 // accumulate adds the projected normalised feature vectors of the members
@@ -134,23 +133,30 @@ func (b *treeBuilder) threshold(acc []float32, touched []int32, rows int) (thres
 		mags = append(mags, abs32(acc[d]))
 	}
 	b.s.mags = mags
-	kept := mags
-	thresh, ties = 0, len(touched)
-	if len(mags) > keep {
-		// The keep-th largest, by selection rather than a sort: centroids
-		// of thousands of dimensions were a tenth of training a Bibtex
-		// tree. Selection leaves the keep largest at the end.
-		thresh = nthSmallest(mags, len(mags)-keep)
-		kept = mags[len(mags)-keep:]
-		above := 0
-		for _, m := range kept {
-			if m > thresh {
-				above++
-			}
-		}
-		ties = keep - above
+	n := len(mags) - keep
+	if n <= 0 {
+		thresh, ties = 0, len(mags)
+	} else {
+		var below, equal int
+		thresh, below, equal = selectMagnitude(mags, n, &b.s.selection)
+		// The keep largest are the len-below-equal above thresh and,
+		// of those at it, the rest.
+		ties = below + equal - n
 	}
 	if drop > 0 {
+		kept := mags
+		if n > 0 {
+			kept = b.s.kept[:0]
+			for _, m := range mags {
+				if m > thresh {
+					kept = append(kept, m)
+				}
+			}
+			for range ties {
+				kept = append(kept, thresh)
+			}
+			b.s.kept = kept
+		}
 		if t, n, ok := dropLight(kept, drop); ok {
 			thresh, ties = t, n
 		}
@@ -195,51 +201,81 @@ func dropLight(mags []float32, drop float64) (thresh float32, ties int, ok bool)
 	return mags[i], n, true
 }
 
-// nthSmallest returns the value that sorting a would put at index n,
-// reordering a: quickselect with the median of three as pivot, falling back
-// to a sort of what is left when the partitions stay unbalanced.
-func nthSmallest(a []float32, n int) float32 {
-	lo, hi := 0, len(a)-1
-	for rounds := 0; hi > lo; rounds++ {
-		if rounds > 64 {
-			slices.Sort(a[lo : hi+1])
-			break
-		}
-		mid := lo + (hi-lo)/2
-		if a[mid] < a[lo] {
-			a[mid], a[lo] = a[lo], a[mid]
-		}
-		if a[hi] < a[lo] {
-			a[hi], a[lo] = a[lo], a[hi]
-		}
-		if a[hi] < a[mid] {
-			a[hi], a[mid] = a[mid], a[hi]
-		}
-		pivot := a[mid]
-		i, j := lo, hi
-		for i <= j {
-			for a[i] < pivot {
-				i++
-			}
-			for a[j] > pivot {
-				j--
-			}
-			if i <= j {
-				a[i], a[j] = a[j], a[i]
-				i++
-				j--
-			}
-		}
-		switch {
-		case n <= j:
-			hi = j
-		case n >= i:
-			lo = i
-		default:
-			return a[n]
-		}
+// selection is the scratch of selectMagnitude: counts of the values of a
+// digit, two sets of them (see count), and the values left to select from.
+type selection struct {
+	counts [2][256]int32
+	left   []uint32
+}
+
+// count counts the values of the digit of the bits at shift (8 bits; those
+// above are the same in every value) in two sets, even and odd indices, so
+// that a run of one digit does not wait on its count's last increment at
+// every step, and returns the sums in the first set.
+func (s *selection) count(bits []uint32, shift uint32) *[256]int32 {
+	c := &s.counts
+	clear(c[0][:])
+	clear(c[1][:])
+	i := 0
+	for ; i+2 <= len(bits); i += 2 {
+		c[0][bits[i]>>shift&0xff]++
+		c[1][bits[i+1]>>shift&0xff]++
 	}
-	return a[n]
+	if i < len(bits) {
+		c[0][bits[i]>>shift&0xff]++
+	}
+	for d := range c[0] {
+		c[0][d] += c[1][d]
+	}
+	return &c[0]
+}
+
+// selectMagnitude returns the value that sorting mags would put at index
+// n, and how many of mags are below it and equal to it. mags are
+// magnitudes: neither negative nor NaN, so that they order as their bits
+// do. It selects by the exponent, then by the mantissa's first 8 bits,
+// each time counting the digits' values and keeping only the values of
+// the digit that holds index n, and sorts the few left: passes without a
+// branch on the data, where a quickselect branches on every comparison
+// (docs/algorithms/forest.md).
+func selectMagnitude(mags []float32, n int, s *selection) (v float32, below, equal int) {
+	left := slices.Grow(s.left[:0], len(mags))[:len(mags)]
+	for i, m := range mags {
+		left[i] = math.Float32bits(m)
+	}
+	for _, shift := range [...]uint32{23, 15} {
+		count := s.count(left, shift)
+		digit := pick(count, n, &below)
+		// Each value is written, and counted if it has the digit.
+		k := 0
+		for _, u := range left {
+			left[k] = u
+			k += zeroBit(u>>shift&0xff ^ digit)
+		}
+		left = left[:k]
+	}
+	slices.Sort(left)
+	u := left[n-below]
+	first, _ := slices.BinarySearch(left, u)
+	last, _ := slices.BinarySearch(left, u+1)
+	s.left = left[:0]
+	return math.Float32frombits(u), below + first, last - first
+}
+
+// zeroBit returns 1 if x, below 2³¹, is 0, and 0 otherwise, without a
+// branch.
+func zeroBit(x uint32) int { return int((x - 1) >> 31) }
+
+// pick returns the digit whose count holds the value at index n of the
+// values counted, all of them past *below values, and adds to *below the
+// counts of the smaller digits.
+func pick(count *[256]int32, n int, below *int) uint32 {
+	d := 0
+	for *below+int(count[d]) <= n {
+		*below += int(count[d])
+		d++
+	}
+	return uint32(d)
 }
 
 // keptEntry reports whether an entry of magnitude m of a centroid is kept at
@@ -248,35 +284,17 @@ func keptEntry(m, thresh float32, ties int) bool {
 	return m != 0 && m >= thresh && (m != thresh || ties > 0)
 }
 
-// keptScale returns 1/‖kept entries‖ of the centroid acc: the scale that
-// normalises it after the cut (1 if nothing is kept).
-func keptScale(acc []float32, touched []int32, thresh float32, ties int) float32 {
-	var ss float64
-	for _, d := range touched {
-		m := abs32(acc[d])
-		if !keptEntry(m, thresh, ties) {
-			continue
-		}
-		if m == thresh {
-			ties--
-		}
-		ss += float64(m) * float64(m)
-	}
-	if ss == 0 {
-		return 1
-	}
-	return float32(1 / math.Sqrt(ss))
-}
-
 // keep appends to ents child's entries of the centroid acc above thresh
 // (and the first ties at it, in order of first appearance, which is
-// deterministic), multiplied by scale and rounded to the weights a tree
-// stores, but for those that round to zero: bfloat16, or with compact the
-// 1-byte codes of the encoding (forestmodel.RoundToCode), dropping too the
-// weights too small beside the child's largest for a code
-// (forestmodel.InCodeRange). It zeroes acc and mark.
-func keep(acc []float32, mark []uint8, touched []int32, thresh float32, ties int, scale float32, child uint8, compact bool, ents []entry) []entry {
-	first, top := len(ents), float32(0)
+// deterministic), normalised to unit norm over the kept entries and
+// rounded to the weights a tree stores, but for those that round to zero:
+// bfloat16, or with compact the 1-byte codes of the encoding
+// (forestmodel.RoundToCode), dropping too the weights too small beside the
+// child's largest for a code (forestmodel.InCodeRange). It zeroes acc and
+// mark.
+func keep(acc []float32, mark []uint8, touched []int32, thresh float32, ties int, child uint8, compact bool, ents []entry) []entry {
+	first := len(ents)
+	var ss float64 // in the order of touched
 	for _, d := range touched {
 		v := acc[d]
 		acc[d], mark[d] = 0, 0
@@ -287,23 +305,32 @@ func keep(acc []float32, mark []uint8, touched []int32, thresh float32, ties int
 		if m == thresh {
 			ties--
 		}
-		if compact {
-			v = forestmodel.RoundToCode(v * scale)
-		} else {
-			v = forestmodel.ToBFloat16(v * scale).Float32()
-		}
-		if v == 0 {
-			continue // too small to store
-		}
-		top = max(top, abs32(v))
+		ss += float64(m) * float64(m)
 		ents = append(ents, entry{dim: d, child: child, weight: v})
 	}
-	if !compact {
+	scale := float32(1)
+	if ss != 0 {
+		scale = float32(1 / math.Sqrt(ss))
+	}
+	top, zeros := float32(0), 0
+	for i := first; i < len(ents); i++ {
+		w := &ents[i].weight
+		if compact {
+			*w = forestmodel.RoundToCode(*w * scale)
+		} else {
+			*w = forestmodel.ToBFloat16(*w * scale).Float32()
+		}
+		top = max(top, abs32(*w))
+		zeros += zeroBit(math.Float32bits(*w) &^ (1 << 31))
+	}
+	if zeros == 0 && !compact {
 		return ents
 	}
+	// Drop the weights too small to store, and with compact those too
+	// small for a code.
 	kept := ents[:first]
 	for _, e := range ents[first:] {
-		if forestmodel.InCodeRange(e.weight, top) {
+		if e.weight != 0 && (!compact || forestmodel.InCodeRange(e.weight, top)) {
 			kept = append(kept, e)
 		}
 	}

@@ -3,6 +3,7 @@ package forest
 import (
 	"bytes"
 	"hash/maphash"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -381,18 +382,42 @@ func routesAsPrediction(t *testing.T, tr *data.Dataset, p Params) {
 	}
 }
 
-// TestNthSmallest checks selection against sorting, with ties.
-func TestNthSmallest(t *testing.T) {
+// TestSelectMagnitude checks selection against sorting: the value at an
+// index, and the counts below and at it, with ties, zeros, subnormals and
+// magnitudes over the whole range.
+func TestSelectMagnitude(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for trial := range 200 {
-		a := make([]float32, 1+rng.IntN(300))
-		for i := range a {
-			a[i] = float32(rng.IntN(1 + trial%20))
-		}
-		sorted := slices.Sorted(slices.Values(a))
-		n := rng.IntN(len(a))
-		if got := nthSmallest(slices.Clone(a), n); got != sorted[n] {
-			t.Fatalf("trial %d: nthSmallest(n=%d) = %v, sorted gives %v", trial, n, got, sorted[n])
+	draws := []struct {
+		name string
+		draw func(trial int) float32
+	}{
+		{"small integers", func(trial int) float32 { return float32(rng.IntN(1 + trial%20)) }},
+		{"sums", func(int) float32 { return float32(rng.ExpFloat64() * rng.Float64()) }},
+		{"any bits", func(int) float32 { return abs32(math.Float32frombits(rng.Uint32() &^ (1 << 30))) }},
+		{"subnormal", func(int) float32 { return math.Float32frombits(rng.Uint32N(64)) }},
+		{"one binade", func(int) float32 { return 1 + float32(rng.IntN(300))/512 }},
+	}
+	var s selection
+	for _, d := range draws {
+		for trial := range 200 {
+			a := make([]float32, 1+rng.IntN(2000))
+			for i := range a {
+				a[i] = d.draw(trial)
+			}
+			sorted := slices.Sorted(slices.Values(a))
+			n := rng.IntN(len(a))
+			v, below, equal := selectMagnitude(a, n, &s)
+			wantBelow, _ := slices.BinarySearch(sorted, sorted[n])
+			wantEqual := 0
+			for _, m := range sorted[wantBelow:] {
+				if m == sorted[n] {
+					wantEqual++
+				}
+			}
+			if v != sorted[n] || below != wantBelow || equal != wantEqual {
+				t.Fatalf("%s, trial %d: selectMagnitude(n=%d of %d) = %v, %d, %d; sorting gives %v, %d, %d",
+					d.name, trial, n, len(a), v, below, equal, sorted[n], wantBelow, wantEqual)
+			}
 		}
 	}
 }
