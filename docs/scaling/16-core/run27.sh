@@ -4,11 +4,15 @@
 # the changes since were made to beat: PD-Sparse's steps applied in the loop
 # that takes them, MEMOIR's block norms sent with the next round's reports,
 # the forest's nodes dealt as numbered with idle builders helping and a
-# rank's idle workers helping its last trees grown alone, one-vs-all labels
-# trained by the workers without a unit. First each trainer at one thread
-# (the day's build), then its MAX-worker layouts (MAX threads, MAX in-process
-# ranks of one thread, mpirun -np MAX) alternating the two builds twice, then
-# 64 trees once each way. PD-Sparse and MEMOIR on wordnet-mc, DiSMEC and
+# rank's idle workers helping its last trees grown alone (and projecting
+# their rows), a centroid's cut by selection on its magnitudes' bits,
+# one-vs-all labels trained by the workers without a unit. First each
+# trainer at one thread (the day's build), then its MAX-worker layouts (MAX
+# threads, MAX in-process ranks of one thread, mpirun -np MAX) alternating
+# the two builds twice, then 64 trees once each way, then 4 trees on MAX
+# workers grown alone (each with helpers) and together, twice: whether
+# --grow auto should grow fewer trees than workers alone where memory
+# allows. PD-Sparse and MEMOIR on wordnet-mc, DiSMEC and
 # PPDSparse on Delicious, the forest on the Wiki10-31K shape (generated
 # here). A run that would start after BUDGET seconds is skipped, so that the
 # script ends inside its call. One line a run (see line) with the model's
@@ -86,4 +90,7 @@ for p in prev day; do
   x=xmc; [ $p = prev ] && x=xmc-prev
   for g in auto together; do run $x forest64-$g 1 "$MAX" --algo forest $FO --trees 64 --grow $g; done
 done
+pack
+# Fewer trees than workers: 4 trees, the day's build, alone and together.
+for k in 1 2; do for g in alone together; do run xmc forest4-$g 1 "$MAX" --algo forest $FO --trees 4 --grow $g; done; done
 pack
