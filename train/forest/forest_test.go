@@ -278,55 +278,46 @@ func TestForestFrontierHelps(t *testing.T) {
 	}
 }
 
-// TestForestAloneHelped checks that the workers left without a tree to
-// grow alone help grow the others' (grower.Help), in another NUMA domain
-// too: with 4 trees on 3 workers in 2 domains, the two that finish first
-// split nodes of the trees still growing, and the trees are those that one
-// worker grows. A run where they find none to help, which timing allows,
-// is tried again, up to three runs.
+// TestForestAloneHelped grows trees alone on 3 workers in 2 domains: the
+// workers with no tree left help the trees still growing, project their
+// rows (one tree: two helpers) and split their nodes (4 trees: the last
+// ones), and the trees are those that one worker grows. It fails when a
+// helper grows the wrong tree's nodes, joins a tree before its rows are
+// projected, or never helps. A run where the helpers find nothing to do,
+// which timing allows, is tried again, up to three runs.
 func TestForestAloneHelped(t *testing.T) {
 	tr, _ := traintest.Delicious(t)
-	p := DefaultParams()
-	p.Trees, p.Seed = 4, 8
-	ref := trainTrees(t, tr, p, numatest.Pool(t, 1, 1))
-	helped := int64(0)
-	for run := 0; run < 3 && helped == 0; run++ {
-		f := newForestTrainer(t, tr, p, numatest.Pool(t, 3, 2))
-		got := f.workAll(t)
-		for i := range ref {
-			if !bytes.Equal(ref[i], got[i]) {
-				t.Fatalf("run %d: tree %d differs from the tree one worker grows", run, i)
+	tests := []struct {
+		name        string
+		trees, seed int
+		what        string
+		helped      func(testForest) int64
+	}{
+		{"last trees", 4, 8, "nodes split", func(f testForest) int64 { return f.helpedNodes.Load() }},
+		{"one tree", 1, 3, "chunks of rows projected", func(f testForest) int64 { return f.helpedChunks.Load() }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := DefaultParams()
+			p.Trees, p.Seed = tt.trees, uint64(tt.seed)
+			ref := trainTrees(t, tr, p, numatest.Pool(t, 1, 1))
+			helped := int64(0)
+			for run := 0; run < 3 && helped == 0; run++ {
+				f := newForestTrainer(t, tr, p, numatest.Pool(t, 3, 2))
+				got := f.workAll(t)
+				for i := range ref {
+					if !bytes.Equal(ref[i], got[i]) {
+						t.Fatalf("run %d: tree %d differs from the tree one worker grows", run, i)
+					}
+				}
+				helped = tt.helped(f)
 			}
-		}
-		helped = f.helpedNodes.Load()
+			if helped == 0 {
+				t.Errorf("in three runs, no worker helped: no %s", tt.what)
+			}
+			t.Logf("%d %s helping", helped, tt.what)
+		})
 	}
-	if helped == 0 {
-		t.Error("in three runs, no worker helped split another's tree")
-	}
-	t.Logf("%d nodes split helping", helped)
-}
-
-// TestForestAloneProjectionShared grows one tree alone on 3 workers in 2
-// domains: the two without a tree help project its rows, then split its
-// nodes, and the tree is the one a worker grows. It fails when a helper
-// splits a node before every row is projected, or projects a chunk wrong.
-func TestForestAloneProjectionShared(t *testing.T) {
-	tr, _ := traintest.Delicious(t)
-	p := DefaultParams()
-	p.Trees, p.Seed = 1, 3
-	ref := trainTrees(t, tr, p, numatest.Pool(t, 1, 1))
-	chunks := int64(0)
-	for run := 0; run < 3 && chunks == 0; run++ {
-		f := newForestTrainer(t, tr, p, numatest.Pool(t, 3, 2))
-		if got := f.workAll(t); !bytes.Equal(ref[0], got[0]) {
-			t.Fatalf("run %d: the tree differs from the tree one worker grows", run)
-		}
-		chunks = f.helpedChunks.Load()
-	}
-	if chunks == 0 {
-		t.Error("in three runs, no worker helped project the tree's rows")
-	}
-	t.Logf("%d chunks of rows projected helping", chunks)
 }
 
 // TestForestRoutesAsPrediction checks that training routes instances as
