@@ -133,19 +133,19 @@ func (b *treeBuilder) threshold(acc []float32, touched []int32, rows int) (thres
 		mags = append(mags, abs32(acc[d]))
 	}
 	b.s.mags = mags
-	n := len(mags) - keep
-	if n <= 0 {
+	cut := len(mags) - keep // the index of the smallest kept, sorted
+	if cut <= 0 {
 		thresh, ties = 0, len(mags)
 	} else {
 		var below, equal int
-		thresh, below, equal = selectMagnitude(mags, n, &b.s.selection)
+		thresh, below, equal = selectMagnitude(mags, cut, &b.s.selection)
 		// The keep largest are the len-below-equal above thresh and,
 		// of those at it, the rest.
-		ties = below + equal - n
+		ties = below + equal - cut
 	}
 	if drop > 0 {
 		kept := mags
-		if n > 0 {
+		if cut > 0 {
 			kept = b.s.kept[:0]
 			for _, m := range mags {
 				if m > thresh {
