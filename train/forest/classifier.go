@@ -201,33 +201,11 @@ func dropLight(mags []float32, drop float64) (thresh float32, ties int, ok bool)
 	return mags[i], n, true
 }
 
-// selection is the scratch of selectMagnitude: counts of the values of a
-// digit, two sets of them (see count), and the values left to select from.
+// selection is the scratch of selectMagnitude: the counts of a digit's
+// values, and the values left to select from.
 type selection struct {
-	counts [2][256]int32
-	left   []uint32
-}
-
-// count counts the values of the digit of the bits at shift (8 bits; those
-// above are the same in every value) in two sets, even and odd indices, so
-// that a run of one digit does not wait on its count's last increment at
-// every step, and returns the sums in the first set.
-func (s *selection) count(bits []uint32, shift uint32) *[256]int32 {
-	c := &s.counts
-	clear(c[0][:])
-	clear(c[1][:])
-	i := 0
-	for ; i+2 <= len(bits); i += 2 {
-		c[0][bits[i]>>shift&0xff]++
-		c[1][bits[i+1]>>shift&0xff]++
-	}
-	if i < len(bits) {
-		c[0][bits[i]>>shift&0xff]++
-	}
-	for d := range c[0] {
-		c[0][d] += c[1][d]
-	}
-	return &c[0]
+	count [256]int32
+	left  []uint32
 }
 
 // selectMagnitude returns the value that sorting mags would put at index
@@ -244,7 +222,11 @@ func selectMagnitude(mags []float32, n int, s *selection) (v float32, below, equ
 		left[i] = math.Float32bits(m)
 	}
 	for _, shift := range [...]uint32{23, 15} {
-		count := s.count(left, shift)
+		count := &s.count
+		clear(count[:])
+		for _, u := range left {
+			count[u>>shift&0xff]++
+		}
 		digit := pick(count, n, &below)
 		// Each value is written, and counted if it has the digit.
 		k := 0
