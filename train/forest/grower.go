@@ -245,9 +245,9 @@ func (f *grower) TrainTree(w numa.Worker, t int) (*forestmodel.Tree, error) {
 // w, with no tree of its own left to grow, helps project the rows and split
 // the nodes of the trees that other workers still grow, one tree at a
 // time, the one with the fewest builders first, until none is left, so
-// that the last trees of a rank do not hold up its other workers. The trees are the same
-// bytes. w reads the rows of a tree it helps where their owner made them,
-// in the owner's NUMA domain.
+// that the last trees of a rank do not hold up its other workers. The
+// trees are the same bytes. w reads the rows of a tree it helps where
+// their owner made them, in the owner's NUMA domain.
 //
 // A tree taken by its worker an instant before w found none left, and not
 // yet counted as starting, goes without w's help: the window is the

@@ -17,10 +17,10 @@ import (
 // one by one and the weights do not depend on the number of workers.
 // A team of one worker applies every shard in one loop of one piece: the
 // work of a loop at more workers, which the profile counts as such, so that
-// a one-thread run's serial fraction is what stays serial at more (applied
-// outside a loop, it was 0.31 of a one-thread run on wordnet-mc). Where the
-// team does not hold its members between loops, a round of fewer additions
-// than parallelAdds is applied by the lead alone, outside a loop.
+// a one-thread run's serial fraction is what stays serial at more (outside
+// a loop, the additions were most of it: docs/algorithms/pdsparse.md).
+// Where the team does not hold its members between loops, a round of fewer
+// additions than parallelAdds is applied by the lead alone, outside a loop.
 func (t *roundTrainer) applySteps(rows []int32) error {
 	adds := 0
 	for _, rs := range t.rowSteps {

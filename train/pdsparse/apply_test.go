@@ -71,8 +71,8 @@ func TestHasFeatureIn(t *testing.T) {
 // TestOneWorkerAppliesInALoop has a rank alone of one worker run rounds:
 // each must apply its steps in a loop of the team, after the search's, so
 // that the profile counts the additions as the parallel work they are at
-// more workers. Applied by the lead outside a loop, they made a one-thread
-// run's serial fraction 0.31 on wordnet-mc and 0.60 on Bibtex.
+// more workers. Applied by the lead outside a loop, they were most of a
+// one-thread run's serial fraction.
 func TestOneWorkerAppliesInALoop(t *testing.T) {
 	bibtex, _ := traintest.Bibtex(t)
 	tr := traintest.Head(bibtex, 500)
