@@ -71,8 +71,8 @@ func (at *aloneTree) projected(b *treeBuilder, waited func(time.Duration)) (chun
 	func() {
 		defer func() {
 			if r := recover(); r != nil {
-				err := fmt.Errorf("projecting the rows of tree %d: panic: %v", at.t, r)
-				at.projectErr.CompareAndSwap(nil, &err)
+				perr := fmt.Errorf("projecting the rows of tree %d: panic: %v", at.t, r)
+				at.projectErr.CompareAndSwap(nil, &perr)
 				panic(r)
 			}
 		}()
