@@ -34,10 +34,11 @@ type Params struct {
 	// then apply every row's step in row order.
 	BatchSize int `json:"batch_size"`
 	// ClassesPerUnit is the classes of a unit at most, a block of classes
-	// whose weights one rank owns (by default, see forData); the classes
-	// are dealt to the units by frequency in turn, so that units carry
-	// like work. The weights do not depend on it: only how they are dealt
-	// to ranks.
+	// whose weights one rank owns (by default, see forData); the units
+	// are as few as it allows, rounded up to a multiple of 64 (see
+	// unitCount), and the classes are dealt to them by frequency in turn,
+	// so that units carry like work. The weights do not depend on it:
+	// only how they are dealt to ranks.
 	ClassesPerUnit int `json:"classes_per_unit"`
 	// MaxSelect is the number of negative classes a row's search adds to
 	// its active set at most (by default, see forData).
@@ -110,7 +111,7 @@ func (a *Trainer) Flags(fs *flag.FlagSet) {
 	fs.Float64Var(&p.Lambda, "lambda", p.Lambda, "weight λ of the L1 regulariser")
 	fs.IntVar(&p.Epochs, "epochs", p.Epochs, "passes over the rows")
 	fs.IntVar(&p.BatchSize, "batch-size", p.BatchSize, "rows per round (searched against the weights of the round's start)")
-	fs.IntVar(&p.ClassesPerUnit, "classes-per-unit", p.ClassesPerUnit, "classes per unit at most, a block of classes one rank owns, dealt to the units by frequency in turn (default: the classes / 64, at most 256, so that small class sets spread over 64 ranks); the weights do not depend on it")
+	fs.IntVar(&p.ClassesPerUnit, "classes-per-unit", p.ClassesPerUnit, "classes per unit at most, a block of classes one rank owns, dealt to the units by frequency in turn; the units are as few as it allows, rounded up to a multiple of 64 so that 2, 4, ... 64 ranks own as many each (default: the classes / 64, at most 256); the weights do not depend on it")
 	fs.IntVar(&p.MaxSelect, "max-select", p.MaxSelect, "negative classes a row's search adds at most (default: the mean labels per row)")
 	fs.Float64Var(&p.Prune, "prune", p.Prune, "drop trained weights of smaller magnitude")
 	p.EarlyStop.Flags(fs, "accuracy")

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"xmc/data"
+	"xmc/model/linear"
 	"xmc/mpi"
 	"xmc/numa"
 	"xmc/numa/numatest"
@@ -55,6 +56,66 @@ func TestPDSClassesPerUnit(t *testing.T) {
 	} {
 		if got := classesPerUnit(tc.classes); got != tc.want {
 			t.Errorf("%d classes: %d a unit, want %d", tc.classes, got, tc.want)
+		}
+	}
+}
+
+// TestPDSUnitCount checks that the units are the fewest of at most the
+// classes a unit allows, rounded up to a multiple of 64 that no class set
+// is too small for.
+func TestPDSUnitCount(t *testing.T) {
+	for _, tc := range []struct{ labeled, perUnit, want int }{
+		{18499, 256, 128}, {16384, 256, 64}, {16385, 256, 128}, {670091, 256, 2624},
+		{159, 3, 64}, {159, 1, 159}, {159, 159, 64}, {30, 1, 30}, {30, 30, 30}, {1, 1, 1},
+	} {
+		if got := unitCount(tc.labeled, tc.perUnit); got != tc.want {
+			t.Errorf("%d classes, at most %d a unit: %d units, want %d", tc.labeled, tc.perUnit, got, tc.want)
+		}
+	}
+}
+
+// TestPDSparseWeightsWhateverTheUnits trains Bibtex's first 2,500 rows with
+// the classes dealt into the default units, into one, into 7 and into one
+// unit per class, on 1 rank and on 2: every class must get the same weights,
+// bit for bit, so that the number of units can serve the ranks' balance.
+func TestPDSparseWeightsWhateverTheUnits(t *testing.T) {
+	bibtex, _ := traintest.Bibtex(t)
+	tr := traintest.Head(bibtex, 2500)
+	p := DefaultParams()
+	p.Epochs = 2
+	counts := data.LabelCounts(&tr.Y)
+	var want map[int32]string
+	for _, n := range []int{0, 1, 7, len(counts)} {
+		for _, ranks := range []int{1, 2} {
+			var units int
+			got, err := sameWeightsRun(t, tr, p, 1, ranks, func(rt *roundTrainer) error {
+				if n > 0 {
+					rt.blocks = train.DealtBlocks(counts, n)
+				}
+				units = len(rt.blocks)
+				return nil
+			}, func(*roundTrainer) error { return nil })
+			if err != nil {
+				t.Fatalf("%d units, %d ranks: %v", units, ranks, err)
+			}
+			weights := make(map[int32]string)
+			for _, res := range got {
+				var b linear.Block
+				if err := b.UnmarshalBinary(res.Data); err != nil {
+					t.Fatalf("%d units, %d ranks: unit %d: %v", units, ranks, res.Unit, err)
+				}
+				for r, l := range b.Labels {
+					f, w := b.Row(r)
+					weights[l] = fmt.Sprint(f, w)
+				}
+			}
+			if want == nil {
+				want = weights
+				continue
+			}
+			if !maps.Equal(weights, want) {
+				t.Errorf("%d units, %d ranks: the classes' weights differ from the default units' on 1 rank", units, ranks)
+			}
 		}
 	}
 }
