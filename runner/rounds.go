@@ -120,9 +120,8 @@ func (p Rounds) Run(ctx context.Context, t RoundTrainer) (results []Result, stop
 	if start > 0 && c.Rank() == 0 {
 		p.Log.Info("resuming from checkpoint", "dir", p.Checkpoint, "round", start)
 	}
-	if p.Units < c.Size() && c.Rank() == 0 {
-		p.Log.Warn("fewer units than ranks: some ranks own none and only take part in the rounds' exchanges",
-			"units", p.Units, "ranks", c.Size())
+	if c.Rank() == 0 {
+		warnUnitBalance(p.Log, p.Units, c.Size())
 	}
 	report := func(done int) {
 		if p.Progress != nil && c.Rank() == 0 {
@@ -149,6 +148,33 @@ func (p Rounds) Run(ctx context.Context, t RoundTrainer) (results []Result, stop
 		logStop(p.Log, ctx, p.Checkpoint, p.Kind+"s_done", r, "of_at_most", p.Rounds)
 	}
 	return results, stopped, nil
+}
+
+// minUnitBalance is the share of the ranks' time below which the units'
+// deal to the ranks is worth a warning (see unitBalance).
+const minUnitBalance = 0.95
+
+// unitBalance returns the share of the ranks' time that units dealt
+// cyclically to ranks ranks can keep busy, were every unit of the same
+// cost: each round waits for the ranks that own the most units, so 16
+// units on 10 ranks keep them busy 0.8 of the time at best.
+func unitBalance(units, ranks int) float64 {
+	most := (units + ranks - 1) / ranks
+	return float64(units) / float64(ranks*most)
+}
+
+// warnUnitBalance warns when some of the ranks own no unit, or when the
+// ranks own unequal numbers of units that keep them busy less than
+// minUnitBalance of the rounds' time (see unitBalance).
+func warnUnitBalance(log *slog.Logger, units, ranks int) {
+	switch b := unitBalance(units, ranks); {
+	case units < ranks:
+		log.Warn("fewer units than ranks: some ranks own none and only take part in the rounds' exchanges",
+			"units", units, "ranks", ranks)
+	case b < minUnitBalance:
+		log.Warn("the ranks own unequal numbers of units and each round waits for the busiest: a number of ranks that divides the units would use them all",
+			"units", units, "ranks", ranks, "busiest_rank_units", (units+ranks-1)/ranks, "busy_share_at_most", fmt.Sprintf("%.2f", b))
+	}
 }
 
 // rounds runs the rounds from start on, on the lead of team, and returns

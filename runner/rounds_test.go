@@ -308,25 +308,47 @@ func TestRoundsCheckpointEvery(t *testing.T) {
 	}
 }
 
-// TestRoundsMoreRanksThanUnits runs 6 units on 8 ranks: the ranks without
-// a unit take part in the rounds, the model is the one rank's, and rank 0
-// warns that ranks are idle.
-func TestRoundsMoreRanksThanUnits(t *testing.T) {
+// TestRoundsUnitBalance runs 6 units on 3, 4 and 8 ranks: every layout
+// gives the one rank's model; rank 0 alone warns once where ranks own no
+// unit (8), or where the ranks' unequal shares of units keep them busy
+// less than minUnitBalance of the time (4 ranks: 2 units or 1, 0.75), and
+// not where the ranks divide the units (3).
+func TestRoundsUnitBalance(t *testing.T) {
 	want, _, err := runRounds(t, roundsRun{ranks: 1, rounds: 50})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// One handler for every rank: slog's handlers serialise their writes.
-	var log strings.Builder
-	got, _, err := runRounds(t, roundsRun{ranks: 8, rounds: 50, log: slog.New(slog.NewTextHandler(&log, nil))})
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		ranks   int
+		warning string // "" for none
+	}{
+		{3, ""},
+		{4, "the ranks own unequal numbers of units"},
+		{8, "fewer units than ranks"},
+	} {
+		// One handler for every rank: slog's handlers serialise their writes.
+		var log strings.Builder
+		got, _, err := runRounds(t, roundsRun{ranks: tc.ranks, rounds: 50, log: slog.New(slog.NewTextHandler(&log, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.EqualFunc(got, want, bytes.Equal) {
+			t.Errorf("%d ranks for 6 units: model differs from 1 rank's", tc.ranks)
+		}
+		warnings := strings.Count(log.String(), "level=WARN")
+		if tc.warning == "" && warnings != 0 || tc.warning != "" && (warnings != 1 || !strings.Contains(log.String(), tc.warning)) {
+			t.Errorf("%d ranks for 6 units: want the warning %q, once; log:\n%s", tc.ranks, tc.warning, log.String())
+		}
 	}
-	if !slices.EqualFunc(got, want, bytes.Equal) {
-		t.Error("8 ranks for 6 units: model differs from 1 rank's")
-	}
-	if !strings.Contains(log.String(), "fewer units than ranks") || strings.Count(log.String(), "fewer units") != 1 {
-		t.Errorf("want one warning of idle ranks, from rank 0; log:\n%s", log.String())
+	for _, tc := range []struct {
+		units, ranks int
+		want         float64
+	}{
+		{6, 3, 1}, {6, 4, 0.75}, {16, 10, 0.8}, {128, 10, 128.0 / 130}, {73, 16, 73.0 / 80}, {128, 16, 1},
+	} {
+		if got := unitBalance(tc.units, tc.ranks); got != tc.want {
+			t.Errorf("unitBalance(%d, %d) = %v, want %v", tc.units, tc.ranks, got, tc.want)
+		}
 	}
 }
 

@@ -154,7 +154,7 @@ func (a *Trainer) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&p.Ef, "ef", p.Ef, "graph search width (best classes kept while walking)")
 	fs.IntVar(&p.Epochs, "epochs", p.Epochs, "passes over the rows")
 	fs.IntVar(&p.BatchSize, "batch-size", p.BatchSize, "rows per round (searched against the weights of the round's start)")
-	fs.IntVar(&p.ClassBlocks, "class-blocks", p.ClassBlocks, "blocks the classes are dealt into, each with its own index, whatever the ranks: ranks own blocks, so give at least one per rank; more blocks score more classes a row (more accuracy, more time)")
+	fs.IntVar(&p.ClassBlocks, "class-blocks", p.ClassBlocks, "blocks the classes are dealt into, each with its own index, whatever the ranks: ranks own blocks, so give at least one per rank, and a number the ranks divide (each round waits for the rank of most blocks); more blocks score more classes a row (more accuracy, more time)")
 	fs.Float64Var(&p.Prune, "prune", p.Prune, "drop trained weights of smaller magnitude")
 	p.EarlyStop.Flags(fs, "macro-F1")
 	train.PreprocessFlags(fs, &p.Preprocess, false)
