@@ -10,11 +10,14 @@ import (
 	"xmc/data"
 )
 
-// fingerprint identifies the algorithm, hyper-parameters and training data
-// of a run, for checkpoints: the algorithm, a CRC-32C of the parameters,
-// and dataCRC, the training data's (see dataCRC).
-func fingerprint(algo string, params any, dataCRC uint32) string {
-	return fmt.Sprintf("%s %08x %08x", algo, checksum.Sum(mustJSON(params)), dataCRC)
+// fingerprint identifies the algorithm, hyper-parameters, units of work and
+// training data of a run, for checkpoints: the algorithm, a CRC-32C of the
+// parameters, the number of units, and dataCRC, the training data's (see
+// dataCRC). The units are there because a trainer's layout of them may
+// change between builds for the same parameters (PD-Sparse's did): a
+// checkpoint of other units must be refused as another run's, not read.
+func fingerprint(algo string, params any, units int, dataCRC uint32) string {
+	return fmt.Sprintf("%s %08x units %d %08x", algo, checksum.Sum(mustJSON(params)), units, dataCRC)
 }
 
 // dataCRC is the CRC-32C of the shapes and entries of d's matrices, the

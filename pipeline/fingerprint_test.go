@@ -11,7 +11,7 @@ import (
 
 // TestFingerprint checks that dataCRC hashes what binary.Write of the
 // matrices gives, whatever the size against its buffer, and that the
-// fingerprint tells datasets and parameters apart.
+// fingerprint tells datasets, parameters and units apart.
 func TestFingerprint(t *testing.T) {
 	reference := func(d *data.Dataset) uint32 {
 		h := checksum.New()
@@ -44,13 +44,16 @@ func TestFingerprint(t *testing.T) {
 		if got, want := dataCRC(d), reference(d); got != want {
 			t.Errorf("%d rows x %d: data CRC %08x, binary.Write gives %08x", size.rows, size.nnz, got, want)
 		}
-		got := fingerprint("forest", params, dataCRC(d))
+		got := fingerprint("forest", params, 3, dataCRC(d))
 		if seen[got] {
 			t.Errorf("%d rows x %d: fingerprint %q repeats another dataset's", size.rows, size.nnz, got)
 		}
 		seen[got] = true
 	}
-	if fingerprint("forest", params, 1) == fingerprint("forest", map[string]int{"trees": 4}, 1) {
+	if fingerprint("forest", params, 3, 1) == fingerprint("forest", map[string]int{"trees": 4}, 3, 1) {
 		t.Error("the fingerprint does not depend on the parameters")
+	}
+	if fingerprint("pdsparse", params, 73, 1) == fingerprint("pdsparse", params, 128, 1) {
+		t.Error("the fingerprint does not depend on the units")
 	}
 }

@@ -66,7 +66,7 @@ func openCheckpoint(dir, fingerprint string, rank int) (*checkpoint, error) {
 	old, err := os.ReadFile(path)
 	switch {
 	case err == nil && string(old) != fingerprint:
-		return nil, fmt.Errorf("checkpoint directory %s belongs to a different run (other data or hyper-parameters); remove it or choose another --checkpoint", dir)
+		return nil, fmt.Errorf("checkpoint directory %s belongs to a different run (other data, hyper-parameters or units of work); remove it or choose another --checkpoint", dir)
 	case errors.Is(err, os.ErrNotExist):
 		// Every rank stamps the directory: on node-local disks each rank is
 		// the first, on a shared one the atomic writes carry the same bytes.
