@@ -88,7 +88,8 @@ fuzz:
 # conformance suite moves 256 KiB buffers rather than 8 MB; PD-Sparse's
 # runs of one worker on one rank) and PD-Sparse's 2-worker layouts that
 # apply the steps in a loop of their own (its 3-worker layouts do too,
-# where a team of 3 does not fit the CPUs): unit runs it all.
+# where a team of 3 does not fit the CPUs), and its layouts train one
+# epoch rather than two: unit runs it all.
 race: deps
 	$(GO) test -race -short -count=1 ./mpi ./numa ./runner ./job ./train ./train/onevsall
 	$(GO) test -race -short -count=1 -run 'TestPDSparseSameWeights|TestRowPanicEndsRound' ./train/pdsparse

@@ -128,12 +128,15 @@ func TestPDSparseWeightsWhateverTheUnits(t *testing.T) {
 // reports): the weights must be the same bytes. With -short, as make's
 // race stage runs it, the runs of one worker on one rank, which have
 // nothing concurrent for the race detector to check, are left out but the
-// first.
+// first, and the runs train one epoch rather than two.
 func TestPDSparseSameWeights(t *testing.T) {
 	bibtex, _ := traintest.Bibtex(t)
 	tr := traintest.Head(bibtex, 2500)
 	p := DefaultParams()
 	p.Epochs = 2
+	if testing.Short() {
+		p.Epochs = 1
+	}
 	tests := []struct {
 		name         string
 		workers      int
