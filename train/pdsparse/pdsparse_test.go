@@ -85,24 +85,26 @@ func TestPDSparseWeightsWhateverTheUnits(t *testing.T) {
 	p.Epochs = 2
 	counts := data.LabelCounts(&tr.Y)
 	var want map[int32]string
-	for _, n := range []int{0, 1, 7, len(counts)} {
+	for _, n := range []int{0, 1, 7, len(counts)} { // 0: the default units
+		units := fmt.Sprint(n)
+		if n == 0 {
+			units = "default"
+		}
 		for _, ranks := range []int{1, 2} {
-			var units int
 			got, err := sameWeightsRun(t, tr, p, 1, ranks, func(rt *roundTrainer) error {
 				if n > 0 {
 					rt.blocks = train.DealtBlocks(counts, n)
 				}
-				units = len(rt.blocks)
 				return nil
 			}, func(*roundTrainer) error { return nil })
 			if err != nil {
-				t.Fatalf("%d units, %d ranks: %v", units, ranks, err)
+				t.Fatalf("%s units, %d ranks: %v", units, ranks, err)
 			}
 			weights := make(map[int32]string)
 			for _, res := range got {
 				var b linear.Block
 				if err := b.UnmarshalBinary(res.Data); err != nil {
-					t.Fatalf("%d units, %d ranks: unit %d: %v", units, ranks, res.Unit, err)
+					t.Fatalf("%s units, %d ranks: unit %d: %v", units, ranks, res.Unit, err)
 				}
 				for r, l := range b.Labels {
 					f, w := b.Row(r)
@@ -114,7 +116,7 @@ func TestPDSparseWeightsWhateverTheUnits(t *testing.T) {
 				continue
 			}
 			if !maps.Equal(weights, want) {
-				t.Errorf("%d units, %d ranks: the classes' weights differ from the default units' on 1 rank", units, ranks)
+				t.Errorf("%s units, %d ranks: the classes' weights differ from the default units' on 1 rank", units, ranks)
 			}
 		}
 	}
