@@ -153,8 +153,8 @@ type ScalingRow struct {
 	// Metrics holds the median of every metric over runs (P@k and friends,
 	// in percent), when the runs evaluated a test set.
 	Metrics map[string]float64 `json:"metrics,omitempty"`
-	// SerialFraction is the median over runs of the largest serial
-	// fraction of a rank (job.Profile.SerialFraction), LoopEfficiency the
+	// SerialFraction is the median over runs of a run's serial fraction
+	// (job.SerialFraction, over all its ranks), LoopEfficiency the
 	// median of the lowest efficiency of a rank's parallel loops, and
 	// Amdahl the speed-ups over one core the serial fraction allows on 16,
 	// 64 and 128 cores. They are 0 for summaries without a profile.
@@ -366,11 +366,11 @@ func (row *ScalingRow) aggregateProfiles(runs []*job.Summary) {
 		if len(r.Profile) == 0 {
 			continue
 		}
-		f, e := 0.0, 1.0
+		e := 1.0
 		for _, p := range r.Profile {
-			f, e = max(f, p.SerialFraction()), min(e, p.LoopEfficiency())
+			e = min(e, p.LoopEfficiency())
 		}
-		fs, es = append(fs, f), append(es, e)
+		fs, es = append(fs, job.SerialFraction(r.Profile)), append(es, e)
 	}
 	if len(fs) == 0 {
 		return
@@ -583,8 +583,8 @@ func (s *Scaling) WriteTable(w io.Writer) error {
 	}
 	fmt.Fprintf(&buf, "S, E: speedup and parallel efficiency against %s (median times). comm: bytes sent+received, "+
 		"rank 0 and mean of the others; model pred.: rank 0's gather volume M(P-1)/P predicted from the model size; "+
-		"serial f: the largest rank's serial fraction of the training (serial and collective time over them and the work "+
-		"in parallel loops), loop E: the workers' busy share of the parallel loops, Amdahl: the speed-up over one core "+
+		"serial f: the training's serial fraction (the largest rank's serial and collective time over it and every "+
+		"rank's work in parallel loops), loop E: the workers' busy share of the parallel loops, Amdahl: the speed-up over one core "+
 		"that f allows on 16, 64 and 128 cores.\n", s.Baseline)
 	_, err := w.Write(buf.Bytes())
 	return err

@@ -366,15 +366,16 @@ func TestAggregateTrainerStats(t *testing.T) {
 }
 
 // TestAggregateProfiles checks a layout's serial fraction (the median over
-// runs of the largest rank's), loop efficiency and Amdahl bounds, and that
-// summaries without a profile leave them out.
+// runs of the run's: the largest rank's serial and collective time over it
+// and both ranks' work in loops), loop efficiency and Amdahl bounds, and
+// that summaries without a profile leave them out.
 func TestAggregateProfiles(t *testing.T) {
 	var runs []*job.Summary
 	for i, serial := range []float64{1, 3, 2} { // seconds of serial time on rank 1
 		s := testRun{layout: Layout{2, 2}, train: 10, wall: 11, comm: []int64{1, 1}, rss: []int64{9, 9}}.summary(fmt.Sprintf("r%d.json", i))
 		s.Profile = []job.Profile{
-			job.NewProfile(2, 10, 9, 100, 18, 0.5, 0),         // f = 0.5/18.5, E = 1
-			job.NewProfile(2, 10, 10-serial-1, 100, 12, 1, 0), // f = (serial+1)/(serial+13), E = 12/(2(9-serial))
+			job.NewProfile(2, 10, 9, 100, 18, 0.5, 0),         // 0.5 s serial, 0.5 in collectives, E = 1
+			job.NewProfile(2, 10, 10-serial-1, 100, 12, 1, 0), // serial s serial, 1 in collectives, E = 12/(2(9-serial))
 		}
 		runs = append(runs, s)
 	}
@@ -383,7 +384,7 @@ func TestAggregateProfiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := sc.Rows[0]
-	want := 3.0 / 15 // the median run: 2 s serial and 1 s in collectives on rank 1
+	want := 3.0 / 33 // the median run: 2 s serial and 1 s in collectives on rank 1, 18 + 12 s in loops
 	if math.Abs(r.SerialFraction-want) > 1e-12 {
 		t.Errorf("serial fraction %v, want %v", r.SerialFraction, want)
 	}

@@ -49,16 +49,24 @@ func NewProfile(workers int, trainS, loopS float64, loops int64, busyS, collecti
 	return p
 }
 
-// SerialFraction is the part of the work that one core does alone, as
-// Amdahl's law counts it: the serial time and the collectives (which do
-// not shrink with more cores) over them and the work in loops, BusyS.
-// A run with no work at all has fraction 0.
-func (p Profile) SerialFraction() float64 {
-	serial := p.SerialS + p.CollectiveS
-	if serial+p.BusyS == 0 {
+// SerialFraction is the part of a run's work that one core does alone, as
+// Amdahl's law counts it, from the profiles of all its ranks: the longest
+// time a rank spent outside its loops, computing alone or in collectives
+// (which more cores do not shorten), over that and the work in every
+// rank's loops, their BusyS summed. Every rank spends such time at once,
+// so it counts once; over a rank's own loops alone, ranks that share the
+// work would seem serial, and the bound would fall below the speedup they
+// reach. On one rank it is that rank's serial and collective time over
+// them and its BusyS. A run with no work at all has fraction 0.
+func SerialFraction(ranks []Profile) float64 {
+	serial, busy := 0.0, 0.0
+	for _, p := range ranks {
+		serial, busy = max(serial, p.SerialS+p.CollectiveS), busy+p.BusyS
+	}
+	if serial+busy == 0 {
 		return 0
 	}
-	return serial / (serial + p.BusyS)
+	return serial / (serial + busy)
 }
 
 // LoopEfficiency is how busy the workers were in the parallel loops: BusyS

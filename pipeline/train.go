@@ -474,7 +474,8 @@ func (c *countedRounds) Round(ctx context.Context, r int, team *numa.Team) (bool
 }
 
 // recordProfile gathers every rank's profile into the summary, and logs
-// rank 0's with the speed-ups its serial fraction allows.
+// rank 0's, with the run's serial fraction (job.SerialFraction, over every
+// rank's) and the speed-ups it allows.
 func recordProfile(j *job.Rank, p job.Profile) error {
 	b, err := json.Marshal(p)
 	if err != nil {
@@ -490,7 +491,7 @@ func recordProfile(j *job.Rank, p job.Profile) error {
 			return fmt.Errorf("profile of rank %d: %w", r, err)
 		}
 	}
-	f := p.SerialFraction()
+	f := job.SerialFraction(j.Summary.Profile)
 	args := []any{"serial_s", fmt.Sprintf("%.3f", p.SerialS), "collective_s", fmt.Sprintf("%.3f", p.CollectiveS),
 		"loop_s", fmt.Sprintf("%.3f", p.LoopS), "loop_efficiency", fmt.Sprintf("%.2f", p.LoopEfficiency()),
 		"serial_fraction", fmt.Sprintf("%.4f", f)}
