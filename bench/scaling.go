@@ -584,8 +584,8 @@ func (s *Scaling) WriteTable(w io.Writer) error {
 	fmt.Fprintf(&buf, "S, E: speedup and parallel efficiency against %s (median times). comm: bytes sent+received, "+
 		"rank 0 and mean of the others; model pred.: rank 0's gather volume M(P-1)/P predicted from the model size; "+
 		"serial f: the training's serial fraction (the largest rank's serial and collective time over it and every "+
-		"rank's work in parallel loops), loop E: the workers' busy share of the parallel loops, Amdahl: the speed-up over one core "+
-		"that f allows on 16, 64 and 128 cores.\n", s.Baseline)
+		"rank's work in parallel loops), loop E: the workers' busy share of the parallel loops, Amdahl: the speed-up "+
+		"over one core that f allows on 16, 64 and 128 cores.\n", s.Baseline)
 	_, err := w.Write(buf.Bytes())
 	return err
 }

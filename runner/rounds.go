@@ -172,8 +172,9 @@ func warnUnitBalance(log *slog.Logger, units, ranks int) {
 		log.Warn("fewer units than ranks: some ranks own none and only take part in the rounds' exchanges",
 			"units", units, "ranks", ranks)
 	case b < minUnitBalance:
-		log.Warn("the ranks own unequal numbers of units and each round waits for the busiest: a number of ranks that divides the units would use them all",
-			"units", units, "ranks", ranks, "busiest_rank_units", (units+ranks-1)/ranks, "busy_share_at_most", fmt.Sprintf("%.2f", b))
+		log.Warn("the ranks own unequal numbers of units and each round waits for the busiest: "+
+			"a number of ranks that divides the units would use them all", "units", units, "ranks", ranks,
+			"busiest_rank_units", (units+ranks-1)/ranks, "busy_share_at_most", fmt.Sprintf("%.2f", b))
 	}
 }
 
