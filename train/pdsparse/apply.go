@@ -204,13 +204,15 @@ type stepAddition struct {
 }
 
 // applyLists is apply for weights in lists. Their places and tables
-// outgrow the caches, so it reads in passes over all the round's additions
-// to the shards, whose loads do not wait on each other and overlap: the
-// additions listed in row order, then the first slot of each pair's
-// lookup, then the pairs' places, then their dual sums, then the updates,
-// in row order. Passes over one row at a time overlapped few loads where a
-// shard holds a few of each row's features (docs/scaling/16-core.md,
-// "PD-Sparse's round phases"). A pair that had no place in the lookups is
+// outgrow the caches, so it reads in passes over many additions at once,
+// whose loads do not wait on each other and overlap: the additions listed
+// in row order, then the first slot of each pair's lookup, then the pairs'
+// places, then their dual sums, then the updates, in row order. Passes over
+// one row at a time overlapped few loads where a shard holds a few of each
+// row's features (docs/scaling/16-core.md, "PD-Sparse's round phases").
+// The passes take the rows a chunk of about applyChunk additions at a time,
+// so that a chunk's additions stay in cache from one pass to the next
+// however many rows a round has. A pair that had no place in the lookups is
 // looked up again when it is updated: an earlier row of the round may have
 // made its place.
 func (t *roundTrainer) applyLists(st *stepper, steps []int32, lo, hi int) {
@@ -230,8 +232,26 @@ func (t *roundTrainer) applyLists(st *stepper, steps []int32, lo, hi int) {
 				adds = append(adds, stepAddition{j: j, c: m.c, v: float64(m.d * float64(val[e]))})
 			}
 		}
+		if len(adds) >= applyChunk {
+			t.addInPasses(st, adds)
+			adds = adds[:0]
+		}
 	}
-	st.adds = adds
+	t.addInPasses(st, adds)
+	st.adds = adds[:0]
+}
+
+// applyChunk is about the most additions applyLists takes in one set of
+// passes: 16 bytes each, with their places 80 KiB, which a core's L2 cache
+// holds (chunks measured in docs/journal.md, 2026-11-28, twelfth entry).
+const applyChunk = 1 << 12
+
+// addInPasses makes the additions adds to the weights in lists, in order,
+// in applyLists' passes.
+func (t *roundTrainer) addInPasses(st *stepper, adds []stepAddition) {
+	if len(adds) == 0 {
+		return
+	}
 	at := slices.Grow(st.at[:0], len(adds))[:len(adds)]
 	st.at = at
 	ahead := uint64(0)

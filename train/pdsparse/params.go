@@ -31,7 +31,8 @@ type Params struct {
 	Epochs int `json:"epochs"`
 	// BatchSize is the rows of a round: the ranks search their classes
 	// for the rows of a batch against W as it was at the round's start,
-	// then apply every row's step in row order.
+	// then apply every row's step in row order, each step sized for the
+	// rows of the batch that share its classes (see curvatures).
 	BatchSize int `json:"batch_size"`
 	// ClassesPerUnit is the classes of a unit at most, a block of classes
 	// whose weights one rank owns (by default, see forData); the units
@@ -54,12 +55,12 @@ type Params struct {
 }
 
 // DefaultParams returns the defaults: the reference program's λ = 0.1
-// with C = 7 rather than its C = 1, 10 epochs, batches of 64 rows, rows
+// with C = 7 rather than its C = 1, 10 epochs, batches of 512 rows, rows
 // scaled to unit norm and no bias (the Crammer–Singer model has none).
 // docs/algorithms/pdsparse.md gives the measurements behind C and the
 // batch size.
 func DefaultParams() Params {
-	return Params{Cost: 7, Lambda: 0.1, Epochs: 10, BatchSize: 64, EarlyStop: train.EarlyStop{Patience: 3},
+	return Params{Cost: 7, Lambda: 0.1, Epochs: 10, BatchSize: 512, EarlyStop: train.EarlyStop{Patience: 3},
 		Preprocess: linear.Preprocess{Normalize: true}}
 }
 
@@ -110,7 +111,7 @@ func (a *Trainer) Flags(fs *flag.FlagSet) {
 	fs.Float64Var(&p.Cost, "cost", p.Cost, "misclassification cost C")
 	fs.Float64Var(&p.Lambda, "lambda", p.Lambda, "weight λ of the L1 regulariser")
 	fs.IntVar(&p.Epochs, "epochs", p.Epochs, "passes over the rows")
-	fs.IntVar(&p.BatchSize, "batch-size", p.BatchSize, "rows per round (searched against the weights of the round's start)")
+	fs.IntVar(&p.BatchSize, "batch-size", p.BatchSize, "rows per round (searched against the weights of the round's start, stepped together)")
 	fs.IntVar(&p.ClassesPerUnit, "classes-per-unit", p.ClassesPerUnit, "classes per unit at most, a block of classes one rank owns, dealt to the units by frequency in turn; the units are as few as it allows, rounded up to a multiple of 64 so that 2, 4, ... 64 ranks own as many each (default: the classes / 64, at most 256); the weights do not depend on it")
 	fs.IntVar(&p.MaxSelect, "max-select", p.MaxSelect, "negative classes a row's search adds at most (default: the mean labels per row)")
 	fs.Float64Var(&p.Prune, "prune", p.Prune, "drop trained weights of smaller magnitude")

@@ -9,7 +9,7 @@ import (
 )
 
 // A row's search split into pieces: where a round's rows are too few for a
-// rank's workers (64 rows keep at most about 16 busy: a row's search is
+// rank's workers (B rows keep at most about B/4 busy: a row's search is
 // the unit of a loop, and rows differ in cost), each row is searched in
 // parts pieces, one per share of the rank's classes, by any worker, and
 // the worker that finishes a row's last piece joins what they found into
@@ -108,7 +108,8 @@ func (t *roundTrainer) searchPiece(s *searcher, q int, i int32, p int) {
 		if len(f.untouched) == t.p.MaxSelect {
 			break
 		}
-		if c := t.local[l]; s.seen[c] == 0 && !isActive(active, l) {
+		// Untouched, its score is 0, or −∞ if active (marked above).
+		if c := t.local[l]; s.seen[c] == 0 && s.score[c] == 0 {
 			f.untouched = append(f.untouched, l)
 		}
 	}
@@ -159,5 +160,8 @@ func (t *roundTrainer) joinPieces(s *searcher, q int32, i int32) {
 		for _, l := range untouched[:min(len(untouched), t.p.MaxSelect)] {
 			put(l, kindUntouched, 0)
 		}
+	}
+	if b := t.curv.bound[q]; b > 0 {
+		put(-1, kindCurvature, b)
 	}
 }

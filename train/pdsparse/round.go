@@ -19,6 +19,7 @@ const (
 	kindScore     = iota // the score of an active class
 	kindViolator         // a class outside the active set, of positive score
 	kindUntouched        // a class outside the active set, of score 0
+	kindCurvature        // the row's curvature bound over the rank's classes (class −1; see curvatures)
 )
 
 // kindBits is the low bits of an entry's Kind that hold its kind.
@@ -49,6 +50,10 @@ func (t *roundTrainer) Round(_ context.Context, r int, team *numa.Team) (bool, e
 	t.rounds++
 	rows := t.order.Rows(r)
 	lap := time.Now()
+	if err := t.boundCurvatures(t.team, rows); err != nil {
+		return false, err
+	}
+	lap = t.phases.add(&t.phases.curvature, lap)
 	if t.comm.Size() == 1 {
 		solve := t.solveReported(rows)
 		if t.applyingWhenTaken() {
@@ -257,12 +262,13 @@ func (t *roundTrainer) bestWeight(j, e int) float64 {
 // round's time goes as workers and ranks are added (the job's profile says
 // only how much of it is in loops).
 type roundPhases struct {
-	search   time.Duration // scoring the batch's rows (a loop; a rank alone solves them and applies their steps there too)
-	exchange time.Duration // the all-to-all of the reports and their decoding
-	solve    time.Duration // the rank's share of the rows' subproblems (a loop, or the lead alone; in search for a rank alone)
-	share    time.Duration // the all-to-all of the rows' solutions and their decoding (none for a rank alone)
-	apply    time.Duration // the solutions' taking and the steps' additions to the weights (in search for a rank alone that applies them there)
-	heldout  time.Duration // the held-out accuracy at the ends of epochs
+	curvature time.Duration // the rows' curvature bounds (a loop)
+	search    time.Duration // scoring the batch's rows (a loop; a rank alone solves them and applies their steps there too)
+	exchange  time.Duration // the all-to-all of the reports and their decoding
+	solve     time.Duration // the rank's share of the rows' subproblems (a loop, or the lead alone; in search for a rank alone)
+	share     time.Duration // the all-to-all of the rows' solutions and their decoding (none for a rank alone)
+	apply     time.Duration // the solutions' taking and the steps' additions to the weights (in search for a rank alone that applies them there)
+	heldout   time.Duration // the held-out accuracy at the ends of epochs
 }
 
 // add adds the time from lap to now to *d and returns now.
@@ -278,7 +284,7 @@ func (p *roundPhases) stats(rounds int) map[string]float64 {
 	per := func(d time.Duration) float64 {
 		return math.Round(d.Seconds()*1e6/float64(max(rounds, 1))) / 1e3
 	}
-	return map[string]float64{"search_ms_per_round": per(p.search), "exchange_ms_per_round": per(p.exchange),
+	return map[string]float64{"curvature_ms_per_round": per(p.curvature), "search_ms_per_round": per(p.search), "exchange_ms_per_round": per(p.exchange),
 		"solve_ms_per_round": per(p.solve), "share_ms_per_round": per(p.share), "apply_ms_per_round": per(p.apply),
 		"heldout_s": math.Round(p.heldout.Seconds()*1e3) / 1e3}
 }

@@ -63,7 +63,8 @@ func (t *roundTrainer) report(s *searcher, q int32, i int32) {
 		if len(untouched) == t.p.MaxSelect {
 			break
 		}
-		if c := t.local[l]; s.seen[c] == 0 && !isActive(active, l) {
+		// Untouched, its score is 0, or −∞ if active (marked above).
+		if c := t.local[l]; s.seen[c] == 0 && s.score[c] == 0 {
 			untouched = append(untouched, l)
 		}
 	}
@@ -81,6 +82,9 @@ func (t *roundTrainer) report(s *searcher, q int32, i int32) {
 		for _, l := range untouched {
 			put(l, kindUntouched, 0)
 		}
+	}
+	if b := t.curv.bound[q]; b > 0 {
+		put(-1, kindCurvature, b)
 	}
 	for _, a := range active {
 		if c := t.local[a.class]; c >= 0 {
@@ -190,15 +194,6 @@ func scoreList(list []listedWeight, xv float64, score []float64, seen []uint8, t
 		score[c] += float64(n.w * xv)
 	}
 	return nt
-}
-
-func isActive(active []dualVar, l int32) bool {
-	for _, a := range active {
-		if a.class == l {
-			return true
-		}
-	}
-	return false
 }
 
 // search has this rank's workers report, in t.batch, its entries for the

@@ -403,13 +403,31 @@ func (t *roundTrainer) solution(st *stepper, i int32, entries []train.RoundEntry
 	if A == 0 || len(labels) == 0 {
 		return into, false, nil // no loss to lower: a row without features or labels
 	}
-	score := func(l int32) (float64, bool) {
-		for _, e := range entries {
-			if e.Class == l && entryKind(e) == kindScore {
-				return e.Score, true
-			}
+	// The row's curvature: ‖x_i‖², or the largest bound a rank reported
+	// for the classes it shares with the round's other rows (curvatures).
+	for _, e := range entries {
+		if entryKind(e) == kindCurvature {
+			A = math.Max(A, e.Score)
 		}
-		return 0, false
+	}
+	// The active classes' scores, sorted by class to be looked up: a
+	// row's active set and entries grow to hundreds where its labels do
+	// (Delicious: 19 a row), where a scan of the entries for each class
+	// was much of the training.
+	known := st.known[:0]
+	for _, e := range entries {
+		if entryKind(e) == kindScore {
+			known = append(known, e)
+		}
+	}
+	slices.SortFunc(known, func(a, b train.RoundEntry) int { return cmp.Compare(a.Class, b.Class) })
+	st.known = known
+	score := func(l int32) (float64, bool) {
+		k, ok := slices.BinarySearchFunc(known, l, func(e train.RoundEntry, l int32) int { return cmp.Compare(e.Class, l) })
+		if !ok {
+			return 0, false
+		}
+		return known[k].Score, true
 	}
 	add := t.newActive(st, entries)
 	active := append(st.active[:0], t.act[i]...)

@@ -116,6 +116,8 @@ type roundTrainer struct {
 	rounds                     int
 	reportBytes, solutionBytes int64
 	phases                     roundPhases
+	// curv holds the round's rows' curvature bounds (see curvature.go).
+	curv curvatures
 
 	// The held-out rows (none without --heldout), preprocessed, and their
 	// labels.
@@ -182,6 +184,7 @@ type stepper struct {
 	// from its report (see solveReported).
 	entries            []train.RoundEntry
 	add, fill          []train.RoundEntry
+	known              []train.RoundEntry // a row's active classes' scores, by class (solution)
 	scores, b, c, x, y []float64
 	// active is a row's active set with the classes that join it, next
 	// the new active sets of the rows this worker solved in the round.
@@ -195,7 +198,10 @@ type stepper struct {
 	touched float64
 	ahead   uint64
 	simplex simplexScratch
-	moves   []dualMove
+	// absSum is boundCurvatures' sum of a class's rows' absolute values,
+	// by feature (0 between uses).
+	absSum []float64
+	moves  []dualMove
 	// cuts holds, for each row of the round with moves, where the row's
 	// features enter each feature shard (see rowStep.cuts).
 	cuts  []int32
