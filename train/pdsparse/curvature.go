@@ -67,7 +67,8 @@ func (t *roundTrainer) boundCurvatures(loop train.Looper, rows []int32) error {
 	if len(cv.count) < len(t.global) {
 		cv.count, cv.next = make([]int32, len(t.global)), make([]int32, len(t.global))
 	}
-	cv.bound = growZero(cv.bound, len(rows))
+	cv.bound = slices.Grow(cv.bound[:0], len(rows))[:len(rows)]
+	clear(cv.bound)
 	if len(cv.rowClasses) < len(rows) {
 		cv.rowClasses = append(cv.rowClasses, make([][]int32, len(rows)-len(cv.rowClasses))...)
 	}
@@ -128,7 +129,7 @@ func (t *roundTrainer) boundCurvatures(loop train.Looper, rows []int32) error {
 	if kept == 0 {
 		return nil
 	}
-	cv.sums = growZero(cv.sums, int(kept))
+	cv.sums = slices.Grow(cv.sums[:0], int(kept))[:kept] // each written by sumShared
 	err = loop.For(len(cv.shared)-1, 1, func(w numa.Worker, lo, hi int) {
 		st := t.steppers.Get(w)
 		for g := lo; g < hi; g++ {
@@ -184,14 +185,4 @@ const rowClassesChunk = 16
 func (t *roundTrainer) skipsRow(i int32) bool {
 	labels, _ := t.y.Row(int(i))
 	return t.sq[i] == 0 || len(labels) == 0
-}
-
-// growZero returns s resized to n, every element 0.
-func growZero(s []float64, n int) []float64 {
-	if cap(s) < n {
-		return make([]float64, n)
-	}
-	s = s[:n]
-	clear(s)
-	return s
 }

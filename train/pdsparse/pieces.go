@@ -91,8 +91,8 @@ func (t *roundTrainer) startPieces(rows []int32) {
 func (t *roundTrainer) searchPiece(s *searcher, q int, i int32, p int) {
 	f := &t.finds[q*t.parts+p]
 	f.active, f.best, f.untouched = f.active[:0], f.best[:0], f.untouched[:0]
-	if labels, _ := t.y.Row(int(i)); t.sq[i] == 0 || len(labels) == 0 {
-		return // step skips the row: nothing to report
+	if t.skipsRow(i) {
+		return // nothing to report
 	}
 	idx, val := t.x.Row(int(i))
 	s.touched = s.touched[:cap(s.touched)][:t.scoreLists(s, idx, val, p, 0)]
@@ -125,7 +125,7 @@ func (t *roundTrainer) searchPiece(s *searcher, q int, i int32, p int) {
 // the batch, from its pieces' finds: what report appends for the row
 // searched whole.
 func (t *roundTrainer) joinPieces(s *searcher, q int32, i int32) {
-	if labels, _ := t.y.Row(int(i)); t.sq[i] == 0 || len(labels) == 0 {
+	if t.skipsRow(i) {
 		return
 	}
 	rank := t.comm.Rank()

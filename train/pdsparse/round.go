@@ -284,7 +284,7 @@ func (p *roundPhases) stats(rounds int) map[string]float64 {
 	per := func(d time.Duration) float64 {
 		return math.Round(d.Seconds()*1e6/float64(max(rounds, 1))) / 1e3
 	}
-	return map[string]float64{"curvature_ms_per_round": per(p.curvature), "search_ms_per_round": per(p.search), "exchange_ms_per_round": per(p.exchange),
-		"solve_ms_per_round": per(p.solve), "share_ms_per_round": per(p.share), "apply_ms_per_round": per(p.apply),
+	return map[string]float64{"curvature_ms_per_round": per(p.curvature), "search_ms_per_round": per(p.search),
+		"exchange_ms_per_round": per(p.exchange), "solve_ms_per_round": per(p.solve), "share_ms_per_round": per(p.share), "apply_ms_per_round": per(p.apply),
 		"heldout_s": math.Round(p.heldout.Seconds()*1e3) / 1e3}
 }

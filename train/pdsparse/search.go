@@ -37,8 +37,8 @@ func newSearcher(k int) *searcher {
 // report appends to s.msg this rank's entries for row i, the q-th of the
 // batch. It only reads the trainer, so that workers search rows at once.
 func (t *roundTrainer) report(s *searcher, q int32, i int32) {
-	if labels, _ := t.y.Row(int(i)); t.sq[i] == 0 || len(labels) == 0 {
-		return // step skips the row: nothing to report
+	if t.skipsRow(i) {
+		return // nothing to report
 	}
 	idx, val := t.x.Row(int(i))
 	rank := t.comm.Rank()

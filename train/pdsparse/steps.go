@@ -405,18 +405,16 @@ func (t *roundTrainer) solution(st *stepper, i int32, entries []train.RoundEntry
 	}
 	// The row's curvature: ‖x_i‖², or the largest bound a rank reported
 	// for the classes it shares with the round's other rows (curvatures).
-	for _, e := range entries {
-		if entryKind(e) == kindCurvature {
-			A = math.Max(A, e.Score)
-		}
-	}
 	// The active classes' scores, sorted by class to be looked up: a
 	// row's active set and entries grow to hundreds where its labels do
 	// (Delicious: 19 a row), where a scan of the entries for each class
 	// was much of the training.
 	known := st.known[:0]
 	for _, e := range entries {
-		if entryKind(e) == kindScore {
+		switch entryKind(e) {
+		case kindCurvature:
+			A = math.Max(A, e.Score)
+		case kindScore:
 			known = append(known, e)
 		}
 	}
