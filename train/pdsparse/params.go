@@ -142,8 +142,9 @@ func (a *Trainer) Prepare(env train.Env, ds *data.Dataset) (*train.Work, error) 
 	if err != nil {
 		return nil, err
 	}
+	t.log = env.Log
 	if held != nil {
-		t.held, t.heldY, t.log = p.Apply(&held.X), held.Y, env.Log
+		t.held, t.heldY = p.Apply(&held.X), held.Y
 		env.Log.Info("pdsparse holds rows out to stop early", "heldout_rows", held.N(), "training_rows", kept.N(), "patience", p.Patience)
 	}
 	if err := train.LogUntrained(env.Log, data.LabelCounts(&kept.Y)); err != nil {
@@ -169,5 +170,11 @@ func (a *Trainer) Prepare(env train.Env, ds *data.Dataset) (*train.Work, error) 
 				"report_bytes_bound", int64(shareBound)*train.RoundEntryBytes*int64(math.Round(t.meanActive())+float64(2*t.p.MaxSelect*t.comm.Size())),
 				"solution_bytes_per_round", t.solutionBytes/int64(max(t.rounds, 1)))
 		},
-		Stats: func() map[string]float64 { return t.phases.stats(t.rounds) }}, nil
+		Stats: func() map[string]float64 {
+			stats := t.phases.stats(t.rounds)
+			if len(t.duals) > 0 {
+				stats["dual_objective"] = t.duals[len(t.duals)-1]
+			}
+			return stats
+		}}, nil
 }

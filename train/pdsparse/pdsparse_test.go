@@ -391,15 +391,16 @@ func finish(t *roundTrainer) (res []runner.Result, err error) {
 
 func TestRoundPhasesStats(t *testing.T) {
 	p := roundPhases{curvature: 800 * time.Microsecond, search: 2 * time.Millisecond, exchange: time.Millisecond,
-		solve: 500 * time.Microsecond, share: 200 * time.Microsecond, apply: 4*time.Millisecond + 1400*time.Nanosecond, heldout: 1500 * time.Millisecond}
+		solve: 500 * time.Microsecond, share: 200 * time.Microsecond, apply: 4*time.Millisecond + 1400*time.Nanosecond, objective: 40 * time.Millisecond,
+		heldout: 1500 * time.Millisecond}
 	tests := []struct {
 		rounds int
 		want   map[string]float64
 	}{
 		{4, map[string]float64{"curvature_ms_per_round": 0.2, "search_ms_per_round": 0.5, "exchange_ms_per_round": 0.25,
-			"solve_ms_per_round": 0.125, "share_ms_per_round": 0.05, "apply_ms_per_round": 1, "heldout_s": 1.5}},
+			"solve_ms_per_round": 0.125, "share_ms_per_round": 0.05, "apply_ms_per_round": 1, "objective_s": 0.04, "heldout_s": 1.5}},
 		{0, map[string]float64{"curvature_ms_per_round": 0.8, "search_ms_per_round": 2, "exchange_ms_per_round": 1,
-			"solve_ms_per_round": 0.5, "share_ms_per_round": 0.2, "apply_ms_per_round": 4.001, "heldout_s": 1.5}},
+			"solve_ms_per_round": 0.5, "share_ms_per_round": 0.2, "apply_ms_per_round": 4.001, "objective_s": 0.04, "heldout_s": 1.5}},
 	}
 	for _, tt := range tests {
 		if got := p.stats(tt.rounds); !maps.Equal(got, tt.want) {

@@ -105,10 +105,19 @@ func (t *roundTrainer) Round(_ context.Context, r int, team *numa.Team) (bool, e
 		return false, nil
 	}
 	t.epochs++
+	lap = time.Now()
+	dual, err := t.dualObjective(t.team)
+	if err != nil {
+		return false, err
+	}
+	t.duals = append(t.duals, dual)
+	lap = t.phases.add(&t.phases.objective, lap)
 	if t.held.Rows == 0 {
+		if t.log != nil {
+			t.log.Info("pdsparse epoch", "epoch", t.epochs, "dual_objective", fmt.Sprintf("%.6g", dual))
+		}
 		return false, nil
 	}
-	lap = time.Now()
 	acc, err := t.heldoutAccuracy()
 	if err != nil {
 		return false, err
@@ -121,8 +130,9 @@ func (t *roundTrainer) Round(_ context.Context, r int, team *numa.Team) (bool, e
 		t.sinceBest++
 	}
 	if t.log != nil {
-		t.log.Info("pdsparse epoch", "epoch", t.epochs, "heldout_accuracy", fmt.Sprintf("%.2f", acc),
-			"best", fmt.Sprintf("%.2f", t.bestAcc), "epochs_without_gain", t.sinceBest)
+		t.log.Info("pdsparse epoch", "epoch", t.epochs, "dual_objective", fmt.Sprintf("%.6g", dual),
+			"heldout_accuracy", fmt.Sprintf("%.2f", acc), "best", fmt.Sprintf("%.2f", t.bestAcc),
+			"epochs_without_gain", t.sinceBest)
 	}
 	return t.sinceBest >= t.p.Patience, nil
 }
@@ -268,6 +278,7 @@ type roundPhases struct {
 	solve     time.Duration // the rank's share of the rows' subproblems (a loop, or the lead alone; in search for a rank alone)
 	share     time.Duration // the all-to-all of the rows' solutions and their decoding (none for a rank alone)
 	apply     time.Duration // the solutions' taking and the steps' additions to the weights (in search for a rank alone that applies them there)
+	objective time.Duration // the dual objective at the ends of epochs
 	heldout   time.Duration // the held-out accuracy at the ends of epochs
 }
 
@@ -279,12 +290,12 @@ func (p *roundPhases) add(d *time.Duration, lap time.Time) time.Time {
 }
 
 // stats returns the phases in milliseconds per round of rounds rounds, to
-// the microsecond (the held-out accuracy in seconds, in all).
+// the microsecond (the epochs' ends in seconds, in all).
 func (p *roundPhases) stats(rounds int) map[string]float64 {
 	per := func(d time.Duration) float64 {
 		return math.Round(d.Seconds()*1e6/float64(max(rounds, 1))) / 1e3
 	}
 	return map[string]float64{"curvature_ms_per_round": per(p.curvature), "search_ms_per_round": per(p.search),
 		"exchange_ms_per_round": per(p.exchange), "solve_ms_per_round": per(p.solve), "share_ms_per_round": per(p.share), "apply_ms_per_round": per(p.apply),
-		"heldout_s": math.Round(p.heldout.Seconds()*1e3) / 1e3}
+		"objective_s": math.Round(p.objective.Seconds()*1e3) / 1e3, "heldout_s": math.Round(p.heldout.Seconds()*1e3) / 1e3}
 }

@@ -118,9 +118,12 @@ type roundTrainer struct {
 	phases                     roundPhases
 	// curv holds the round's rows' curvature bounds (see curvature.go).
 	curv curvatures
+	// duals is the dual objective at the end of each epoch of this run
+	// (see dualObjective).
+	duals []float64
 
 	// The held-out rows (none without --heldout), preprocessed, and their
-	// labels.
+	// labels; log takes a line at the end of every epoch.
 	held, heldY data.CSR
 	log         *slog.Logger
 
@@ -133,6 +136,8 @@ type roundTrainer struct {
 	// finds holds a round's pieces of search (see searchPiece).
 	finds []pieceFind
 	msg   []byte
+	// blockSums is dualObjective's, a sum per block of features or rows.
+	blockSums []float64
 	// toHomes gives each rank every rank's reports of the round's rows it
 	// is the home of, homeCounts being the bytes of the reports for each;
 	// toSolvers every rank's reports of its share of the held-out rows.

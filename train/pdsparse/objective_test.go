@@ -1,0 +1,102 @@
+package pdsparse
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"testing"
+
+	"xmc/mpi"
+	"xmc/numa/numatest"
+	"xmc/runner"
+	"xmc/train/traintest"
+)
+
+// TestDualObjectiveFalls trains Bibtex's first rows for three epochs on
+// several layouts and checks the dual objective at the epochs' ends: it
+// falls every epoch (its sign or a double count of rows would make it
+// rise or differ), every rank of a run holds the same figures, and the
+// layouts agree to rounding (each rank sums its own classes and home rows).
+// On a rank alone, it also checks the last figure against the definition,
+// summed in one pass over the weights and the rows.
+func TestDualObjectiveFalls(t *testing.T) {
+	bibtex, _ := traintest.Bibtex(t)
+	tr := traintest.Head(bibtex, 2500)
+	p := DefaultParams()
+	p.Epochs = 3
+	tests := []struct{ ranks, workers int }{{1, 1}, {2, 2}, {3, 1}}
+	var want []float64
+	for _, tt := range tests {
+		var mu sync.Mutex
+		var got [][]float64
+		err := mpi.Launch(tt.ranks, mpi.MaxMessage, func(c mpi.Comm) error {
+			rt, err := newRoundTrainer(p.forData(tr, noneSet), tr, c, numatest.Pool(t, tt.workers, 1))
+			if err != nil {
+				return err
+			}
+			if err := rt.Start(runner.OwnedUnits(len(rt.blocks), c.Rank(), tt.ranks), 0, nil, nil); err != nil {
+				return err
+			}
+			if err := runRounds(rt, 0, p.Epochs*rt.order.Batches); err != nil {
+				return err
+			}
+			if tt.ranks == 1 {
+				if d, last := definedDual(rt), rt.duals[len(rt.duals)-1]; math.Abs(d-last) > 1e-9*math.Abs(d) {
+					return fmt.Errorf("dual objective %v, by its definition %v", last, d)
+				}
+			}
+			mu.Lock()
+			got = append(got, rt.duals)
+			mu.Unlock()
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("%d ranks × %d workers: %v", tt.ranks, tt.workers, err)
+		}
+		for _, g := range got[1:] {
+			if !slices.Equal(g, got[0]) {
+				t.Errorf("%d ranks × %d workers: ranks' objectives %v and %v", tt.ranks, tt.workers, got[0], g)
+			}
+		}
+		duals := got[0]
+		if len(duals) != p.Epochs {
+			t.Fatalf("%d ranks × %d workers: %d objectives for %d epochs", tt.ranks, tt.workers, len(duals), p.Epochs)
+		}
+		for e := 1; e < len(duals); e++ {
+			if duals[e] >= duals[e-1] {
+				t.Errorf("%d ranks × %d workers: the objective rose from %v to %v at epoch %d", tt.ranks, tt.workers, duals[e-1], duals[e], e+1)
+			}
+		}
+		if want == nil {
+			want = duals
+			continue
+		}
+		for e := range want {
+			if math.Abs(duals[e]-want[e]) > 1e-9*math.Abs(want[e]) {
+				t.Errorf("%d ranks × %d workers: epoch %d's objective %v, on 1 rank %v", tt.ranks, tt.workers, e+1, duals[e], want[e])
+			}
+		}
+	}
+}
+
+// definedDual returns the dual objective of a rank alone summed straight
+// from its definition: half the squared weights, plus the negatives' α.
+func definedDual(t *roundTrainer) float64 {
+	d := 0.0
+	for j := range t.places {
+		for e := range t.places[j] {
+			w := t.weight(&t.places[j][e])
+			d += w * w / 2
+		}
+	}
+	for i, act := range t.act {
+		labels, _ := t.y.Row(i)
+		for _, a := range act {
+			if _, label := slices.BinarySearch(labels, a.class); !label {
+				d += a.alpha
+			}
+		}
+	}
+	return d
+}
