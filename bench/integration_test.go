@@ -138,7 +138,7 @@ func TestScaleCommand(t *testing.T) {
 	needBinaries(t)
 	out := filepath.Join(t.TempDir(), "study")
 	table := mustBench(t, "scale", "--data", bibtexTrain, "--test", bibtexTest, "--trees", "2",
-		"--ranks", "1,2", "--threads", "1", "--repeats", "1", "--warmup", "0", "--ceiling", "--out", out)
+		"--ranks", "1,2", "--threads", "1", "--repeats", "1", "--warmup", "0", "--ceiling", "--copies", "--out", out)
 
 	var s Scaling
 	readJSON(t, filepath.Join(out, "scaling.json"), &s)
@@ -192,6 +192,20 @@ func TestScaleCommand(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(out, "ceiling.txt")); err != nil ||
 		len(strings.Split(strings.TrimSpace(string(b)), "\n")) != 1+2*len(CeilingKinds) {
 		t.Errorf("ceiling.txt: %v\n%s", err, b)
+	}
+	// One copy alone and two at once, each with its summary and log,
+	// and none of their scratch models left.
+	if b, err := os.ReadFile(filepath.Join(out, "copies.txt")); err != nil ||
+		len(strings.Split(strings.TrimSpace(string(b)), "\n")) != 3 || !strings.Contains(string(b), "ceiling") {
+		t.Errorf("copies.txt: %v\n%s", err, b)
+	}
+	for _, f := range []string{"1-r1-c1.json", "2-r1-c1.json", "2-r1-c2.json", "logs/2-r1-c2.log"} {
+		if st, err := os.Stat(filepath.Join(out, "copies", f)); err != nil || st.Size() == 0 {
+			t.Errorf("copies/%s: %v", f, err)
+		}
+	}
+	if m, _ := filepath.Glob(filepath.Join(out, "copies", "*.model*")); len(m) > 0 {
+		t.Errorf("copies' scratch models left behind: %v", m)
 	}
 	var written []string
 	for _, n := range []string{"speedup", "efficiency", "comm"} {

@@ -129,7 +129,7 @@ func runScale(args []string) error {
 	var dataPath, testPath, algo, ranks, threads, out string
 	var trees, repeats, warmup int
 	var seed uint64
-	var ceiling bool
+	var ceiling, copies bool
 	fs.StringVar(&dataPath, "data", "", "training data `FILE` (XMC format; a synthetic one of any size from xmc gen works too)")
 	fs.StringVar(&testPath, "test", "", "test data `FILE`: also time prediction and evaluation")
 	fs.StringVar(&algo, "algo", registry.Default, "algorithm (xmc train --algo)")
@@ -141,6 +141,7 @@ func runScale(args []string) error {
 	fs.IntVar(&warmup, "warmup", 1, "unrecorded runs first, on the widest layout, to warm the page cache")
 	fs.StringVar(&out, "out", "", "`DIR` for summaries, logs, scaling.json, scaling.csv and plots (must hold no summaries)")
 	fs.BoolVar(&ceiling, "ceiling", false, "also time this machine's ceiling at the study's worker counts (ranks × threads), into DIR/ceiling.txt (see xmc-bench ceiling)")
+	fs.BoolVar(&copies, "copies", false, "also run, at each of the study's worker counts W, W copies of its one-worker run at once (processes that share only the machine), --repeats times: the speedup W independent workers reach on this job, into DIR/copies.txt (summaries in DIR/copies)")
 	extra, err := parseStudy(fs, args, &out)
 	if err != nil {
 		return err
@@ -186,14 +187,34 @@ func runScale(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := writeScaling(s, out); err != nil || !ceiling {
+	if err := writeScaling(s, out); err != nil {
 		return err
 	}
 	var workers []int
 	for _, l := range grid {
 		workers = append(workers, l.Ranks*l.Threads)
 	}
-	return writeCeiling(workers, 20, filepath.Join(out, "ceiling.txt"))
+	if ceiling {
+		if err := writeCeiling(workers, 20, filepath.Join(out, "ceiling.txt")); err != nil {
+			return err
+		}
+	}
+	if !copies {
+		return nil
+	}
+	points, err := bench.RunCopies(ctx, bench.CopiesConfig{
+		Launcher: lf.launcher(), Workers: workers, Repeats: repeats, TrainArgs: append(trainArgs, extra...),
+		Dir: filepath.Join(out, "copies"), Available: numa.AvailableMemory(os.ReadFile), Progress: os.Stderr,
+	})
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(out, "copies.txt")
+	if err := atomicfile.Write(path, func(w *bufio.Writer) error { return bench.WriteCopies(w, points) }); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	fmt.Fprintf(os.Stderr, "wrote %s\n", path)
+	return bench.WriteCopies(os.Stdout, points)
 }
 
 // writeCeiling times this machine's ceiling at the worker counts (none:
