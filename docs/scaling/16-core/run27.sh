@@ -12,7 +12,10 @@
 # the two builds twice, then 64 trees once each way, then 4 trees on MAX
 # workers grown alone (each with helpers) and together, twice: whether
 # --grow auto should grow fewer trees than workers alone where memory
-# allows. PD-Sparse and MEMOIR on wordnet-mc, DiSMEC and
+# allows. Last, MAX copies of the one-thread PD-Sparse and 16-tree forest
+# runs at once (processes that share only the node): what MAX independent
+# workers reach on each job, the ceiling its speedups are read against.
+# PD-Sparse and MEMOIR on wordnet-mc, DiSMEC and
 # PPDSparse on Delicious, the forest on the Wiki10-31K shape (generated
 # here). A run that would start after BUDGET seconds is skipped, so that the
 # script ends inside its call. One line a run (see line) with the model's
@@ -93,4 +96,21 @@ done
 pack
 # Fewer trees than workers: 4 trees, the day's build, alone and together.
 for k in 1 2; do for g in alone together; do run xmc forest4-$g 1 "$MAX" --algo forest $FO --trees 4 --grow $g; done; done
+pack
+# MAX copies of a one-thread run at once: each copy's time against the
+# one-thread run above is how much slower a core works with MAX at once.
+copies() { # name args...
+  local n=$1 l i; shift
+  l=$(limit) || { say "copies xmc $n x$MAX" skipped -; return; }
+  for i in $(seq "$MAX"); do
+    timeout "$l" "$D/xmc" train --ranks 1 --threads 1 --checkpoint none "$@" --summary "$K/s/copy-$n.$i.json" \
+      --model-out "$K/copy$i.m" >"$K/s/copy-$n.$i.log" 2>&1 &
+  done
+  wait
+  for i in $(seq "$MAX"); do
+    say "copies xmc $n c$i/$MAX" "$( [ -s "$K/s/copy-$n.$i.json" ] && line "$K/s/copy-$n.$i.json" || echo FAILED)" "$(sum "$K/copy$i.m")"
+  done
+  rm -f "$K"/copy*.m; }
+copies pdsparse --algo pdsparse $MC
+copies forest16 --algo forest $FO --trees 16
 pack
