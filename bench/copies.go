@@ -57,14 +57,7 @@ type CopiesPoint struct {
 func (p CopiesPoint) MeanTrainS() float64 {
 	var means []float64
 	for _, rep := range p.TrainS {
-		s := 0.0
-		for _, t := range rep {
-			s += t
-		}
-		means = append(means, s/float64(len(rep)))
-	}
-	if len(means) == 0 {
-		return 0
+		means = append(means, meanSD(rep).Mean)
 	}
 	return Median(means)
 }
@@ -119,7 +112,7 @@ func RunCopies(ctx context.Context, c CopiesConfig) ([]CopiesPoint, error) {
 			}
 			p.TrainS = append(p.TrainS, times)
 			fmt.Fprintf(progress, "copies ×%d rep %d: train %.3f s on the mean (%.3f-%.3f s)\n",
-				w, rep, mean(times), slices.Min(times), slices.Max(times))
+				w, rep, meanSD(times).Mean, slices.Min(times), slices.Max(times))
 		}
 	}
 	return points, nil
@@ -156,15 +149,6 @@ func runCopies(ctx context.Context, c CopiesConfig, n, rep int, logs string) ([]
 		return nil, 0, err
 	}
 	return times, slices.Max(rss), nil
-}
-
-// mean returns the mean of xs, which must not be empty.
-func mean(xs []float64) float64 {
-	s := 0.0
-	for _, x := range xs {
-		s += x
-	}
-	return s / float64(len(xs))
 }
 
 // WriteCopies writes points as a table, a row per count: the copies' mean
