@@ -75,3 +75,19 @@ func (t *roundTrainer) dualObjective(loop train.Looper) (float64, error) {
 	}
 	return total[0], nil
 }
+
+// stats returns the trainer's figures: the round phases (roundPhases.stats)
+// and the dual objective at the end of each epoch of this run
+// (dual_objective_epoch_E, counted from the start of training where the run
+// resumed one) and the last (dual_objective).
+func (t *roundTrainer) stats() map[string]float64 {
+	stats := t.phases.stats(t.rounds)
+	first := t.epochs - len(t.duals) + 1
+	for e, d := range t.duals {
+		stats[fmt.Sprintf("dual_objective_epoch_%d", first+e)] = d
+	}
+	if len(t.duals) > 0 {
+		stats["dual_objective"] = t.duals[len(t.duals)-1]
+	}
+	return stats
+}

@@ -19,7 +19,8 @@ import (
 // rise or differ), every rank of a run holds the same figures, and the
 // layouts agree to rounding (each rank sums its own classes and home rows).
 // On a rank alone, it also checks the last figure against the definition,
-// summed in one pass over the weights and the rows.
+// summed in one pass over the weights and the rows; and the trainer's
+// figures give each epoch's and the last.
 func TestDualObjectiveFalls(t *testing.T) {
 	bibtex, _ := traintest.Bibtex(t)
 	tr := traintest.Head(bibtex, 2500)
@@ -45,6 +46,15 @@ func TestDualObjectiveFalls(t *testing.T) {
 				if d, last := definedDual(rt), rt.duals[len(rt.duals)-1]; math.Abs(d-last) > 1e-9*math.Abs(d) {
 					return fmt.Errorf("dual objective %v, by its definition %v", last, d)
 				}
+			}
+			stats := rt.stats()
+			for e, d := range rt.duals {
+				if key := fmt.Sprintf("dual_objective_epoch_%d", e+1); stats[key] != d {
+					return fmt.Errorf("stats %s = %v, want %v", key, stats[key], d)
+				}
+			}
+			if last := rt.duals[len(rt.duals)-1]; stats["dual_objective"] != last {
+				return fmt.Errorf("stats dual_objective = %v, want %v", stats["dual_objective"], last)
 			}
 			mu.Lock()
 			got = append(got, rt.duals)

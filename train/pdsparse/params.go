@@ -170,11 +170,5 @@ func (a *Trainer) Prepare(env train.Env, ds *data.Dataset) (*train.Work, error) 
 				"report_bytes_bound", int64(shareBound)*train.RoundEntryBytes*int64(math.Round(t.meanActive())+float64(2*t.p.MaxSelect*t.comm.Size())),
 				"solution_bytes_per_round", t.solutionBytes/int64(max(t.rounds, 1)))
 		},
-		Stats: func() map[string]float64 {
-			stats := t.phases.stats(t.rounds)
-			if len(t.duals) > 0 {
-				stats["dual_objective"] = t.duals[len(t.duals)-1]
-			}
-			return stats
-		}}, nil
+		Stats: func() map[string]float64 { return t.stats() }}, nil
 }

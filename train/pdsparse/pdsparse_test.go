@@ -287,6 +287,10 @@ func TestPDSparseResumeAcrossStores(t *testing.T) {
 			if err := runRounds(tt, from, to); err != nil {
 				return err
 			}
+			// The resumed run's one epoch is the training's second.
+			if stats := tt.stats(); from > 0 && (len(tt.duals) != 1 || stats["dual_objective_epoch_2"] != tt.duals[0]) {
+				return fmt.Errorf("resumed: objectives %v, figures %v", tt.duals, stats)
+			}
 			if st, sh, err = tt.Save(); err != nil {
 				return err
 			}
