@@ -3,6 +3,7 @@ package pdsparse
 import (
 	"math"
 	"slices"
+	"sync/atomic"
 
 	"xmc/numa"
 	"xmc/train"
@@ -38,37 +39,54 @@ import (
 
 // curvatures is a round's scratch for the rows' curvature bounds.
 type curvatures struct {
-	// pairs holds, class by class, the batch positions of the rows whose
-	// active sets hold an owned class; the classes of two rows or more
-	// are shared[g] to shared[g+1] of it. sums[p] is pair p's sum.
-	pairs  []int32
-	shared []int32
-	sums   []float64
 	// rowClasses is per batch position: the row's owned classes (local
 	// ids; none for a row that takes no step).
 	rowClasses [][]int32
+	// groups is per range of local classes (classGroup), one a worker;
+	// first[r] is the number of shared classes of the ranges before r.
+	groups []classGroup
+	first  []int
 	// count and next are per local class: its rows in the round, and
-	// where its next pair goes; classes lists the classes with a row.
+	// where its next pair goes (each range writes its own classes').
 	count, next []int32
-	classes     []int32
+	// largest is per batch position: the bits of the row's largest sum so
+	// far, which the workers raise at once (non-negative floats order as
+	// their bits do); bound is the same as floats once every sum is done.
+	largest []atomic.Uint64
 	// bound is per batch position: the row's largest sum over the owned
 	// classes it shares with another row of the round (0: none).
 	bound []float64
 }
 
+// classGroup is a range of local classes' scratch: classes lists those with
+// a row in the round; pairs holds, class by class, the batch positions of
+// their rows, the classes of two rows or more being shared[k] to
+// shared[k+1] of it; sums[p] is pair p's sum.
+type classGroup struct {
+	classes, pairs, shared []int32
+	sums                   []float64
+}
+
 // boundCurvatures sets t.curv.bound for the round's rows: for each row, the
 // largest of ⟨|x_i|, Σ_{j∈S_k} |x_j|⟩ over the owned classes k that it
-// shares with another row. The workers of loop list the rows' owned
-// classes (each row's active set and labels are cache misses: on the lead
-// alone they were most of a round's serial time), the lead groups them by
-// class, and the workers sum the shared classes' rows.
+// shares with another row. In three loops of loop's workers: they list the
+// rows' owned classes (each row's active set and labels are cache misses);
+// each groups by class a range of the local classes, reading every row's
+// list for its own (on the lead alone, the grouping was a third of a
+// round's serial time on wordnet-hyper); and they sum the shared classes'
+// rows, a class at a time. The sums and their largest do not depend on the
+// workers.
 func (t *roundTrainer) boundCurvatures(loop train.Looper, rows []int32) error {
 	cv := &t.curv
 	if len(cv.count) < len(t.global) {
 		cv.count, cv.next = make([]int32, len(t.global)), make([]int32, len(t.global))
 	}
-	cv.bound = slices.Grow(cv.bound[:0], len(rows))[:len(rows)]
-	clear(cv.bound)
+	if len(cv.largest) < len(rows) {
+		cv.largest = make([]atomic.Uint64, len(rows))
+	}
+	for q := range rows {
+		cv.largest[q].Store(0)
+	}
 	if len(cv.rowClasses) < len(rows) {
 		cv.rowClasses = append(cv.rowClasses, make([][]int32, len(rows)-len(cv.rowClasses))...)
 	}
@@ -88,61 +106,103 @@ func (t *roundTrainer) boundCurvatures(loop train.Looper, rows []int32) error {
 	if err != nil {
 		return err
 	}
-	// Count each owned class's rows, then place them class by class, in
-	// batch order.
-	cv.classes = cv.classes[:0]
-	n := 0
-	for _, own := range cv.rowClasses[:len(rows)] {
-		for _, c := range own {
-			if cv.count[c] == 0 {
-				cv.classes = append(cv.classes, c)
-			}
-			cv.count[c]++
-		}
-		n += len(own)
+	ranges := min(len(t.global), len(t.pool.Workers()))
+	if len(cv.groups) < ranges {
+		cv.groups = append(cv.groups, make([]classGroup, ranges-len(cv.groups))...)
 	}
-	cv.pairs = slices.Grow(cv.pairs[:0], n)[:n]
-	cv.shared = append(cv.shared[:0], 0)
-	start := int32(0)
-	for _, c := range cv.classes {
-		cv.next[c] = start
-		start += cv.count[c]
-	}
-	for q, own := range cv.rowClasses[:len(rows)] {
-		for _, c := range own {
-			cv.pairs[cv.next[c]] = int32(q)
-			cv.next[c]++
-		}
-	}
-	// Keep the classes of two rows or more, in place.
-	kept, lo := int32(0), int32(0)
-	for _, c := range cv.classes {
-		hi := lo + cv.count[c]
-		if hi-lo >= 2 {
-			kept += int32(copy(cv.pairs[kept:], cv.pairs[lo:hi]))
-			cv.shared = append(cv.shared, kept)
-		}
-		cv.count[c] = 0
-		lo = hi
-	}
-	cv.pairs = cv.pairs[:kept]
-	if kept == 0 {
-		return nil
-	}
-	cv.sums = slices.Grow(cv.sums[:0], int(kept))[:kept] // each written by sumShared
-	err = loop.For(len(cv.shared)-1, 1, func(w numa.Worker, lo, hi int) {
-		st := t.steppers.Get(w)
-		for g := lo; g < hi; g++ {
-			t.sumShared(st, rows, cv.pairs[cv.shared[g]:cv.shared[g+1]], cv.sums[cv.shared[g]:cv.shared[g+1]])
+	err = loop.For(ranges, 1, func(_ numa.Worker, lo, hi int) {
+		for r := lo; r < hi; r++ {
+			c0, c1 := int32(r*len(t.global)/ranges), int32((r+1)*len(t.global)/ranges)
+			t.groupRange(&cv.groups[r], len(rows), c0, c1)
 		}
 	})
 	if err != nil {
 		return err
 	}
-	for p, q := range cv.pairs {
-		cv.bound[q] = math.Max(cv.bound[q], cv.sums[p])
+	cv.first = append(cv.first[:0], 0)
+	for _, g := range cv.groups[:ranges] {
+		cv.first = append(cv.first, cv.first[len(cv.first)-1]+len(g.shared)-1)
+	}
+	err = loop.For(cv.first[ranges], 1, func(w numa.Worker, lo, hi int) {
+		st := t.steppers.Get(w)
+		for k := lo; k < hi; k++ {
+			r, _ := slices.BinarySearch(cv.first[1:ranges+1], k+1) // the range of shared class k
+			g, a := &cv.groups[r], k-cv.first[r]
+			members, sums := g.pairs[g.shared[a]:g.shared[a+1]], g.sums[g.shared[a]:g.shared[a+1]]
+			t.sumShared(st, rows, members, sums)
+			for p, q := range members {
+				raise(&cv.largest[q], sums[p])
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	cv.bound = slices.Grow(cv.bound[:0], len(rows))[:len(rows)]
+	for q := range rows {
+		cv.bound[q] = math.Float64frombits(cv.largest[q].Load())
 	}
 	return nil
+}
+
+// groupRange groups the round's pairs of the local classes [c0, c1) by
+// class in g, each class's rows in batch order, and keeps the classes that
+// two rows or more share, with room for their sums.
+func (t *roundTrainer) groupRange(g *classGroup, rows int, c0, c1 int32) {
+	cv := &t.curv
+	g.classes = g.classes[:0]
+	n := int32(0)
+	for _, own := range cv.rowClasses[:rows] {
+		for _, c := range own {
+			if c < c0 || c >= c1 {
+				continue
+			}
+			if cv.count[c] == 0 {
+				g.classes = append(g.classes, c)
+			}
+			cv.count[c]++
+			n++
+		}
+	}
+	g.pairs = slices.Grow(g.pairs[:0], int(n))[:n]
+	start := int32(0)
+	for _, c := range g.classes {
+		cv.next[c] = start
+		start += cv.count[c]
+	}
+	for q, own := range cv.rowClasses[:rows] {
+		for _, c := range own {
+			if c >= c0 && c < c1 {
+				g.pairs[cv.next[c]] = int32(q)
+				cv.next[c]++
+			}
+		}
+	}
+	// Keep the classes of two rows or more, in place.
+	g.shared = append(g.shared[:0], 0)
+	kept, lo := int32(0), int32(0)
+	for _, c := range g.classes {
+		hi := lo + cv.count[c]
+		if hi-lo >= 2 {
+			kept += int32(copy(g.pairs[kept:], g.pairs[lo:hi]))
+			g.shared = append(g.shared, kept)
+		}
+		cv.count[c] = 0
+		lo = hi
+	}
+	g.pairs = g.pairs[:kept]
+	g.sums = slices.Grow(g.sums[:0], int(kept))[:kept] // each written by sumShared
+}
+
+// raise sets *bits, a non-negative float's bits, to those of v where v is
+// larger, whatever other goroutines raise it to at once.
+func raise(bits *atomic.Uint64, v float64) {
+	b := math.Float64bits(v)
+	for old := bits.Load(); b > old; old = bits.Load() {
+		if bits.CompareAndSwap(old, b) {
+			return
+		}
+	}
 }
 
 // sumShared writes to sums[k], for the k-th of a class's rows (batch
