@@ -49,14 +49,15 @@ type curvatures struct {
 	// count and next are per local class: its rows in the round, and
 	// where its next pair goes (each range writes its own classes').
 	count, next []int32
-	// largest is per batch position: the bits of the row's largest sum so
-	// far, which the workers raise at once (non-negative floats order as
-	// their bits do); bound is the same as floats once every sum is done.
+	// largest is per batch position: the bits of the row's largest sum,
+	// which the workers raise at once (non-negative floats order as their
+	// bits do; see bound).
 	largest []atomic.Uint64
-	// bound is per batch position: the row's largest sum over the owned
-	// classes it shares with another row of the round (0: none).
-	bound []float64
 }
+
+// bound returns the curvature bound of the round's row q: its largest sum
+// over the owned classes it shares with another row of the round (0: none).
+func (cv *curvatures) bound(q int32) float64 { return math.Float64frombits(cv.largest[q].Load()) }
 
 // classGroup is a range of local classes' scratch: classes lists those with
 // a row in the round; pairs holds, class by class, the batch positions of
@@ -67,7 +68,7 @@ type classGroup struct {
 	sums                   []float64
 }
 
-// boundCurvatures sets t.curv.bound for the round's rows: for each row, the
+// boundCurvatures sets the round's rows' curvature bounds (curvatures.bound): for each row, the
 // largest of ⟨|x_i|, Σ_{j∈S_k} |x_j|⟩ over the owned classes k that it
 // shares with another row. In three loops of loop's workers: they list the
 // rows' owned classes (each row's active set and labels are cache misses);
@@ -135,14 +136,7 @@ func (t *roundTrainer) boundCurvatures(loop train.Looper, rows []int32) error {
 			}
 		}
 	})
-	if err != nil {
-		return err
-	}
-	cv.bound = slices.Grow(cv.bound[:0], len(rows))[:len(rows)]
-	for q := range rows {
-		cv.bound[q] = math.Float64frombits(cv.largest[q].Load())
-	}
-	return nil
+	return err
 }
 
 // groupRange groups the round's pairs of the local classes [c0, c1) by

@@ -48,7 +48,7 @@ func TestCurvatureBounds(t *testing.T) {
 	}
 }
 
-// checkCurvatures compares rt.curv.bound for the batch rows with the sums
+// checkCurvatures compares rt.curv.bound of the batch rows with the sums
 // of |x_i|·|x_j| over the rows j that share a class with row i, and checks
 // the bound's inequality with random steps.
 func checkCurvatures(t *testing.T, rt *roundTrainer, rows []int32) {
@@ -91,14 +91,14 @@ func checkCurvatures(t *testing.T, rt *roundTrainer, rows []int32) {
 		if want > 0 {
 			shared++
 		}
-		if got := rt.curv.bound[q]; math.Abs(got-want) > 1e-12*want {
+		if got := rt.curv.bound(int32(q)); math.Abs(got-want) > 1e-12*want {
 			t.Errorf("row %d: curvature bound %g, want %g", i, got, want)
 		}
 	}
 	if shared == 0 {
 		t.Fatal("no row of the round shares a class: nothing checked")
 	}
-	curvature := func(q int) float64 { return math.Max(rt.sq[rows[q]], rt.curv.bound[q]) }
+	curvature := func(q int) float64 { return math.Max(rt.sq[rows[q]], rt.curv.bound(int32(q))) }
 	at := map[int32]int{}
 	for q, i := range rows {
 		at[i] = q

@@ -161,7 +161,7 @@ func (t *roundTrainer) joinPieces(s *searcher, q int32, i int32) {
 			put(l, kindUntouched, 0)
 		}
 	}
-	if b := t.curv.bound[q]; b > 0 {
+	if b := t.curv.bound(q); b > 0 {
 		put(-1, kindCurvature, b)
 	}
 }

@@ -398,11 +398,11 @@ func insertBounded[E any](list []E, e E, n int, before func(a, b E) bool) []E {
 // reports whether the active set changes: a row without features or
 // labels, or without a negative class to separate, keeps its own.
 func (t *roundTrainer) solution(st *stepper, i int32, entries []train.RoundEntry, into []dualVar) ([]dualVar, bool, error) {
-	A := t.sq[i]
-	labels, _ := t.y.Row(int(i))
-	if A == 0 || len(labels) == 0 {
+	if t.skipsRow(i) {
 		return into, false, nil // no loss to lower: a row without features or labels
 	}
+	A := t.sq[i]
+	labels, _ := t.y.Row(int(i))
 	// The row's curvature: ‖x_i‖², or the largest bound a rank reported
 	// for the classes it shares with the round's other rows (curvatures).
 	// The active classes' scores, sorted by class to be looked up: a
