@@ -12,7 +12,7 @@
 # the two builds twice, then 64 trees once each way, then 4 trees on MAX
 # workers grown alone (each with helpers) and together, twice: whether
 # --grow auto should grow fewer trees than workers alone where memory
-# allows. Last, MAX copies of the one-thread PD-Sparse and 16-tree forest
+# allows. Last, MAX copies of the one-thread PD-Sparse, DiSMEC and 16-tree forest
 # runs at once (processes that share only the node): what MAX independent
 # workers reach on each job, the ceiling its speedups are read against.
 # PD-Sparse and MEMOIR on wordnet-mc, DiSMEC and
@@ -112,5 +112,6 @@ copies() { # name args...
   done
   rm -f "$K"/copy*.m; }
 copies pdsparse --algo pdsparse $MC
+copies dismec --algo dismec $DL
 copies forest16 --algo forest $FO --trees 16
 pack
