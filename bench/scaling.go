@@ -157,10 +157,16 @@ type ScalingRow struct {
 	// (job.SerialFraction, over all its ranks), LoopEfficiency the
 	// median of the lowest efficiency of a rank's parallel loops, and
 	// Amdahl the speed-ups over one core the serial fraction allows on 16,
-	// 64 and 128 cores. They are 0 for summaries without a profile.
+	// 64 and 128 cores. WorkS is the median of a run's work (job.Work: the
+	// CPU time its ranks and workers spent computing), and WorkRatio that
+	// over the baseline's: above 1 where the layout repeats work or its
+	// cores run slower beside each other. They are 0 for summaries without
+	// a profile (WorkRatio also where the baseline has none).
 	SerialFraction float64            `json:"serial_fraction"`
 	LoopEfficiency float64            `json:"loop_efficiency"`
 	Amdahl         map[string]float64 `json:"amdahl_speedup,omitempty"`
+	WorkS          float64            `json:"work_s"`
+	WorkRatio      float64            `json:"work_ratio"`
 	// TrainerStats holds, for every figure the trainer reported per rank
 	// (job.Summary.TrainerStats, e.g. MEMOIR's block_state_bytes), the
 	// median over runs of its largest value over the ranks.
@@ -218,6 +224,9 @@ func Aggregate(runs []*job.Summary) (*Scaling, error) {
 		r.TrainEfficiency = Efficiency(r.TrainSpeedup, s.Baseline.Cores(), r.Cores)
 		r.WallSpeedup = Speedup(bWall, r.Phases["wall_s"].Median)
 		r.WallEfficiency = Efficiency(r.WallSpeedup, s.Baseline.Cores(), r.Cores)
+		if base.WorkS > 0 {
+			r.WorkRatio = r.WorkS / base.WorkS
+		}
 	}
 	return &s, nil
 }
@@ -358,10 +367,10 @@ func aggregateLayout(l Layout, runs []*job.Summary) ScalingRow {
 // serial fraction allows.
 var AmdahlCores = []int{16, 64, 128}
 
-// aggregateProfiles sets the row's serial fraction, loop efficiency and
-// Amdahl bounds from the runs' profiles, if they have them.
+// aggregateProfiles sets the row's serial fraction, loop efficiency, Amdahl
+// bounds and work from the runs' profiles, if they have them.
 func (row *ScalingRow) aggregateProfiles(runs []*job.Summary) {
-	var fs, es []float64
+	var fs, es, ws []float64
 	for _, r := range runs {
 		if len(r.Profile) == 0 {
 			continue
@@ -370,12 +379,12 @@ func (row *ScalingRow) aggregateProfiles(runs []*job.Summary) {
 		for _, p := range r.Profile {
 			e = min(e, p.LoopEfficiency())
 		}
-		fs, es = append(fs, job.SerialFraction(r.Profile)), append(es, e)
+		fs, es, ws = append(fs, job.SerialFraction(r.Profile)), append(es, e), append(ws, job.Work(r.Profile))
 	}
 	if len(fs) == 0 {
 		return
 	}
-	row.SerialFraction, row.LoopEfficiency = Median(fs), Median(es)
+	row.SerialFraction, row.LoopEfficiency, row.WorkS = Median(fs), Median(es), Median(ws)
 	row.Amdahl = map[string]float64{}
 	for _, n := range AmdahlCores {
 		row.Amdahl[strconv.Itoa(n)] = job.AmdahlSpeedup(row.SerialFraction, n)
@@ -480,7 +489,7 @@ func (s *Scaling) WriteCSV(w io.Writer) error {
 	}
 	head = append(head, "train_speedup", "train_efficiency", "wall_speedup", "wall_efficiency",
 		"comm_root_bytes", "comm_nonroot_mean_bytes", "model_bytes", "predicted_root_bytes", "predicted_nonroot_bytes",
-		"peak_rss_max_bytes", "shared_process", "serial_fraction", "loop_efficiency")
+		"peak_rss_max_bytes", "shared_process", "serial_fraction", "loop_efficiency", "work_s", "work_ratio")
 	for _, n := range AmdahlCores {
 		head = append(head, fmt.Sprintf("amdahl_%d", n))
 	}
@@ -499,7 +508,7 @@ func (s *Scaling) WriteCSV(w io.Writer) error {
 		rec = append(rec, f(r.TrainSpeedup), f(r.TrainEfficiency), f(r.WallSpeedup), f(r.WallEfficiency),
 			strconv.FormatInt(r.CommRootBytes, 10), f(r.CommOtherBytes), strconv.FormatInt(r.ModelBytes, 10),
 			f(r.PredictedRootBytes), f(r.PredictedOtherBytes), strconv.FormatInt(r.PeakRSSMax, 10),
-			strconv.FormatBool(r.SharedProcess), f(r.SerialFraction), f(r.LoopEfficiency))
+			strconv.FormatBool(r.SharedProcess), f(r.SerialFraction), f(r.LoopEfficiency), f(r.WorkS), f(r.WorkRatio))
 		for _, n := range AmdahlCores {
 			rec = append(rec, f(r.Amdahl[strconv.Itoa(n)]))
 		}
@@ -534,7 +543,7 @@ func (s *Scaling) WriteTable(w io.Writer) error {
 	}
 	head := []string{"layout", "cores", "runs", "train s", "(min-max)", "wall s", "(min-max)",
 		"load", "gather", "write", "predict", "eval", "S train", "E train", "S wall", "E wall",
-		"comm rank0", "comm other", "model pred.", rssHead, "serial f", "loop E", "Amdahl 16/64/128"}
+		"comm rank0", "comm other", "model pred.", rssHead, "serial f", "loop E", "work ×", "Amdahl 16/64/128"}
 	byteStats := s.byteStatKeys()
 	for _, k := range byteStats {
 		head = append(head, strings.TrimSuffix(k, "_bytes")+"/rank")
@@ -557,9 +566,13 @@ func (s *Scaling) WriteTable(w io.Writer) error {
 			fmt.Sprintf("%.2f", r.WallSpeedup), fmt.Sprintf("%.2f", r.WallEfficiency),
 			humanize.IBytes(uint64(r.CommRootBytes)), other, humanize.IBytes(uint64(r.PredictedRootBytes)), humanize.IBytes(uint64(r.PeakRSSMax)))
 		if r.Amdahl == nil {
-			cells = append(cells, "-", "-", "-")
+			cells = append(cells, "-", "-", "-", "-")
 		} else {
-			cells = append(cells, fmt.Sprintf("%.4f", r.SerialFraction), fmt.Sprintf("%.2f", r.LoopEfficiency),
+			work := "-"
+			if r.WorkRatio > 0 {
+				work = fmt.Sprintf("%.2f", r.WorkRatio)
+			}
+			cells = append(cells, fmt.Sprintf("%.4f", r.SerialFraction), fmt.Sprintf("%.2f", r.LoopEfficiency), work,
 				fmt.Sprintf("%.1f/%.1f/%.1f", r.Amdahl["16"], r.Amdahl["64"], r.Amdahl["128"]))
 		}
 		for _, k := range byteStats {
@@ -584,8 +597,10 @@ func (s *Scaling) WriteTable(w io.Writer) error {
 	fmt.Fprintf(&buf, "S, E: speedup and parallel efficiency against %s (median times). comm: bytes sent+received, "+
 		"rank 0 and mean of the others; model pred.: rank 0's gather volume M(P-1)/P predicted from the model size; "+
 		"serial f: the training's serial fraction (the largest rank's serial and collective time over it and every "+
-		"rank's work in parallel loops), loop E: the workers' busy share of the parallel loops, Amdahl: the speed-up "+
-		"over one core that f allows on 16, 64 and 128 cores.\n", s.Baseline)
+		"rank's work in parallel loops), loop E: the workers' busy share of the parallel loops, work ×: the CPU time "+
+		"the ranks and workers spent computing over %s's (above 1: work repeated, or cores slower beside each other; "+
+		"where f is small, S ≈ cores × loop E / work ×), Amdahl: the speed-up over one core that f allows on 16, 64 "+
+		"and 128 cores.\n", s.Baseline, s.Baseline)
 	_, err := w.Write(buf.Bytes())
 	return err
 }

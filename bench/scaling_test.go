@@ -403,3 +403,60 @@ func TestAggregateProfiles(t *testing.T) {
 		t.Errorf("a run without a profile: %v, %+v", err, plain.Rows[0].Amdahl)
 	}
 }
+
+// TestAggregateWork checks each layout's work (the median run's CPU time in
+// loops' work and alone, over every rank) and its ratio to the baseline's,
+// in the table too, and that a layout or baseline without a profile has
+// none.
+func TestAggregateWork(t *testing.T) {
+	// profiled returns a run of l whose every rank worked busy in loops and
+	// serial alone, and waited 1 s in collectives.
+	profiled := func(l Layout, busy, serial float64, name string) *job.Summary {
+		s := testRun{layout: l, train: 10, wall: 11, comm: make([]int64, l.Ranks), rss: make([]int64, l.Ranks)}.summary(name)
+		for range l.Ranks {
+			s.Profile = append(s.Profile, job.NewProfile(l.Threads, 10, 10-serial-1, 100, busy, 1, 0))
+		}
+		return s
+	}
+	plain := func(l Layout, name string) *job.Summary {
+		return testRun{layout: l, train: 10, wall: 11, comm: make([]int64, l.Ranks), rss: make([]int64, l.Ranks)}.summary(name)
+	}
+	one, two, four := Layout{1, 1}, Layout{2, 1}, Layout{1, 4}
+	tests := []struct {
+		name string
+		runs []*job.Summary
+		want map[Layout][2]float64 // work_s, work_ratio
+		cell string                // in the table's two-rank row
+	}{
+		{"against one worker", []*job.Summary{
+			profiled(one, 9, 1, "a"), profiled(one, 8, 1, "b"), profiled(one, 12, 1, "c"), // medians 10 s
+			profiled(two, 6, 0.5, "d"), // two ranks: 13 s
+			plain(four, "e"),
+		}, map[Layout][2]float64{one: {10, 1}, two: {13, 1.3}, four: {0, 0}}, "1.30"},
+		{"a baseline without a profile", []*job.Summary{plain(one, "a"), profiled(two, 6, 0.5, "b")},
+			map[Layout][2]float64{one: {0, 0}, two: {13, 0}}, "-"},
+	}
+	for _, tc := range tests {
+		sc, err := Aggregate(tc.runs)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		for l, w := range tc.want {
+			r := sc.Row(l)
+			if math.Abs(r.WorkS-w[0]) > 1e-12 || math.Abs(r.WorkRatio-w[1]) > 1e-12 {
+				t.Errorf("%s: %s work %v, ratio %v, want %v", tc.name, l, r.WorkS, r.WorkRatio, w)
+			}
+		}
+		var table strings.Builder
+		if err := sc.WriteTable(&table); err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(table.String(), "\n") {
+			if f := strings.Fields(line); len(f) > 0 && f[0] == two.String() {
+				if !slices.Contains(f, tc.cell) {
+					t.Errorf("%s: two ranks' row without work × %s: %q", tc.name, tc.cell, line)
+				}
+			}
+		}
+	}
+}

@@ -69,6 +69,20 @@ func SerialFraction(ranks []Profile) float64 {
 	return serial / (serial + busy)
 }
 
+// Work is the CPU time a run's ranks and workers spent computing, from the
+// profiles of all its ranks: every rank's BusyS and SerialS, not its waits
+// in collectives or between loops. Against one worker's on the same job it
+// is the work a layout adds: what its ranks repeat, and each core's
+// slowdown beside the others. Where the serial part is small, a layout of
+// P workers reaches about P × loop efficiency / that ratio.
+func Work(ranks []Profile) float64 {
+	w := 0.0
+	for _, p := range ranks {
+		w += p.BusyS + p.SerialS
+	}
+	return w
+}
+
 // LoopEfficiency is how busy the workers were in the parallel loops: BusyS
 // over Workers × LoopS (1 where there were no loops). It is below 1 when
 // a loop's work is uneven or its hand-off slow.

@@ -40,3 +40,22 @@ func TestSerialFraction(t *testing.T) {
 		t.Errorf("four ranks alike: Amdahl bound %v below the 3.4 they reach", s)
 	}
 }
+
+// TestWork checks a run's work: every rank's time in loops' work and alone,
+// without its collectives or its loops' idle time.
+func TestWork(t *testing.T) {
+	tests := []struct {
+		name  string
+		ranks []Profile
+		want  float64
+	}{
+		{"no ranks", nil, 0},
+		{"one rank", []Profile{NewProfile(2, 10, 8, 4, 15, 1, 0)}, 15 + 1}, // 1 s alone; idle loop time 1 s left out
+		{"two ranks", []Profile{NewProfile(1, 10, 9, 4, 9, 0.5, 0), NewProfile(1, 10, 6, 4, 6, 3, 0)}, 9.5 + 7},
+	}
+	for _, tc := range tests {
+		if got := Work(tc.ranks); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("%s: work %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
