@@ -158,9 +158,10 @@ type ScalingRow struct {
 	// median of the lowest efficiency of a rank's parallel loops, and
 	// Amdahl the speed-ups over one core the serial fraction allows on 16,
 	// 64 and 128 cores. WorkS is the median of a run's work (job.Work: the
-	// CPU time its ranks and workers spent computing), and WorkRatio that
-	// over the baseline's: above 1 where the layout repeats work or its
-	// cores run slower beside each other. They are 0 for summaries without
+	// time its ranks and workers spent computing), and WorkRatio that
+	// over the baseline's: above 1 where the layout repeats work, its
+	// cores run slower beside each other, or it has more workers than
+	// cores. They are 0 for summaries without
 	// a profile (WorkRatio also where the baseline has none).
 	SerialFraction float64            `json:"serial_fraction"`
 	LoopEfficiency float64            `json:"loop_efficiency"`
@@ -597,10 +598,10 @@ func (s *Scaling) WriteTable(w io.Writer) error {
 	fmt.Fprintf(&buf, "S, E: speedup and parallel efficiency against %s (median times). comm: bytes sent+received, "+
 		"rank 0 and mean of the others; model pred.: rank 0's gather volume M(P-1)/P predicted from the model size; "+
 		"serial f: the training's serial fraction (the largest rank's serial and collective time over it and every "+
-		"rank's work in parallel loops), loop E: the workers' busy share of the parallel loops, work ×: the CPU time "+
-		"the ranks and workers spent computing over %s's (above 1: work repeated, or cores slower beside each other; "+
-		"where f is small, S ≈ cores × loop E / work ×), Amdahl: the speed-up over one core that f allows on 16, 64 "+
-		"and 128 cores.\n", s.Baseline, s.Baseline)
+		"rank's work in parallel loops), loop E: the workers' busy share of the parallel loops, work ×: the time "+
+		"the ranks and workers spent computing over %s's (above 1: work repeated, cores slower beside each other, or "+
+		"more workers than cores; where f is small, S ≈ cores × loop E / work ×), Amdahl: the speed-up over one "+
+		"core that f allows on 16, 64 and 128 cores.\n", s.Baseline, s.Baseline)
 	_, err := w.Write(buf.Bytes())
 	return err
 }

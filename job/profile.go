@@ -69,9 +69,10 @@ func SerialFraction(ranks []Profile) float64 {
 	return serial / (serial + busy)
 }
 
-// Work is the CPU time a run's ranks and workers spent computing, from the
+// Work is the time a run's ranks and workers spent computing, from the
 // profiles of all its ranks: every rank's BusyS and SerialS, not its waits
-// in collectives or between loops. Against one worker's on the same job it
+// in collectives or between loops. It is wall time: with more workers than
+// cores it also counts their waits for a core. Against one worker's on the same job it
 // is the work a layout adds: what its ranks repeat, and each core's
 // slowdown beside the others. Where the serial part is small, a layout of
 // P workers reaches about P × loop efficiency / that ratio.
