@@ -14,7 +14,7 @@ import (
 )
 
 // TestDualObjectiveFalls trains Bibtex's first rows for three epochs on
-// several layouts and checks the dual objective at the epochs' ends: it
+// several layouts, with the weights dense and in lists, and checks the dual objective at the epochs' ends: it
 // falls every epoch (its sign or a double count of rows would make it
 // rise or differ), every rank of a run holds the same figures, and the
 // layouts agree to rounding (each rank sums its own classes and home rows).
@@ -26,7 +26,12 @@ func TestDualObjectiveFalls(t *testing.T) {
 	tr := traintest.Head(bibtex, 2500)
 	p := DefaultParams()
 	p.Epochs = 3
-	tests := []struct{ ranks, workers int }{{1, 1}, {2, 2}, {3, 1}}
+	// lists keeps the weights in lists rather than dense, as on data of
+	// more features × classes.
+	tests := []struct {
+		ranks, workers int
+		lists          bool
+	}{{1, 1, false}, {2, 2, false}, {3, 1, false}, {1, 1, true}, {2, 2, true}}
 	var want []float64
 	for _, tt := range tests {
 		var mu sync.Mutex
@@ -36,8 +41,14 @@ func TestDualObjectiveFalls(t *testing.T) {
 			if err != nil {
 				return err
 			}
+			if tt.lists {
+				rt.denseWeightLimit = 0
+			}
 			if err := rt.Start(runner.OwnedUnits(len(rt.blocks), c.Rank(), tt.ranks), 0, nil, nil); err != nil {
 				return err
+			}
+			if (rt.dense == nil) != tt.lists {
+				return fmt.Errorf("weights in lists: %v, want %v", rt.dense == nil, tt.lists)
 			}
 			if err := runRounds(rt, 0, p.Epochs*rt.order.Batches); err != nil {
 				return err
@@ -62,20 +73,20 @@ func TestDualObjectiveFalls(t *testing.T) {
 			return nil
 		})
 		if err != nil {
-			t.Fatalf("%d ranks × %d workers: %v", tt.ranks, tt.workers, err)
+			t.Fatalf("%d ranks × %d workers (lists %v): %v", tt.ranks, tt.workers, tt.lists, err)
 		}
 		for _, g := range got[1:] {
 			if !slices.Equal(g, got[0]) {
-				t.Errorf("%d ranks × %d workers: ranks' objectives %v and %v", tt.ranks, tt.workers, got[0], g)
+				t.Errorf("%d ranks × %d workers (lists %v): ranks' objectives %v and %v", tt.ranks, tt.workers, tt.lists, got[0], g)
 			}
 		}
 		duals := got[0]
 		if len(duals) != p.Epochs {
-			t.Fatalf("%d ranks × %d workers: %d objectives for %d epochs", tt.ranks, tt.workers, len(duals), p.Epochs)
+			t.Fatalf("%d ranks × %d workers (lists %v): %d objectives for %d epochs", tt.ranks, tt.workers, tt.lists, len(duals), p.Epochs)
 		}
 		for e := 1; e < len(duals); e++ {
 			if duals[e] >= duals[e-1] {
-				t.Errorf("%d ranks × %d workers: the objective rose from %v to %v at epoch %d", tt.ranks, tt.workers, duals[e-1], duals[e], e+1)
+				t.Errorf("%d ranks × %d workers (lists %v): the objective rose from %v to %v at epoch %d", tt.ranks, tt.workers, tt.lists, duals[e-1], duals[e], e+1)
 			}
 		}
 		if want == nil {
@@ -84,7 +95,7 @@ func TestDualObjectiveFalls(t *testing.T) {
 		}
 		for e := range want {
 			if math.Abs(duals[e]-want[e]) > 1e-9*math.Abs(want[e]) {
-				t.Errorf("%d ranks × %d workers: epoch %d's objective %v, on 1 rank %v", tt.ranks, tt.workers, e+1, duals[e], want[e])
+				t.Errorf("%d ranks × %d workers (lists %v): epoch %d's objective %v, on 1 rank %v", tt.ranks, tt.workers, tt.lists, e+1, duals[e], want[e])
 			}
 		}
 	}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Each layout's work against one thread's (xmc-bench's "work ×": the CPU
-# time the ranks and workers spent computing, in loops and alone) in run
+# Each layout's work against one thread's (xmc-bench's "work ×": the time
+# the ranks and workers spent computing, in loops and alone) in run
 # 23's summaries, the day's build (873be93): per trainer, xmc-bench report
 # over its in-process runs (one thread, 16 threads, 16 ranks), then the same
 # ratio for its mpirun -np 16 runs, which report leaves out (another
