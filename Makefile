@@ -5,7 +5,10 @@
 GO       ?= go
 BIN      := bin
 OUT      := out
-GOFLAGS  ?=
+# Builds record the commit they were made from (xmc version, run summaries'
+# xmc_version), even where the go environment turns that off; outside a git
+# checkout nothing is recorded.
+GOFLAGS  ?= -buildvcs=auto
 # OpenMPI refuses to run as root without these; harmless otherwise.
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1

@@ -31,7 +31,7 @@ const defaultHeldout = 0.01
 // on held-out rows.
 func runEnsemble(args []string) error {
 	fs := newFlagSet("ensemble", "ensemble --out FILE --heldout HELDOUT --model FILE --model FILE [...] [flags]")
-	jo := job.Options{Version: version}
+	jo := job.Options{Version: buildVersion()}
 	jo.Register(fs)
 	c := pipeline.EnsembleConfig{TopK: 5}
 	registerInput(fs, &c.Input)
@@ -51,7 +51,7 @@ func runEnsemble(args []string) error {
 // one after the other on the same ranks, and the ensemble file written.
 func runTrainEnsemble(args []string) error {
 	c := pipeline.EnsembleTrainConfig{Heldout: defaultHeldout}
-	jo := job.Options{Version: version}
+	jo := job.Options{Version: buildVersion()}
 	var algoFlag string
 	var members stringList
 	fs := newFlagSet("train", "train --algo ensemble --data TRAIN --model-out FILE [--member \"ALGO [FLAGS]\"]... [flags]")

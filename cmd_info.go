@@ -12,7 +12,7 @@ import (
 
 func runInfo(args []string) error {
 	fs := newFlagSet("info", "info [--ranks N] [--threads T] [--numa-sim K]")
-	jo := job.Options{Version: version}
+	jo := job.Options{Version: buildVersion()}
 	jo.Register(fs)
 	if err := parseFlags(fs, args, false); err != nil {
 		return err
@@ -30,7 +30,7 @@ func runInfo(args []string) error {
 		if err != nil || j.ID != 0 {
 			return err
 		}
-		fmt.Printf("xmc %s (%s, GOMAXPROCS %d)\n", version, runtime.Version(), runtime.GOMAXPROCS(0))
+		fmt.Printf("xmc %s (%s, GOMAXPROCS %d)\n", buildVersion(), runtime.Version(), runtime.GOMAXPROCS(0))
 		fmt.Printf("MPI backend: %s, world size %d\n", j.Backend, j.Size)
 		fmt.Printf("CPU: %s\n", numa.DetectCPU())
 		for _, p := range parts {

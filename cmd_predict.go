@@ -7,7 +7,7 @@ import (
 
 func runPredict(args []string) error {
 	fs := newFlagSet("predict", "predict --model FILE [--model FILE...] --data TEST --out SCORES [--top-k K] [flags]")
-	jo := job.Options{Version: version}
+	jo := job.Options{Version: buildVersion()}
 	jo.Register(fs)
 	var c pipeline.PredictConfig
 	registerInput(fs, &c.Input)

@@ -52,7 +52,7 @@ func runTrain(args []string) error {
 		return err
 	}
 	c := pipeline.TrainConfig{Algorithm: algo.Name, Trainer: algo.New()}
-	jo := job.Options{Version: version}
+	jo := job.Options{Version: buildVersion()}
 	var algoFlag string
 	fs := newFlagSet("train", "train --algo ALGO --data TRAIN [--test TEST] [--model-out FILE] [flags]")
 	trainFlags(fs, &c, &jo, &algoFlag)

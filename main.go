@@ -16,8 +16,9 @@ import (
 	"xmc/internal/cli"
 )
 
-// version is xmc's version, recorded in summaries; release builds set it
-// with -ldflags "-X main.version=...".
+// version is xmc's version, recorded in summaries with the commit it was
+// built from (buildVersion); release builds set it with -ldflags
+// "-X main.version=...".
 var version = "0.1.0-dev"
 
 // commands are xmc's subcommands.
@@ -33,7 +34,7 @@ func commands() []cli.Command {
 		{Name: "convert", Summary: "convert a dataset between the XMC, LIBSVM and NumPy (.npz) formats", Run: runConvert},
 		{Name: "gen", Summary: "generate a synthetic multi-label dataset with power-law labels", Run: runGen},
 		{Name: "slurm", Summary: "render and submit sbatch scripts of xmc runs (one rank per node), and scaling sweeps", Run: runSlurm},
-		{Name: "version", Summary: "print xmc's version", Run: runVersion},
+		{Name: "version", Summary: "print xmc's version and the commit it was built from", Run: runVersion},
 	}
 }
 
@@ -47,7 +48,7 @@ Usage:
   srun --mpi=pmix xmc <command> [flags]
 
 Benchmarks, scaling studies and their plots: xmc-bench (make build).
-`, version)}
+`, buildVersion())}
 }
 
 func main() {
@@ -76,7 +77,7 @@ func runVersion(args []string) error {
 	if err := parseFlags(newFlagSet("version", "version"), args, false); err != nil {
 		return err
 	}
-	fmt.Println("xmc", version)
+	fmt.Println("xmc", buildVersion())
 	return nil
 }
 

@@ -47,6 +47,7 @@ type JobError struct {
 	ExitCode int // 1 also when the job was killed by a signal or cancelled
 }
 
+// Error says which job failed and with what status.
 func (e *JobError) Error() string {
 	return fmt.Sprintf("job %s failed with exit status %d", e.JobID, e.ExitCode)
 }
