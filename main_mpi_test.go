@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"xmc/job"
 )
 
 // These tests run the MPI build of xmc under real mpirun, and check that it
@@ -134,8 +136,8 @@ func TestMPIRoundsResume(t *testing.T) {
 	// end before the limit now and then.
 	limit := time.Since(start) / 4
 	out, code := mpirun(t, 2, append(common, "--model-out", resumed, "--time-limit", limit.String())...)
-	if code == 0 || !strings.Contains(out, "interrupted") {
-		t.Fatalf("time limit under mpirun: exit %d, output:\n%s", code, out)
+	if code != job.ExitInterrupted || !strings.Contains(out, "interrupted") {
+		t.Fatalf("time limit under mpirun: exit %d, want %d; output:\n%s", code, job.ExitInterrupted, out)
 	}
 	if out, code := mpirun(t, 3, append(common, "--model-out", resumed)...); code != 0 || !strings.Contains(out, "resuming") {
 		t.Fatalf("resume under mpirun -np 3: exit %d, output:\n%s", code, out)

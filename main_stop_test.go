@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"xmc/job"
 	"xmc/runner"
 )
 
@@ -77,7 +78,10 @@ func interruptPartWay(t *testing.T, args []string, model string, limit time.Dura
 	t.Helper()
 	for try := 1; ; try++ {
 		out, code := xmc(t, append(args, "--model-out", model, "--time-limit", limit.String())...)
-		interrupted := code != 0 && strings.Contains(out, "interrupted")
+		interrupted := code == job.ExitInterrupted && strings.Contains(out, "interrupted")
+		if code != 0 && !interrupted {
+			t.Fatalf("--time-limit %v: exit %d, neither complete nor interrupted (exit %d):\n%s", limit, code, job.ExitInterrupted, out)
+		}
 		saved := savedUnits(model+".ckpt", rounds)
 		switch {
 		case interrupted && saved > 0 && (rounds || saved < 40):
@@ -171,7 +175,7 @@ func TestTimeLimitAgreement(t *testing.T) {
 			args := append([]string{"train", "--threads", "1", "--data", bibtexTrain, "--checkpoint", "none",
 				"--model-out", filepath.Join(dir, "m.model"), "--time-limit", fmt.Sprintf("%dms", ms)}, c.args...)
 			out, code := xmc(t, args...)
-			if strings.Contains(out, "mismatched") || code != 0 && !strings.Contains(out, "interrupted: stopped") {
+			if strings.Contains(out, "mismatched") || code != 0 && (code != job.ExitInterrupted || !strings.Contains(out, "interrupted: stopped")) {
 				t.Errorf("%v --time-limit %dms: exit %d, neither complete nor interrupted:\n%s", c.args, ms, code, out)
 			}
 		}
@@ -205,8 +209,8 @@ func TestSignalStopsCleanly(t *testing.T) {
 	rest, _ := io.ReadAll(stderr)
 	out.Write(rest)
 	err = cmd.Wait()
-	if err == nil || !strings.Contains(out.String(), "interrupted") {
-		t.Fatalf("after SIGTERM: %v\n%s", err, out.String())
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != job.ExitInterrupted || !strings.Contains(out.String(), "interrupted") {
+		t.Fatalf("after SIGTERM: %v, want exit status %d\n%s", err, job.ExitInterrupted, out.String())
 	}
 	m := mustXMC(t, "inspect", "--model", modelPath)
 	if !strings.Contains(m, "trees") {

@@ -56,15 +56,31 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	fs.BoolVar(&o.CommReport, "comm-report", false, "print the per-rank communication table at the end")
 	fs.StringVar(&o.SummaryPath, "summary", "", "write the run's JSON summary to `FILE`")
 	fs.BoolVar(&o.Verbose, "v", false, "log from every rank, not only rank 0")
-	fs.DurationVar(&o.TimeLimit, "time-limit", 0, "stop cleanly after this long, keeping finished work (0: none)")
+	fs.DurationVar(&o.TimeLimit, "time-limit", 0, "stop cleanly after this long, keeping finished work, and exit with status 3 (0: no limit)")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile (go tool pprof) to `FILE` (under MPI: FILE.rank-R, one per rank)")
 	fs.IntVar(&o.MaxMessage, "max-message", mpi.MaxMessage, "split every transfer between ranks into messages of at most `BYTES` (MPI's own limit is 2^31-1; the in-process backend refuses larger ones too)")
 }
 
 // ErrInterrupted is wrapped by the error of a command stopped by a signal
 // or the time limit: every rank agreed to stop, so the job still ends in
-// order (the summary is written, MPI finalised) before exiting non-zero.
-var ErrInterrupted = errors.New("interrupted")
+// order (the summary is written, MPI finalised) before exiting with
+// ExitInterrupted, the status by which a script or a Slurm job tells a run
+// to resume from one that failed.
+var ErrInterrupted error = interrupted{}
+
+// ExitInterrupted is the exit status of a command stopped cleanly before
+// its end (ErrInterrupted): the same command run again resumes from its
+// checkpoint. A failure exits 1, a usage error 2.
+const ExitInterrupted = 3
+
+// interrupted is ErrInterrupted's type, which carries its exit status.
+type interrupted struct{}
+
+func (interrupted) Error() string { return "interrupted" }
+
+// ExitStatus returns ExitInterrupted, the status the command exits with
+// (see cli.Program.Run).
+func (interrupted) ExitStatus() int { return ExitInterrupted }
 
 // stopContext returns a context that is done once one of the signals of a
 // clean stop arrives or limit passes (0: no limit), its cause saying

@@ -41,7 +41,9 @@ type Program struct {
 
 // Run runs the subcommand args[0] with the rest of args and returns the
 // program's exit status; its error, if any, goes to stderr prefixed with
-// the program and the command. No arguments, or help, prints the help.
+// the program and the command. The status of an error is 1, or 2 for
+// ErrUsage, or what its ExitStatus method returns where one in its chain
+// has one. No arguments, or help, prints the help.
 func (p Program) Run(args []string, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		p.usage(stderr)
@@ -62,6 +64,10 @@ func (p Program) Run(args []string, stderr io.Writer) int {
 			return 2
 		}
 		fmt.Fprintf(stderr, "%s %s: %v\n", p.Name, c.Name, err)
+		var status interface{ ExitStatus() int }
+		if errors.As(err, &status) {
+			return status.ExitStatus()
+		}
 		return 1
 	}
 	fmt.Fprintf(stderr, "%s: unknown command %q\n\n", p.Name, args[0])

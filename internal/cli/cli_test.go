@@ -4,17 +4,21 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"fmt"
 	"strings"
 	"testing"
 )
 
 // TestProgram checks a program's exit statuses and messages: help, a
-// command's success, its error, its usage error, -h, and an unknown
-// command.
+// command's success, its error, an error with a status of its own, its
+// usage error, -h, and an unknown command.
 func TestProgram(t *testing.T) {
 	p := Program{Name: "prog", About: "prog does things.\n", Commands: []Command{
 		{Name: "ok", Summary: "succeeds", Run: func([]string) error { return nil }},
 		{Name: "fail", Summary: "fails", Run: func([]string) error { return errors.New("boom") }},
+		{Name: "stop", Summary: "stops with a status of its own", Run: func([]string) error {
+			return fmt.Errorf("stopped after 3 units: %w", statusError(3))
+		}},
 		{Name: "flags", Summary: "parses flags", Run: func(args []string) error {
 			fs := NewFlagSet("prog", "flags", "flags [-n N]")
 			fs.Int("n", 1, "a number")
@@ -30,6 +34,7 @@ func TestProgram(t *testing.T) {
 		{[]string{"help"}, 0, "  fail     fails"},
 		{[]string{"ok"}, 0, ""},
 		{[]string{"fail"}, 1, "prog fail: boom"},
+		{[]string{"stop"}, 3, "prog stop: stopped after 3 units: status 3"},
 		{[]string{"flags", "-n", "x"}, 2, ""},
 		{[]string{"flags", "stray"}, 2, ""},
 		{[]string{"flags", "-h"}, 0, ""},
@@ -77,3 +82,9 @@ func TestFlagValue(t *testing.T) {
 		}
 	}
 }
+
+// statusError is an error with an exit status of its own.
+type statusError int
+
+func (e statusError) Error() string   { return fmt.Sprintf("status %d", int(e)) }
+func (e statusError) ExitStatus() int { return int(e) }

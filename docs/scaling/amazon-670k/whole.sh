@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# whole.sh XMC DATA OUT PARTS THREADS DEADLINE [ALGO [PROJECTION]]
+#
+# Trains every label of DATA with ALGO (default ppdsparse) as PARTS label ranges (--label-range K/PARTS), one
+# after the other on one rank of THREADS threads, so that a training of hours can run over several sittings of
+# a machine: each part keeps its own checkpoint, every run stops cleanly at DEADLINE (a `date -d` time, such as
+# 03:50) through --time-limit, and the next call resumes the part from its checkpoint. Each sitting of a part
+# writes its own summary, OUT/part-K.N.json; a part is done when one says status ok. Once every part is done it
+# joins them with xmc merge into OUT/whole.model. It then prints, and on any call, each part's worker seconds
+# so far (the summaries' profile busy_s, summed over its sittings), which is what xmc-bench project projects;
+# with PROJECTION (the projection.txt of xmc-bench project on the same data and threads), each part's projected
+# worker seconds too: its labels times its strata's core-s a label.
+#
+# Used for the whole real-N PPDSparse training that checks the projection (docs/scaling/amazon-670k.md).
+set -euo pipefail
+xmc=$1 data=$2 out=$3 parts=$4 threads=$5 deadline=$6 algo=${7:-ppdsparse} projection=${8:-}
+mkdir -p "$out"
+end=$(date -d "$deadline" +%s)
+
+# done_part K: whether a sitting of part K ended with status ok.
+done_part() {
+	local s
+	for s in "$out"/part-"$1".*.json; do
+		[ -e "$s" ] || continue
+		if python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1]))["status"] != "ok")' "$s"; then
+			return 0
+		fi
+	done
+	return 1
+}
+
+# report: each part's worker seconds so far, and the projection's.
+report() {
+	python3 - "$out" "$parts" "$projection" <<'PY'
+import glob, json, re, sys
+out, parts, projection = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+# The projection's strata: (from, to, core-s a label).
+strata = []
+if projection:
+    for line in open(projection):
+        m = re.match(r"\s*(\d+):(\d+)\s.*\s([0-9.e+-]+)\s+[0-9.e+-]+\s+[0-9.]+%$", line)
+        if m:
+            strata.append((int(m[1]), int(m[2]), float(m[3])))
+def projected(lo, hi):
+    return sum(max(0, min(hi, b) - max(lo, a)) * rate for a, b, rate in strata)
+total = total_projected = 0.0
+for k in range(parts):
+    logs = sorted(glob.glob(f"{out}/part-{k}.*.log"))
+    if not logs:
+        continue
+    busy, sittings, finished = 0.0, 0, False
+    for f in sorted(glob.glob(f"{out}/part-{k}.*.json")):
+        s = json.load(open(f))
+        busy += sum(p["busy_s"] for p in s["profile"])
+        sittings += 1
+        finished |= s["status"] == "ok"
+    lo = hi = 0
+    for line in open(logs[0]):
+        if m := re.search(r"training a label range from=(\d+) to=(\d+)", line):
+            lo, hi = int(m[1]), int(m[2])
+    line = f"part {k}: labels {lo}:{hi}, {busy:.0f} worker-s in {sittings} sittings"
+    if not finished:
+        print(line + ", not finished")
+        continue
+    total += busy
+    if strata:
+        p = projected(lo, hi)
+        total_projected += p
+        line += f", projected {p:.0f} ({busy / p - 1:+.1%})"
+    print(line)
+line = f"finished parts: {total:.0f} worker-s"
+if strata and total_projected:
+    line += f", projected {total_projected:.0f} ({total / total_projected - 1:+.1%})"
+print(line)
+PY
+}
+
+for ((k = 0; k < parts; k++)); do
+	done_part "$k" && continue
+	left=$((end - $(date +%s)))
+	if ((left < 120)); then
+		echo "$(date +%T) deadline: part $k left for the next sitting"
+		report
+		exit 0
+	fi
+	n=$(find "$out" -maxdepth 1 -name "part-$k.*.json" | wc -l)
+	echo "$(date +%T) part $k/$parts, sitting $n, at most ${left}s"
+	# A run stopped by its time limit exits 3 ("interrupted") and its
+	# summary says so; the next turn of the loop then meets the deadline.
+	"$xmc" train --ranks 1 --threads "$threads" --algo "$algo" --data "$data" --seed 1 \
+		--label-range "$k/$parts" --model-out "$out/part-$k.model" --checkpoint "$out/part-$k.ckpt" \
+		--time-limit "${left}s" --summary "$out/part-$k.$n.json" >"$out/part-$k.$n.log" 2>&1 || true
+	tail -1 "$out/part-$k.$n.log"
+	if ! done_part "$k"; then
+		report
+		exit 0
+	fi
+done
+
+"$xmc" merge --out "$out/whole.model" "$out"/part-*.model
+report
