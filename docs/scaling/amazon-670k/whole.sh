@@ -9,7 +9,9 @@
 # joins them with xmc merge into OUT/whole.model. It then prints, and on any call, each part's worker seconds
 # so far (the summaries' profile busy_s, summed over its sittings), which is what xmc-bench project projects;
 # with PROJECTION (the projection.txt of xmc-bench project on the same data and threads), each part's projected
-# worker seconds too: its labels times its strata's core-s a label.
+# worker seconds too: its labels times its strata's core-s a label. This machine's speed can change from day to
+# day, so with PROJECTION each sitting first retrains the projection's head sample (labels 0:16, a label a unit:
+# OUT/probe-DATE.json), which the report sets beside the projection's own run of it.
 #
 # Used for the whole real-N PPDSparse training that checks the projection (docs/scaling/amazon-670k.md).
 set -euo pipefail
@@ -31,9 +33,16 @@ done_part() {
 
 # report: each part's worker seconds so far, and the projection's.
 report() {
-	python3 - "$out" "$parts" "$projection" <<'PY'
-import glob, json, re, sys
-out, parts, projection = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+	python3 - "$out" "$parts" "$projection" "$algo" <<'PY'
+import glob, json, os, re, sys
+out, parts, projection, algo = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+# Each sitting's speed probe against the projection's run of the same labels.
+reference = os.path.join(os.path.dirname(projection), f"{algo}__labels-0-16.json") if projection else ""
+if reference and os.path.exists(reference):
+    ref = sum(p["busy_s"] for p in json.load(open(reference))["profile"])
+    for f in sorted(glob.glob(f"{out}/probe-*.json")):
+        busy = sum(p["busy_s"] for p in json.load(open(f))["profile"])
+        print(f"{os.path.basename(f)}: labels 0:16 in {busy:.1f} worker-s, {busy / ref:.2f} times the projection's {ref:.1f}")
 # The projection's strata: (from, to, core-s a label).
 strata = []
 if projection:
@@ -74,6 +83,15 @@ if strata and total_projected:
 print(line)
 PY
 }
+
+# The speed probe, once a sitting with work left.
+left_parts=0
+for ((k = 0; k < parts; k++)); do done_part "$k" || left_parts=1; done
+if [ -n "$projection" ] && ((left_parts)); then
+	"$xmc" train --ranks 1 --threads "$threads" --algo "$algo" --data "$data" --seed 1 --label-range 0:16 \
+		--labels-per-unit 1 --model-out "$out/probe.model" --checkpoint none \
+		--summary "$out/probe-$(date +%Y%m%dT%H%M).json" >"$out/probe.log" 2>&1
+fi
 
 for ((k = 0; k < parts; k++)); do
 	done_part "$k" && continue
