@@ -81,6 +81,7 @@ func (f *slurmFlags) register(fs *flag.FlagSet, layout bool) {
 	fs.StringVar(&f.job.Account, "account", "", "account to charge")
 	fs.StringVar(&f.job.Name, "job-name", "", "job name (default: xmc-<command>)")
 	fs.StringVar(&f.job.Signal, "signal", "USR1@120", "signal xmc gets SECONDS before the time limit, to stop cleanly and write its summary: USR1, TERM or INT @SECONDS (\"\": none)")
+	fs.IntVar(&f.job.Requeue, "requeue", 0, "put the job back in the queue up to `N` times when xmc stops at the signal, to resume from its checkpoint: a training longer than the time limit runs to its end")
 	fs.StringVar(&f.launcher, "launcher", string(slurm.Srun), "how the ranks start: srun (srun --mpi=pmix), mpirun (OpenMPI's, no hostfile needed) or none (xmc in the batch shell: one task, --ranks as goroutines)")
 	fs.Var(&f.extra, "sbatch-line", "extra sbatch `option` such as --exclusive or --constraint=ib (repeatable)")
 	fs.Var(&f.modules, "module", "environment `module` to load first (repeatable)")

@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"xmc/job"
+	"xmc/slurm"
 )
 
 // The Slurm submissions themselves are tested against a real local Slurm
@@ -31,6 +34,31 @@ func TestSlurmScript(t *testing.T) {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("script lacks %q:\n%s", want, stdout.String())
 		}
+	}
+}
+
+// TestSlurmScriptRequeue checks --requeue, and that the script requeues on
+// the status xmc stops with at the signal.
+func TestSlurmScriptRequeue(t *testing.T) {
+	if slurm.ExitInterrupted != job.ExitInterrupted {
+		t.Fatalf("slurm requeues on exit status %d, but xmc exits %d when it stops cleanly", slurm.ExitInterrupted, job.ExitInterrupted)
+	}
+	var stdout, stderr bytes.Buffer
+	err := slurmMain([]string{"script", "--cpus-per-task", "4", "--time", "04:00:00", "--requeue", "3", "--xmc", "/opt/xmc",
+		"--", "train", "--data", "train.txt"}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	for _, want := range []string{"#SBATCH --requeue\n", "#SBATCH --signal=USR1@120\n",
+		`if [ "$status" -eq 3 ] && [ "${SLURM_RESTART_COUNT:-0}" -lt 3 ]; then` + "\n"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("script lacks %q:\n%s", want, stdout.String())
+		}
+	}
+	stderr.Reset()
+	err = slurmMain([]string{"script", "--cpus-per-task", "4", "--requeue", "3", "--signal", "", "--", "train"}, &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "needs the signal") {
+		t.Errorf("--requeue without a signal: %v, want an error", err)
 	}
 }
 

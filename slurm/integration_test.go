@@ -74,6 +74,7 @@ func TestIntegration(t *testing.T) {
 	t.Run("failing job", c.testFailure)
 	t.Run("scaling chain", c.testScaling)
 	t.Run("label ranges", c.testLabelRanges)
+	t.Run("requeued to resume", c.testRequeue)
 }
 
 // setUp builds xmc and brings up the cluster, registering its teardown.
@@ -299,6 +300,66 @@ func (c *cluster) testLabelRanges(t *testing.T) {
 	b, errB := os.ReadFile(whole)
 	if errA != nil || errB != nil || !bytes.Equal(a, b) {
 		t.Errorf("the merged model differs from one training's (%v, %v)", errA, errB)
+	}
+}
+
+// testRequeue submits a training requeued to resume (--requeue), stops its
+// first run with the signal Slurm sends before the time limit (scancel
+// --signal), and waits for the job: its second run, in the same job and
+// output file, resumes from the checkpoint and finishes.
+func (c *cluster) testRequeue(t *testing.T) {
+	dir := t.TempDir()
+	output, sum := filepath.Join(dir, "requeue.out"), filepath.Join(dir, "S.json")
+	args := []string{"slurm", "submit", "--requeue", "2", "--launcher", c.launcher, "--nodes", "1",
+		"--ntasks-per-node", strconv.Itoa(c.tasks), "--cpus-per-task", "1", "--time", "5", "--output", output, "--",
+		"train", "--algo", "forest", "--trees", "200", "--data", "testdata/bibtex/train.txt",
+		"--model-out", filepath.Join(dir, "m.model"), "--summary", sum}
+	start := time.Now()
+	stdout, stderr, code := c.run(t, append(args, c.ranks...)...)
+	if code != 0 {
+		t.Fatalf("xmc slurm submit exited %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	id := strings.TrimSpace(stdout)
+	read := func() string { b, _ := os.ReadFile(output); return string(b) }
+	waitFor(t, 60*time.Second, "the first run's progress", func() bool { return strings.Contains(read(), "progress") })
+	// Under srun the signal goes to the job's steps, where xmc runs; with
+	// no launcher to the batch shell, which passes it on.
+	signal := []string{"--signal=USR1", id}
+	if c.launcher == "none" {
+		signal = []string{"--signal=USR1", "--batch", id}
+	}
+	cancel := exec.Command("scancel", signal...)
+	cancel.Env = c.env
+	if out, err := cancel.CombinedOutput(); err != nil {
+		t.Fatalf("scancel %v: %v\n%s", signal, err, out)
+	}
+	var s summary
+	waitFor(t, 120*time.Second, "the resumed run's summary", func() bool {
+		if !fileExists(sum) {
+			return false
+		}
+		s = readSummary(t, sum)
+		return s.Status == "ok"
+	})
+	t.Logf("a job requeued once: %.1f s", time.Since(start).Seconds())
+	out := read()
+	for _, want := range []string{"interrupted", "resuming", "progress"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the job's output has no %q:\n%s", want, out)
+		}
+	}
+	if got := s.Slurm["SLURM_JOB_ID"]; got != id {
+		t.Errorf("summary's SLURM_JOB_ID %q, want the submitted job's %s", got, id)
+	}
+}
+
+// waitFor polls done until it reports true, failing the test after limit.
+func waitFor(t *testing.T, limit time.Duration, what string, done func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(limit); !done(); time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s after %v", what, limit)
+		}
 	}
 }
 

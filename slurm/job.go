@@ -66,6 +66,13 @@ type Job struct {
 	// "SIG@SECONDS", e.g. "USR1@120". SIG is one xmc handles by stopping
 	// cleanly and writing its summary: USR1, TERM or INT. Empty sends none.
 	Signal string
+	// Requeue is how many times at most a run that xmc stopped cleanly at
+	// the signal (exit status 3, its finished work in its checkpoint) is
+	// put back in the queue, to resume from its checkpoint in the same job
+	// id (sbatch --requeue; Slurm counts the restarts in
+	// SLURM_RESTART_COUNT), so that a training longer than the time limit
+	// runs to its end. It needs Signal. 0 never requeues.
+	Requeue int
 	// Array makes the job an array of tasks with these ids (sbatch
 	// --array: "1-5", "0,4,8", "1-20%4"); optional. In Args the text
 	// ArrayTask becomes each task's id, so that the tasks differ, e.g.
@@ -118,6 +125,8 @@ func managedField(opt string) string {
 		return "Signal"
 	case "--array", "-a":
 		return "Array"
+	case "--requeue", "--no-requeue", "--open-mode":
+		return "Requeue"
 	}
 	return ""
 }
@@ -176,6 +185,12 @@ func (j Job) Validate() error {
 		if limit, err = ParseTime(j.Time); err != nil {
 			return err
 		}
+	}
+	switch {
+	case j.Requeue < 0:
+		return fmt.Errorf("requeue %d: want how many times at most to requeue the job, 0 for never", j.Requeue)
+	case j.Requeue > 0 && j.Signal == "":
+		return errors.New("a job requeued to resume needs the signal that stops xmc cleanly before the time limit")
 	}
 	if j.Signal != "" {
 		lead, err := checkSignal(j.Signal)
@@ -285,7 +300,9 @@ func sbatchLine(line string) (string, error) {
 // the batch shell with the launcher. The pre-time-limit signal goes where
 // xmc runs: srun's job steps for Srun (--signal=SIG@T), the batch shell for
 // Mpirun, where mpirun forwards SIGUSR1 and SIGTERM to every rank, and for
-// Direct, where xmc is the batch shell (--signal=B:SIG@T).
+// Direct, where xmc is the batch shell (--signal=B:SIG@T). With Requeue the
+// batch shell stays, passes the signal on to mpirun or xmc, and requeues
+// the job when xmc exits with ExitInterrupted.
 func (j Job) Script() (string, error) {
 	if err := j.Validate(); err != nil {
 		return "", err
@@ -315,6 +332,10 @@ func (j Job) Script() (string, error) {
 			opt("signal", "B:"+j.Signal)
 		}
 	}
+	if j.Requeue > 0 {
+		// A requeued job's runs append to one output file.
+		b.WriteString("#SBATCH --requeue\n#SBATCH --open-mode=append\n")
+	}
 	for _, line := range j.ExtraLines {
 		o, _ := sbatchLine(line) // checked by Validate
 		fmt.Fprintf(&b, "#SBATCH %s\n", o)
@@ -331,7 +352,7 @@ func (j Job) Script() (string, error) {
 	}
 	b.WriteString(`export OMP_NUM_THREADS="$SLURM_CPUS_PER_TASK" GOMAXPROCS="$SLURM_CPUS_PER_TASK"` + "\n")
 
-	cmd := []string{"exec"}
+	var cmd []string
 	switch launcher {
 	case Srun:
 		// Since Slurm 22.05 srun no longer inherits --cpus-per-task from
@@ -352,10 +373,36 @@ func (j Job) Script() (string, error) {
 	for _, a := range j.Args {
 		cmd = append(cmd, quoteArg(a))
 	}
-	b.WriteString(strings.Join(cmd, " "))
-	b.WriteString("\n")
+	run := strings.Join(cmd, " ")
+	if j.Requeue == 0 {
+		b.WriteString("exec " + run + "\n")
+		return b.String(), nil
+	}
+	if launcher == Srun {
+		b.WriteString("status=0\n" + run + " || status=$?\n")
+	} else {
+		// The signal comes to this shell, which no longer execs the
+		// run: pass it on, the trap set before the run starts. wait
+		// returns early when the signal comes; the run's own status is
+		// that of the wait that sees it end.
+		sig, _, _ := strings.Cut(strings.TrimPrefix(j.Signal, "SIG"), "@")
+		fmt.Fprintf(&b, "pid=\ntrap 'kill -%s \"$pid\" 2>/dev/null || :' %s\n%s &\npid=$!\n", sig, sig, run)
+		b.WriteString("while :; do\n\tstatus=0\n\twait \"$pid\" || status=$?\n\tkill -0 \"$pid\" 2>/dev/null || break\ndone\n")
+	}
+	fmt.Fprintf(&b, `# xmc exits %d when it stopped cleanly at the signal, its finished work in its
+# checkpoint: put the job back in the queue to resume, at most %d times.
+if [ "$status" -eq %d ] && [ "${SLURM_RESTART_COUNT:-0}" -lt %d ]; then
+	scontrol requeue "$SLURM_JOB_ID" || echo "xmc slurm: scontrol requeue failed: submit the job again to resume" >&2
+fi
+exit "$status"
+`, ExitInterrupted, j.Requeue, ExitInterrupted, j.Requeue)
 	return b.String(), nil
 }
+
+// ExitInterrupted is xmc's exit status for a run stopped cleanly before its
+// end, which the same command run again resumes (job.ExitInterrupted; the
+// slurm package does not depend on the job package).
+const ExitInterrupted = 3
 
 // OutputPath returns the path Slurm writes the job's output to, given its
 // job id and the submitting user: Output (or Slurm's default, slurm-%j.out,

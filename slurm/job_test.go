@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -134,6 +135,27 @@ func TestScriptOptions(t *testing.T) {
 			want: []string{"#SBATCH --qos=long", "#SBATCH --gres=gpu:1", "#SBATCH -C ib"},
 		},
 		{
+			name: "requeued: srun's status kept, the job requeued on xmc's status 3",
+			edit: func(j *Job) { j.Signal, j.Requeue = "USR1@120", 4 },
+			want: []string{
+				"#SBATCH --requeue", "#SBATCH --open-mode=append", "status=0",
+				`srun --mpi=pmix --kill-on-bad-exit=1 --cpus-per-task="$SLURM_CPUS_PER_TASK" /opt/xmc/bin/xmc train --data train.txt || status=$?`,
+				`if [ "$status" -eq 3 ] && [ "${SLURM_RESTART_COUNT:-0}" -lt 4 ]; then`,
+				`	scontrol requeue "$SLURM_JOB_ID" || echo "xmc slurm: scontrol requeue failed: submit the job again to resume" >&2`,
+				`exit "$status"`,
+			},
+			notWant: []string{"exec ", "trap"},
+		},
+		{
+			name: "requeued under mpirun: the batch shell passes the signal on",
+			edit: func(j *Job) { j.Launcher, j.Signal, j.Requeue = Mpirun, "TERM@60", 1 },
+			want: []string{
+				"#SBATCH --signal=B:TERM@60", "#SBATCH --requeue", `trap 'kill -TERM "$pid" 2>/dev/null || :' TERM`,
+				`mpirun -np "$SLURM_NTASKS" --bind-to none -x OMP_NUM_THREADS -x GOMAXPROCS --mca oob_tcp_keepalive_time 10 --mca oob_tcp_keepalive_intvl 5 --mca oob_tcp_keepalive_probes 3 /opt/xmc/bin/xmc train --data train.txt &`,
+			},
+			notWant: []string{"exec "},
+		},
+		{
 			name: "executable path quoted",
 			edit: func(j *Job) { j.Exe = "/home/my user/xmc" },
 			want: []string{`exec srun --mpi=pmix --kill-on-bad-exit=1 --cpus-per-task="$SLURM_CPUS_PER_TASK" '/home/my user/xmc' train --data train.txt`},
@@ -205,6 +227,10 @@ func TestScriptValidation(t *testing.T) {
 		{"array spec", func(j *Job) { j.Array = "1-5,x" }, `array "1-5,x": want task ids`},
 		{"task without array", func(j *Job) { j.Args = []string{"train", "--seed", "{task}"} }, "give the job an array of tasks"},
 		{"extra line sets array", func(j *Job) { j.ExtraLines = []string{"--array=1-3"} }, "--array is set by the job's Array"},
+		{"negative requeue", func(j *Job) { j.Signal, j.Requeue = "USR1@60", -1 }, "requeue -1: want how many times"},
+		{"requeue without signal", func(j *Job) { j.Requeue = 2 }, "needs the signal that stops xmc cleanly"},
+		{"extra line sets requeue", func(j *Job) { j.ExtraLines = []string{"--requeue"} }, "--requeue is set by the job's Requeue"},
+		{"extra line sets open mode", func(j *Job) { j.ExtraLines = []string{"--open-mode=truncate"} }, "--open-mode is set by the job's Requeue"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -403,4 +429,102 @@ func TestHasArg(t *testing.T) {
 			t.Errorf("HasArg(summary) of %q = %v, want %v", tt.args, got, tt.want)
 		}
 	}
+}
+
+// TestScriptRequeue runs a requeued job's rendered script (Direct launcher)
+// with a stand-in for xmc that exits with the status it is told, or with 3
+// once it receives the signal that the script passes on to it, and a
+// stand-in for scontrol that records its arguments: the job is requeued
+// when xmc stopped cleanly and restarts are left, and the script exits with
+// xmc's status.
+func TestScriptRequeue(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	dir := t.TempDir()
+	fakeXMC := filepath.Join(dir, "xmc")
+	// With FAKE_EXIT=signal it waits for SIGUSR1 (ready once its trap is
+	// set), then exits 3, as xmc does when it stops cleanly; without the
+	// signal it gives up after 10 s with 9.
+	writeExecutable(t, fakeXMC, `#!/bin/bash
+if [ "$FAKE_EXIT" = signal ]; then
+	trap 'exit 3' USR1
+	touch "$FAKE_DIR/ready"
+	for i in $(seq 200); do sleep 0.05; done
+	exit 9
+fi
+exit "$FAKE_EXIT"
+`)
+	writeExecutable(t, filepath.Join(dir, "scontrol"), "#!/bin/bash\necho \"$*\" >> \"$FAKE_DIR/scontrol.log\"\n")
+	j := Job{Nodes: 1, CPUsPerTask: 1, Launcher: Direct, Signal: "USR1@60", Requeue: 2, Exe: fakeXMC, Args: []string{"train"}}
+	script, err := j.Script()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "job.sbatch")
+	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		exit     string // the stand-in's FAKE_EXIT
+		restarts string // SLURM_RESTART_COUNT, "" unset
+		status   int
+		requeued bool
+	}{
+		{"stopped cleanly", "3", "", 3, true},
+		{"stopped cleanly, restarted once", "3", "1", 3, true},
+		{"stopped cleanly, no restart left", "3", "2", 3, false},
+		{"finished", "0", "1", 0, false},
+		{"failed", "1", "", 1, false},
+		{"signal passed on", "signal", "", 3, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			log := filepath.Join(dir, "scontrol.log")
+			os.Remove(filepath.Join(dir, "ready"))
+			cmd := exec.Command("bash", path)
+			cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"), "SLURM_CPUS_PER_TASK=1", "SLURM_JOB_ID=42",
+				"FAKE_EXIT="+tc.exit, "FAKE_DIR="+dir)
+			if tc.restarts != "" {
+				cmd.Env = append(cmd.Env, "SLURM_RESTART_COUNT="+tc.restarts)
+			}
+			var out strings.Builder
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if tc.exit == "signal" {
+				deadline := time.Now().Add(10 * time.Second)
+				for !exists(filepath.Join(dir, "ready")) && time.Now().Before(deadline) {
+					time.Sleep(10 * time.Millisecond)
+				}
+				cmd.Process.Signal(syscall.SIGUSR1)
+			}
+			err := cmd.Wait()
+			status := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				status = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			calls, _ := os.ReadFile(log)
+			os.Remove(log)
+			if status != tc.status || (string(calls) == "requeue 42\n") != tc.requeued {
+				t.Errorf("exit %d, scontrol calls %q; want %d, requeued %v\n%s", status, calls, tc.status, tc.requeued, out.String())
+			}
+		})
+	}
+}
+
+func writeExecutable(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(text), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// exists reports whether a file is at path.
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

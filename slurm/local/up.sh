@@ -69,6 +69,9 @@ SlurmdPort=6818
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
+# A requeued job runs again once its credential has expired: 10 s rather
+# than 120, for the test of a job requeued to resume.
+AuthInfo=cred_expire=10
 CredType=cred/munge
 StateSaveLocation=$STATE/ctld
 SlurmdSpoolDir=$STATE/spool
