@@ -87,7 +87,7 @@ PY
 # The speed probe, once a sitting with work left.
 left_parts=0
 for ((k = 0; k < parts; k++)); do done_part "$k" || left_parts=1; done
-if [ -n "$projection" ] && ((left_parts)); then
+if [ -n "$projection" ] && ((left_parts)) && ((end - $(date +%s) >= 120)); then
 	"$xmc" train --ranks 1 --threads "$threads" --algo "$algo" --data "$data" --seed 1 --label-range 0:16 \
 		--labels-per-unit 1 --model-out "$out/probe.model" --checkpoint none \
 		--summary "$out/probe-$(date +%Y%m%dT%H%M).json" >"$out/probe.log" 2>&1
