@@ -84,27 +84,33 @@ func (interrupted) ExitStatus() int { return ExitInterrupted }
 
 // stopContext returns a context that is done once one of the signals of a
 // clean stop arrives or limit passes (0: no limit), its cause saying
-// which, and the function that releases it.
+// which, and the function that releases it. Once the context is done, the
+// release keeps catching the signals until the process exits: every rank
+// then ends with ErrInterrupted at about the same moment, and a signal on
+// the way out (srun signals the tasks still running when the first one
+// exits) must not kill a rank and change its exit status.
 func stopContext(limit time.Duration) (context.Context, func()) {
-	ctx, cancel := context.WithCancelCause(context.Background())
+	parent, cancel := context.WithCancelCause(context.Background())
 	signals := make(chan os.Signal, 1)
 	signal.Notify(signals, syscall.SIGTERM, syscall.SIGUSR1, syscall.SIGINT)
 	go func() {
 		select {
 		case sig := <-signals:
 			cancel(fmt.Errorf("signal %v", sig))
-		case <-ctx.Done():
+		case <-parent.Done():
 		}
 	}()
-	release := func() {
-		signal.Stop(signals)
+	ctx, stopTimer := parent, context.CancelFunc(func() {})
+	if limit > 0 {
+		ctx, stopTimer = context.WithTimeoutCause(parent, limit, fmt.Errorf("--time-limit %v reached", limit))
+	}
+	return ctx, func() {
+		if ctx.Err() == nil {
+			signal.Stop(signals)
+		}
+		stopTimer()
 		cancel(nil)
 	}
-	if limit <= 0 {
-		return ctx, release
-	}
-	timed, stopTimer := context.WithTimeoutCause(ctx, limit, fmt.Errorf("--time-limit %v reached", limit))
-	return timed, func() { stopTimer(); release() }
 }
 
 // Rank is one rank's view of a running command: its communicator, its
