@@ -65,14 +65,17 @@ type slurmFlags struct {
 	modules  stringList
 }
 
-// register adds the flags; layout adds those of one run's layout (nodes,
-// CPUs per task, output), which a scaling sweep sets per run.
+// register adds the flags; layout adds those of one run (its nodes, CPUs
+// per task and output, an array of tasks, requeueing), which a scaling
+// sweep sets per run or, for the last two, leaves out: a requeued run's
+// summary would time only its last part.
 func (f *slurmFlags) register(fs *flag.FlagSet, layout bool) {
 	if layout {
 		fs.IntVar(&f.job.Nodes, "nodes", 1, "nodes, one xmc rank on each")
 		fs.IntVar(&f.job.CPUsPerTask, "cpus-per-task", 0, "CPUs of each rank, which runs one pinned worker thread per CPU (required)")
 		fs.StringVar(&f.job.Output, "output", "", "the job's output `FILE`, with Slurm's patterns such as %j (default: Slurm's slurm-%j.out)")
 		fs.StringVar(&f.job.Array, "array", "", "run a job array of these task `ids` (sbatch --array: 1-5, 0,4,8, 1-20%4); {task} in the xmc arguments becomes each task's id, e.g. --seed {task} --model-out m{task}.model")
+		fs.IntVar(&f.job.Requeue, "requeue", 0, "put the job back in the queue up to `N` times when xmc stops at the signal, to resume from its checkpoint: a training longer than the time limit runs to its end")
 	}
 	fs.IntVar(&f.job.TasksPerNode, "ntasks-per-node", 1, "ranks per node; xmc's layout is one, more is for trying a cluster of one node")
 	fs.StringVar(&f.job.Mem, "mem", "", "memory per node, e.g. 64G (default: the partition's)")
@@ -81,7 +84,6 @@ func (f *slurmFlags) register(fs *flag.FlagSet, layout bool) {
 	fs.StringVar(&f.job.Account, "account", "", "account to charge")
 	fs.StringVar(&f.job.Name, "job-name", "", "job name (default: xmc-<command>)")
 	fs.StringVar(&f.job.Signal, "signal", "USR1@120", "signal xmc gets SECONDS before the time limit, to stop cleanly and write its summary: USR1, TERM or INT @SECONDS (\"\": none)")
-	fs.IntVar(&f.job.Requeue, "requeue", 0, "put the job back in the queue up to `N` times when xmc stops at the signal, to resume from its checkpoint: a training longer than the time limit runs to its end")
 	fs.StringVar(&f.launcher, "launcher", string(slurm.Srun), "how the ranks start: srun (srun --mpi=pmix), mpirun (OpenMPI's, no hostfile needed) or none (xmc in the batch shell: one task, --ranks as goroutines)")
 	fs.Var(&f.extra, "sbatch-line", "extra sbatch `option` such as --exclusive or --constraint=ib (repeatable)")
 	fs.Var(&f.modules, "module", "environment `module` to load first (repeatable)")
