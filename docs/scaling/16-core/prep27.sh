@@ -14,7 +14,7 @@ cp ../shared/data/wordnet-mc/train.txt.gz ../shared/data/wordnet-mc/test.txt.gz 
 cp -r testdata/delicious "$DIR/data/"
 DIR=$(cd "$DIR" && pwd)
 build() { # SRC SUFFIX
-  (cd "$1" && CGO_ENABLED=0 go build -ldflags="-s -w" -o "$DIR/xmc$2" . && go build -ldflags="-s -w" -tags mpi -o "$DIR/xmc-mpi$2" .); }
+  (cd "$1" && CGO_ENABLED=0 go build -buildvcs=auto -ldflags="-s -w" -o "$DIR/xmc$2" . && go build -buildvcs=auto -ldflags="-s -w" -tags mpi -o "$DIR/xmc-mpi$2" .); }
 build . ""
 W=$(mktemp -d); git worktree add -q --detach "$W" 873be93
 build "$W" -prev
