@@ -12,12 +12,34 @@ import (
 
 // fingerprint identifies the algorithm, hyper-parameters, units of work and
 // training data of a run, for checkpoints: the algorithm, a CRC-32C of the
-// parameters, the number of units, and dataCRC, the training data's (see
-// dataCRC). The units are there because a trainer's layout of them may
-// change between builds for the same parameters (PD-Sparse's did): a
+// parameters, the number of units and layout, a CRC-32C of what each unit
+// weighs (see unitLayout), and dataCRC, the training data's (see dataCRC).
+// The units are there because a trainer's layout of them may change between
+// builds for the same parameters (PD-Sparse's did, and a one-vs-all
+// trainer's label blocks follow its estimate of a label's cost): a
 // checkpoint of other units must be refused as another run's, not read.
-func fingerprint(algo string, params any, units int, dataCRC uint32) string {
-	return fmt.Sprintf("%s %08x units %d %08x", algo, checksum.Sum(mustJSON(params)), units, dataCRC)
+func fingerprint(algo string, params any, units int, layout, dataCRC uint32) string {
+	return fmt.Sprintf("%s %08x units %d/%08x %08x", algo, checksum.Sum(mustJSON(params)), units, layout, dataCRC)
+}
+
+// unitLayout is the CRC-32C of weight(u) for every unit u, little-endian
+// (0 without weight): a label block's labels, which, the labels' order being
+// the data's, fix which labels each block holds.
+func unitLayout(units int, weight func(u int) int) uint32 {
+	if weight == nil {
+		return 0
+	}
+	h := checksum.New()
+	buf := make([]byte, 0, 64<<10)
+	for u := range units {
+		if len(buf)+8 > cap(buf) {
+			h.Write(buf)
+			buf = buf[:0]
+		}
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(weight(u)))
+	}
+	h.Write(buf)
+	return h.Sum32()
 }
 
 // dataCRC is the CRC-32C of the shapes and entries of d's matrices, the

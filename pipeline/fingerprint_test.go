@@ -44,16 +44,52 @@ func TestFingerprint(t *testing.T) {
 		if got, want := dataCRC(d), reference(d); got != want {
 			t.Errorf("%d rows x %d: data CRC %08x, binary.Write gives %08x", size.rows, size.nnz, got, want)
 		}
-		got := fingerprint("forest", params, 3, dataCRC(d))
+		got := fingerprint("forest", params, 3, 0, dataCRC(d))
 		if seen[got] {
 			t.Errorf("%d rows x %d: fingerprint %q repeats another dataset's", size.rows, size.nnz, got)
 		}
 		seen[got] = true
 	}
-	if fingerprint("forest", params, 3, 1) == fingerprint("forest", map[string]int{"trees": 4}, 3, 1) {
+	if fingerprint("forest", params, 3, 0, 1) == fingerprint("forest", map[string]int{"trees": 4}, 3, 0, 1) {
 		t.Error("the fingerprint does not depend on the parameters")
 	}
-	if fingerprint("pdsparse", params, 73, 1) == fingerprint("pdsparse", params, 128, 1) {
+	if fingerprint("pdsparse", params, 73, 0, 1) == fingerprint("pdsparse", params, 128, 0, 1) {
 		t.Error("the fingerprint does not depend on the units")
+	}
+}
+
+// TestUnitLayout checks that label blocks of the same number but other
+// sizes give another layout, and that the layout hashes every unit however
+// many there are against its buffer.
+func TestUnitLayout(t *testing.T) {
+	sizes := func(s ...int) func(int) int { return func(u int) int { return s[u] } }
+	if unitLayout(3, nil) != 0 {
+		t.Error("units without weights: want layout 0")
+	}
+	if unitLayout(3, sizes(8, 8, 5)) == unitLayout(3, sizes(8, 7, 6)) {
+		t.Error("blocks of 8, 8, 5 and of 8, 7, 6 labels have the same layout")
+	}
+	if fingerprint("ppdsparse", nil, 3, unitLayout(3, sizes(8, 8, 5)), 1) == fingerprint("ppdsparse", nil, 3, unitLayout(3, sizes(8, 7, 6)), 1) {
+		t.Error("the fingerprint does not depend on the units' layout")
+	}
+	// Past the 64 KiB buffer: every unit counts, the last too.
+	const many = 20000
+	ones := func(last int) func(int) int {
+		return func(u int) int {
+			if u == many-1 {
+				return last
+			}
+			return 1
+		}
+	}
+	if unitLayout(many, ones(1)) == unitLayout(many, ones(2)) {
+		t.Errorf("%d units: the last unit's weight is not in the layout", many)
+	}
+	want := checksum.New()
+	for range many {
+		binary.Write(want, binary.LittleEndian, uint64(1))
+	}
+	if got := unitLayout(many, ones(1)); got != want.Sum32() {
+		t.Errorf("%d units of weight 1: layout %08x, binary.Write gives %08x", many, got, want.Sum32())
 	}
 }

@@ -284,7 +284,7 @@ func (t *training) prepare() error {
 	}
 	t.kind = t.work.Kind
 	t.header = model.NewHeader(t.kind, c.Algorithm, ds.D(), ds.L(), c.Seed, mustJSON(t.work.Params))
-	t.fingerprint = fingerprint(c.Algorithm, t.work.Params, t.work.Units, crc)
+	t.fingerprint = fingerprint(c.Algorithm, t.work.Params, t.work.Units, unitLayout(t.work.Units, t.work.Weight), crc)
 	if r := t.work.Range; r != nil {
 		r.DataCRC = crc
 		t.header.Range = r
