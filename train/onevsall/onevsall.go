@@ -164,8 +164,10 @@ func (d *Data) LabelCounts() []int64 {
 // ms per unit of this estimate.
 func LabelCost(positives int64) float64 { return 1 + math.Pow(float64(positives), 0.6) }
 
-// EqualCost is the estimate of a trainer whose labels cost about alike
-// (DiSMEC passes over every row for every label): 1.
+// EqualCost is the estimate of a trainer whose labels are taken to cost
+// alike: 1. DiSMEC uses it, though since its rare labels train on a working
+// set of rows they cost less than its frequent ones
+// (docs/scaling/amazon-670k.md).
 func EqualCost(int64) float64 { return 1 }
 
 // costShare is how many units of equal estimated cost the labels would at
