@@ -29,16 +29,14 @@ func unitLayout(units int, weight func(u int) int) uint32 {
 	if weight == nil {
 		return 0
 	}
+	// A write a unit: the units are few beside the data's entries (a
+	// million units hash in milliseconds), so no buffer as in dataCRC.
 	h := checksum.New()
-	buf := make([]byte, 0, 64<<10)
+	var word [8]byte
 	for u := range units {
-		if len(buf)+8 > cap(buf) {
-			h.Write(buf)
-			buf = buf[:0]
-		}
-		buf = binary.LittleEndian.AppendUint64(buf, uint64(weight(u)))
+		binary.LittleEndian.PutUint64(word[:], uint64(weight(u)))
+		h.Write(word[:])
 	}
-	h.Write(buf)
 	return h.Sum32()
 }
 

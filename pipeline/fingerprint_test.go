@@ -59,8 +59,8 @@ func TestFingerprint(t *testing.T) {
 }
 
 // TestUnitLayout checks that label blocks of the same number but other
-// sizes give another layout, and that the layout hashes every unit however
-// many there are against its buffer.
+// sizes give another layout, and that the layout hashes every unit, the
+// last of many too, as binary.Write of their weights does.
 func TestUnitLayout(t *testing.T) {
 	sizes := func(s ...int) func(int) int { return func(u int) int { return s[u] } }
 	if unitLayout(3, nil) != 0 {
@@ -72,7 +72,6 @@ func TestUnitLayout(t *testing.T) {
 	if fingerprint("ppdsparse", nil, 3, unitLayout(3, sizes(8, 8, 5)), 1) == fingerprint("ppdsparse", nil, 3, unitLayout(3, sizes(8, 7, 6)), 1) {
 		t.Error("the fingerprint does not depend on the units' layout")
 	}
-	// Past the 64 KiB buffer: every unit counts, the last too.
 	const many = 20000
 	ones := func(last int) func(int) int {
 		return func(u int) int {
@@ -91,5 +90,35 @@ func TestUnitLayout(t *testing.T) {
 	}
 	if got := unitLayout(many, ones(1)); got != want.Sum32() {
 		t.Errorf("%d units of weight 1: layout %08x, binary.Write gives %08x", many, got, want.Sum32())
+	}
+}
+
+// BenchmarkDataCRC times the data's CRC, which every rank computes when it
+// starts: 4M feature entries here, 37M at Amazon-670K's real size.
+func BenchmarkDataCRC(b *testing.B) {
+	const rows, perRow = 200_000, 20
+	d := &data.Dataset{X: data.CSR{Rows: rows, Cols: 1 << 17, Indptr: make([]int64, rows+1)},
+		Y: data.CSR{Rows: rows, Cols: 1 << 10, Indptr: make([]int64, rows+1)}}
+	for i := range rows {
+		for k := range perRow {
+			d.X.Indices = append(d.X.Indices, int32((i*7919+k*104729)%(1<<17)))
+			d.X.Values = append(d.X.Values, float32(k+1)/float32(perRow))
+		}
+		d.X.Indptr[i+1] = int64(len(d.X.Indices))
+		d.Y.Indices = append(d.Y.Indices, int32(i%(1<<10)))
+		d.Y.Values = append(d.Y.Values, 1)
+		d.Y.Indptr[i+1] = int64(len(d.Y.Indices))
+	}
+	b.SetBytes(int64(8 * (len(d.X.Indices) + len(d.Y.Indices))))
+	for b.Loop() {
+		dataCRC(d)
+	}
+}
+
+// BenchmarkUnitLayout times the layout of a million units, one label each.
+func BenchmarkUnitLayout(b *testing.B) {
+	weight := func(u int) int { return 1 + u%3 }
+	for b.Loop() {
+		unitLayout(1_000_000, weight)
 	}
 }

@@ -53,18 +53,24 @@ if projection:
 def projected(lo, hi):
     return sum(max(0, min(hi, b) - max(lo, a)) * rate for a, b, rate in strata)
 total = total_projected = 0.0
+hi = 0
 for k in range(parts):
-    logs = sorted(glob.glob(f"{out}/part-{k}.*.log"))
-    if not logs:
+    summaries = sorted(glob.glob(f"{out}/part-{k}.*.json"))
+    if not summaries:
         continue
-    busy, sittings, finished = 0.0, 0, False
-    for f in sorted(glob.glob(f"{out}/part-{k}.*.json")):
+    busy, sittings, finished, labels = 0.0, 0, False, 0
+    for f in summaries:
         s = json.load(open(f))
         busy += sum(p["busy_s"] for p in s["profile"])
+        labels += sum(t["labels"] for t in s["trainer_stats"])
         sittings += 1
         finished |= s["status"] == "ok"
-    lo = hi = 0
-    for line in open(logs[0]):
+    # The part's range: from its first log, or, where the logs are gone
+    # (the summaries' archive holds none), from where the part before it
+    # ended and the labels its sittings trained.
+    lo, hi = hi, hi + labels
+    logs = sorted(glob.glob(f"{out}/part-{k}.*.log"))
+    for line in open(logs[0]) if logs else ():
         if m := re.search(r"training a label range from=(\d+) to=(\d+)", line):
             lo, hi = int(m[1]), int(m[2])
     line = f"part {k}: labels {lo}:{hi}, {busy:.0f} worker-s in {sittings} sittings"
@@ -115,5 +121,13 @@ for ((k = 0; k < parts; k++)); do
 	fi
 done
 
-"$xmc" merge --out "$out/whole.model" "$out"/part-*.model
+# A machine that lost the part models of earlier sittings (their summaries
+# kept in the archive) leaves the timings whole but nothing to merge.
+missing=""
+for ((k = 0; k < parts; k++)); do [ -e "$out/part-$k.model" ] || missing+=" $k"; done
+if [ -z "$missing" ]; then
+	"$xmc" merge --out "$out/whole.model" "$out"/part-*.model
+else
+	echo "no whole model: the models of parts$missing are missing"
+fi
 report
