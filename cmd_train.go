@@ -11,6 +11,7 @@ import (
 	"xmc/job"
 	"xmc/pipeline"
 	"xmc/runner"
+	"xmc/train"
 	"xmc/train/registry"
 )
 
@@ -39,6 +40,11 @@ func trainFlags(fs *flag.FlagSet, c *pipeline.TrainConfig, jo *job.Options, algo
 	fs.StringVar(&c.Schedule, "schedule", "", "how units are dealt to ranks: static (unit u on rank u mod P) or dynamic (rank 0 hands them out on request); default: the algorithm's")
 	fs.StringVar(&c.ScoresOut, "scores-out", "", "with --test: also write the test scores to `FILE` (as --out of predict: .npz for a SciPy CSR matrix)")
 	fs.Var(&c.Labels, "label-range", "train only these labels, most frequent first: `FROM:TO` (from 0, TO excluded or left out) or PART/PARTS (parts of about equal cost, PART from 0), for a job array whose models xmc merge joins (dismec, ppdsparse)")
+	fs.Func("label-costs", "with --label-range PART/PARTS: cut the parts by the measured costs in `FILE` (the label-costs file of xmc-bench project on the same data) rather than the trainer's estimate", func(path string) error {
+		costs, err := train.ReadLabelCosts(path)
+		c.Labels.Costs = costs
+		return err
+	})
 	fs.Uint64Var(&c.Seed, "seed", 1, "random seed: the same seed gives the same model for any number of ranks, threads and NUMA domains")
 }
 

@@ -17,6 +17,7 @@ import (
 	"xmc/atomicfile"
 	"xmc/data"
 	"xmc/job"
+	"xmc/train"
 )
 
 // ProjectConfig describes a projection of a one-vs-all training's cost
@@ -298,6 +299,31 @@ func (p *Projection) project(dir string) error {
 		p.SampledLabels += s.sampled()
 	}
 	return nil
+}
+
+// LabelCosts returns p's strata as measured label costs, for xmc train
+// --label-costs: each stratum's projected core-seconds a label, the runs'
+// overhead left out.
+func (p Projection) LabelCosts() *train.LabelCosts {
+	c := &train.LabelCosts{}
+	for _, s := range p.Strata {
+		c.Strata = append(c.Strata, train.LabelStratum{From: s.From, To: s.To, PerLabel: s.Projected / float64(s.To-s.From)})
+	}
+	return c
+}
+
+// WriteLabelCosts writes p's LabelCosts to path, for xmc train
+// --label-costs, with comments that say what c measured them on.
+func WriteLabelCosts(path string, p Projection, c ProjectConfig) error {
+	data := c.Data
+	if data == "" {
+		data = fmt.Sprintf("the %s shape's %d rows (seed %d)", c.Shape.Name, c.N, c.Seed)
+	}
+	return atomicfile.Write(path, func(w *bufio.Writer) error {
+		return train.WriteLabelCosts(w, p.LabelCosts(),
+			fmt.Sprintf("%s on %s: core-s a label by stratum of its %d labels with a positive row, most frequent first,", p.Algorithm, data, p.Labels),
+			fmt.Sprintf("measured by xmc-bench project at %d ranks x %d threads; for xmc train --label-range PART/PARTS --label-costs", max(1, c.Layout.Ranks), max(1, c.Layout.Threads)))
+	})
 }
 
 // sampleRunName names the run of one stratum's sample.

@@ -1,11 +1,14 @@
 package bench
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"xmc/train"
 )
 
 // TestStrata checks that the strata cover the labels once, in order, and
@@ -55,5 +58,18 @@ func TestProjectCommand(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(out, "projection.txt")); err != nil || string(b) != table {
 		t.Errorf("projection.txt: %v\n%s", err, b)
+	}
+	// The label costs: the table's strata, for xmc train --label-costs.
+	costs, err := train.ReadLabelCosts(filepath.Join(out, "label-costs-dismec.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range costs.Strata {
+		if !regexp.MustCompile(fmt.Sprintf(`(?m)^\s*%d:%d\s`, s.From, s.To)).MatchString(table) {
+			t.Errorf("label costs: stratum %d:%d is not in the projection", s.From, s.To)
+		}
+	}
+	if costs.Labels() != 159 {
+		t.Errorf("label costs of %d labels, want 159", costs.Labels())
 	}
 }

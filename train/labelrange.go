@@ -17,10 +17,12 @@ import (
 // by label id; see LabelBlocks), over the labels with a positive row.
 // Either From and To give the half-open range [From, To) itself, or Parts
 // is set and the range is part Part of Parts contiguous parts of about
-// equal estimated cost. The zero value selects every label.
+// equal cost: measured, by Costs, or else estimated by the trainer. The
+// zero value selects every label.
 type LabelRange struct {
 	From, To    int
 	Part, Parts int
+	Costs       *LabelCosts
 }
 
 // All reports whether r selects every label: no --label-range.
@@ -39,12 +41,14 @@ func (r LabelRange) String() string {
 	return fmt.Sprintf("%d:%d", r.From, r.To)
 }
 
-// Set parses s as ParseLabelRange does, for use as a flag.Value.
+// Set parses s as ParseLabelRange does, for use as a flag.Value; r's
+// Costs stay.
 func (r *LabelRange) Set(s string) error {
 	v, err := ParseLabelRange(s)
 	if err != nil {
 		return err
 	}
+	v.Costs = r.Costs
 	*r = v
 	return nil
 }
@@ -79,8 +83,8 @@ func ParseLabelRange(s string) (LabelRange, error) {
 // description for the model header. A block that the range cuts is kept in
 // part; the description's FirstUnit says which of the whole run's blocks
 // the first selected one is, so that xmc merge can rebuild the whole
-// run's blocks. cost estimates a label's training cost, for r.Parts. For
-// every label (r.All()) it returns blocks and nil.
+// run's blocks. cost estimates a label's training cost, for r.Parts
+// without r.Costs. For every label (r.All()) it returns blocks and nil.
 func SelectLabels(blocks [][]int32, cost func(label int32) float64, r LabelRange) ([][]int32, *model.LabelRange, error) {
 	if r.All() {
 		return blocks, nil, nil
@@ -90,8 +94,16 @@ func SelectLabels(blocks [][]int32, cost func(label int32) float64, r LabelRange
 		labels += len(b)
 	}
 	from, to := r.From, min(r.To, labels)
-	if r.Parts > 0 {
-		from, to = costParts(blocks, cost, labels, r.Part, r.Parts)
+	switch {
+	case r.Costs != nil && r.Parts == 0:
+		return nil, nil, fmt.Errorf("label costs %s cut the labels into parts: give --label-range PART/PARTS with them, not a range FROM:TO or none", r.Costs.Path)
+	case r.Costs != nil && r.Costs.Labels() != labels:
+		return nil, nil, fmt.Errorf("label costs %s: they are of %d labels with a positive row, the data has %d: they were measured on other data",
+			r.Costs.Path, r.Costs.Labels(), labels)
+	case r.Costs != nil:
+		from, to = costParts(blocks, func(rank int, _ int32) float64 { return r.Costs.PerLabel(rank) }, labels, r.Part, r.Parts)
+	case r.Parts > 0:
+		from, to = costParts(blocks, func(_ int, l int32) float64 { return cost(l) }, labels, r.Part, r.Parts)
 	}
 	if from >= to {
 		return nil, nil, fmt.Errorf("--label-range %s selects no label: the data has %d labels with a positive row", r, labels)
@@ -115,14 +127,15 @@ func SelectLabels(blocks [][]int32, cost func(label int32) float64, r LabelRange
 // costParts returns the bounds [from, to) of part part of parts: the
 // ordered labels cut where their summed cost crosses each multiple of the
 // total's parts-th, moved where needed so that no part is empty (unless
-// there are fewer labels than parts).
-func costParts(blocks [][]int32, cost func(int32) float64, labels, part, parts int) (from, to int) {
+// there are fewer labels than parts). cost is that of label l at place
+// rank of the order.
+func costParts(blocks [][]int32, cost func(rank int, l int32) float64, labels, part, parts int) (from, to int) {
 	var prefix []float64 // the cost of the labels before label i
 	total := 0.0
 	for _, b := range blocks {
 		for _, l := range b {
 			prefix = append(prefix, total)
-			total += cost(l)
+			total += cost(len(prefix)-1, l)
 		}
 	}
 	// Part p starts at the first label whose preceding cost reaches p

@@ -646,7 +646,7 @@ func runProject(args []string) error {
 	fs.IntVar(&ranks, "ranks", 1, "ranks of every run")
 	fs.IntVar(&threads, "threads", runtime.NumCPU(), "worker threads per rank")
 	fs.Uint64Var(&c.Seed, "seed", 1, "seed of the data and of every run")
-	fs.StringVar(&c.Dir, "out", "", "`DIR` of the generated data, the samples' summaries (reused when present) and logs, and projection.txt")
+	fs.StringVar(&c.Dir, "out", "", "`DIR` of the generated data, the samples' summaries (reused when present) and logs, projection.txt and each algorithm's label-costs-ALGO.txt (for xmc train --label-costs)")
 	extra, err := parseStudy(fs, args, &c.Dir)
 	if err != nil {
 		return err
@@ -674,6 +674,9 @@ func runProject(args []string) error {
 	var b strings.Builder
 	for _, p := range projections {
 		if err := bench.WriteProjection(&b, p); err != nil {
+			return err
+		}
+		if err := bench.WriteLabelCosts(filepath.Join(c.Dir, "label-costs-"+p.Algorithm+".txt"), p, c); err != nil {
 			return err
 		}
 		if paper, ok := paperCoreS[p.Algorithm]; ok && c.Data == "" && c.Shape.Name == "amazon-670k" && c.N >= realAmazonN {
