@@ -322,7 +322,7 @@ func WriteLabelCosts(path string, p Projection, c ProjectConfig) error {
 	return atomicfile.Write(path, func(w *bufio.Writer) error {
 		return train.WriteLabelCosts(w, p.LabelCosts(),
 			fmt.Sprintf("%s on %s: core-s a label by stratum of its %d labels with a positive row, most frequent first,", p.Algorithm, data, p.Labels),
-			fmt.Sprintf("measured by xmc-bench project at %d ranks x %d threads; for xmc train --label-range PART/PARTS --label-costs", max(1, c.Layout.Ranks), max(1, c.Layout.Threads)))
+			fmt.Sprintf("measured by xmc-bench project at %d×%d (ranks×threads); for xmc train --label-range PART/PARTS --label-costs", max(1, c.Layout.Ranks), max(1, c.Layout.Threads)))
 	})
 }
 

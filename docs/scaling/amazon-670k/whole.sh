@@ -11,7 +11,10 @@
 # with PROJECTION (the projection.txt of xmc-bench project on the same data and threads), each part's projected
 # worker seconds too: its labels times its strata's core-s a label. This machine's speed can change from day to
 # day, so with PROJECTION each sitting first retrains the projection's head sample (labels 0:16, a label a unit:
-# OUT/probe-DATE.json), which the report sets beside the projection's own run of it.
+# OUT/probe-DATE.json) and its last stratum's samples (OUT/probe-DATE-tail-FROM-TO.json), which the report sets
+# beside the projection's own runs of them. The two differ: the head's labels spend their time on their active
+# rows, the tail's on scanning the inverted index, and a machine with other memory can change the second alone.
+# A sitting on a machine whose probes disagree with the projection needs a projection of its own.
 #
 # Used for the whole real-N PPDSparse training that checks the projection (docs/scaling/amazon-670k.md).
 set -euo pipefail
@@ -39,10 +42,15 @@ out, parts, projection, algo = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.a
 # Each sitting's speed probe against the projection's run of the same labels.
 reference = os.path.join(os.path.dirname(projection), f"{algo}__labels-0-16.json") if projection else ""
 if reference and os.path.exists(reference):
-    ref = sum(p["busy_s"] for p in json.load(open(reference))["profile"])
+    def busy_s(f):
+        return sum(p["busy_s"] for p in json.load(open(f))["profile"])
     for f in sorted(glob.glob(f"{out}/probe-*.json")):
-        busy = sum(p["busy_s"] for p in json.load(open(f))["profile"])
-        print(f"{os.path.basename(f)}: labels 0:16 in {busy:.1f} worker-s, {busy / ref:.2f} times the projection's {ref:.1f}")
+        m = re.search(r"-tail-(\d+)-(\d+)\.json$", f)
+        lo, hi = (m[1], m[2]) if m else ("0", "16")
+        ref = os.path.join(os.path.dirname(projection), f"{algo}__labels-{lo}-{hi}.json")
+        if os.path.exists(ref):
+            busy, r = busy_s(f), busy_s(ref)
+            print(f"{os.path.basename(f)}: labels {lo}:{hi} in {busy:.1f} worker-s, {busy / r:.2f} times the projection's {r:.1f}")
 # The projection's strata: (from, to, core-s a label).
 strata = []
 if projection:
@@ -94,9 +102,17 @@ PY
 left_parts=0
 for ((k = 0; k < parts; k++)); do done_part "$k" || left_parts=1; done
 if [ -n "$projection" ] && ((left_parts)) && ((end - $(date +%s) >= 120)); then
-	"$xmc" train --ranks 1 --threads "$threads" --algo "$algo" --data "$data" --seed 1 --label-range 0:16 \
-		--labels-per-unit 1 --model-out "$out/probe.model" --checkpoint none \
-		--summary "$out/probe-$(date +%Y%m%dT%H%M).json" >"$out/probe.log" 2>&1
+	stamp=$(date +%Y%m%dT%H%M)
+	probe() { # probe RANGE NAME
+		"$xmc" train --ranks 1 --threads "$threads" --algo "$algo" --data "$data" --seed 1 --label-range "$1" \
+			--labels-per-unit 1 --model-out "$out/probe.model" --checkpoint none \
+			--summary "$out/$2.json" >"$out/probe.log" 2>&1
+	}
+	probe 0:16 "probe-$stamp"
+	# The last stratum's sample ranges: the line above "a run's overhead".
+	for r in $(grep -B1 "a run's overhead" "$projection" | head -1 | awk '{for (i = 2; i <= NF - 3; i++) print $i}'); do
+		probe "$r" "probe-$stamp-tail-${r/:/-}"
+	done
 fi
 
 for ((k = 0; k < parts; k++)); do
