@@ -22,25 +22,10 @@ func TestFingerprint(t *testing.T) {
 		}
 		return h.Sum32()
 	}
-	dataset := func(rows, nnz int) *data.Dataset {
-		d := &data.Dataset{X: data.CSR{Rows: rows, Cols: nnz + 1, Indptr: make([]int64, rows+1)},
-			Y: data.CSR{Rows: rows, Cols: 3, Indptr: make([]int64, rows+1)}}
-		for i := range rows {
-			for k := range nnz {
-				d.X.Indices = append(d.X.Indices, int32(k))
-				d.X.Values = append(d.X.Values, float32(i*nnz+k)/7)
-			}
-			d.X.Indptr[i+1] = int64(len(d.X.Indices))
-			d.Y.Indices = append(d.Y.Indices, int32(i%3))
-			d.Y.Values = append(d.Y.Values, 1)
-			d.Y.Indptr[i+1] = int64(len(d.Y.Indices))
-		}
-		return d
-	}
 	params := map[string]int{"trees": 3}
 	seen := map[string]bool{}
 	for _, size := range []struct{ rows, nnz int }{{0, 0}, {1, 1}, {3, 5}, {100, 200}, {9, 16384}} {
-		d := dataset(size.rows, size.nnz)
+		d := fingerprintData(size.rows, size.nnz)
 		if got, want := dataCRC(d), reference(d); got != want {
 			t.Errorf("%d rows x %d: data CRC %08x, binary.Write gives %08x", size.rows, size.nnz, got, want)
 		}
@@ -96,23 +81,29 @@ func TestUnitLayout(t *testing.T) {
 // BenchmarkDataCRC times the data's CRC, which every rank computes when it
 // starts: 4M feature entries here, 37M at Amazon-670K's real size.
 func BenchmarkDataCRC(b *testing.B) {
-	const rows, perRow = 200_000, 20
-	d := &data.Dataset{X: data.CSR{Rows: rows, Cols: 1 << 17, Indptr: make([]int64, rows+1)},
-		Y: data.CSR{Rows: rows, Cols: 1 << 10, Indptr: make([]int64, rows+1)}}
-	for i := range rows {
-		for k := range perRow {
-			d.X.Indices = append(d.X.Indices, int32((i*7919+k*104729)%(1<<17)))
-			d.X.Values = append(d.X.Values, float32(k+1)/float32(perRow))
-		}
-		d.X.Indptr[i+1] = int64(len(d.X.Indices))
-		d.Y.Indices = append(d.Y.Indices, int32(i%(1<<10)))
-		d.Y.Values = append(d.Y.Values, 1)
-		d.Y.Indptr[i+1] = int64(len(d.Y.Indices))
-	}
+	d := fingerprintData(200_000, 20)
 	b.SetBytes(int64(8 * (len(d.X.Indices) + len(d.Y.Indices))))
 	for b.Loop() {
 		dataCRC(d)
 	}
+}
+
+// fingerprintData returns rows rows of nnz features each and one of 3
+// labels.
+func fingerprintData(rows, nnz int) *data.Dataset {
+	d := &data.Dataset{X: data.CSR{Rows: rows, Cols: nnz + 1, Indptr: make([]int64, rows+1)},
+		Y: data.CSR{Rows: rows, Cols: 3, Indptr: make([]int64, rows+1)}}
+	for i := range rows {
+		for k := range nnz {
+			d.X.Indices = append(d.X.Indices, int32(k))
+			d.X.Values = append(d.X.Values, float32(i*nnz+k)/7)
+		}
+		d.X.Indptr[i+1] = int64(len(d.X.Indices))
+		d.Y.Indices = append(d.Y.Indices, int32(i%3))
+		d.Y.Values = append(d.Y.Values, 1)
+		d.Y.Indptr[i+1] = int64(len(d.Y.Indices))
+	}
+	return d
 }
 
 // BenchmarkUnitLayout times the layout of a million units, one label each.

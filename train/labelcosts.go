@@ -101,7 +101,7 @@ func (c *LabelCosts) next() int {
 	if len(c.Strata) == 0 {
 		return 0
 	}
-	return c.Strata[len(c.Strata)-1].To
+	return c.Labels()
 }
 
 func parseStratum(text string) (LabelStratum, error) {
