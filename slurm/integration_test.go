@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"xmc/data"
 )
 
 // The integration test runs xmc through a real single-node Slurm cluster
@@ -274,24 +277,44 @@ func (c *cluster) testScaling(t *testing.T) {
 	}
 }
 
-// testLabelRanges trains DiSMEC's labels in 3 ranges as a job array and
-// joins them in a merge job that depends on it: the merged model is the
-// model of one training of every label.
+// testLabelRanges trains DiSMEC's labels in 3 ranges as a job array, cut
+// by a label-costs file (train --label-costs), and joins them in a merge job
+// that depends on it: the tasks' logs show the cut the costs make, and the
+// merged model is the model of one training of every label.
 func (c *cluster) testLabelRanges(t *testing.T) {
 	dir := t.TempDir()
 	data := "testdata/delicious/train.txt"
 	merged, whole := filepath.Join(dir, "merged.model"), filepath.Join(dir, "whole.model")
+	// The first 8 labels cost a million times the rest: parts 0 and 1 hold
+	// a few of them each, where the estimate in positives gives part 0 a
+	// third of the cost, hundreds of labels.
+	labels := labelsWithPositives(t, filepath.Join(c.root, data))
+	costs := filepath.Join(dir, "costs.txt")
+	text := fmt.Sprintf("# Delicious, by hand\n0 8 1000\n8 16 0.001\n16 %d 0.001\n", labels)
+	if err := os.WriteFile(costs, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	args := append(c.submitArgs(filepath.Join(dir, "range-%A_%a.out")), "--array", "0-2", "--then-merge", merged, "--",
 		"train", "--algo", "dismec", "--data", data, "--checkpoint", "none",
-		"--label-range", "{task}/3", "--model-out", filepath.Join(dir, "range-{task}.model"))
+		"--label-range", "{task}/3", "--label-costs", costs, "--model-out", filepath.Join(dir, "range-{task}.model"))
 	start := time.Now()
 	stdout, stderr, code := c.run(t, append(args, c.ranks...)...)
 	t.Logf("xmc slurm submit --array --then-merge --wait: %.1f s", time.Since(start).Seconds())
 	if code != 0 {
 		t.Fatalf("xmc slurm submit exited %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
 	}
-	if ids := strings.Fields(stdout); len(ids) != 2 {
+	ids := strings.Fields(stdout)
+	if len(ids) != 2 {
 		t.Fatalf("stdout %q, want the array's and the merge's job ids", stdout)
+	}
+	// Each task logs its range: part 0 ends within the costly head.
+	out, err := os.ReadFile(filepath.Join(dir, "range-"+ids[0]+"_0.out"))
+	m := regexp.MustCompile(`training a label range from=0 to=(\d+) of=(\d+)`).FindSubmatch(out)
+	if err != nil || m == nil {
+		t.Fatalf("task 0's output (%v) has no label range from 0:\n%s", err, out)
+	}
+	if to, _ := strconv.Atoi(string(m[1])); to > 8 || string(m[2]) != strconv.Itoa(labels) {
+		t.Errorf("task 0 trained labels 0:%s of %s; want at most 8 of %d, cut by the costs", m[1], m[2], labels)
 	}
 	if _, stderr, code := c.run(t, "train", "--algo", "dismec", "--data", data, "--checkpoint", "none", "--model-out", whole); code != 0 {
 		t.Fatalf("xmc train: exit %d: %s", code, stderr)
@@ -301,6 +324,21 @@ func (c *cluster) testLabelRanges(t *testing.T) {
 	if errA != nil || errB != nil || !bytes.Equal(a, b) {
 		t.Errorf("the merged model differs from one training's (%v, %v)", errA, errB)
 	}
+}
+
+// labelsWithPositives returns how many labels of the dataset at path have
+// a positive row: the labels a label-costs file covers.
+func labelsWithPositives(t *testing.T, path string) int {
+	t.Helper()
+	d, err := data.ReadFile(path, data.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, count := range data.LabelCounts(&d.Y) {
+		n += min(int(count), 1)
+	}
+	return n
 }
 
 // testRequeue submits a training requeued to resume (--requeue), stops its
