@@ -234,6 +234,34 @@ func TestScaleCommand(t *testing.T) {
 		t.Errorf("report's rows differ from scale's:\n%+v\n%+v", r.Rows, s.Rows)
 	}
 	checkPlots(t, again, append(written[:0:0], filepath.Join(again, "speedup.png"), filepath.Join(again, "speedup.svg")), "speedup")
+
+	// Several directories: each study into a folder named after its
+	// directory, and their overview beside them; --out is then needed.
+	second := filepath.Join(t.TempDir(), "second")
+	if err := os.Symlink(out, second); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := runBench(t, "report", out, second); code == 0 || !strings.Contains(errOut, "--out") {
+		t.Errorf("report of two directories without --out: exit %d\n%s", code, errOut)
+	}
+	both := filepath.Join(t.TempDir(), "both")
+	table = mustBench(t, "report", "--out", both, out, second)
+	for _, name := range []string{filepath.Base(out), "second"} {
+		var r Scaling
+		readJSON(t, filepath.Join(both, name, "scaling.json"), &r)
+		if !reflect.DeepEqual(r.Rows, s.Rows) {
+			t.Errorf("report's study %s differs from scale's", name)
+		}
+	}
+	var o Overview
+	readJSON(t, filepath.Join(both, "overview.json"), &o)
+	if len(o.Studies) != 2 || o.Studies[1].Name != "second" || o.Studies[1].Cores != 2 {
+		t.Errorf("overview %+v, want two studies at 2 cores, the second named second", o)
+	}
+	checkPlots(t, both, []string{filepath.Join(both, "overview.png"), filepath.Join(both, "overview.svg")}, "overview")
+	if !strings.Contains(table, "== overview") {
+		t.Errorf("report's output lacks the overview:\n%s", table)
+	}
 }
 
 // writeFakeReference writes a test double of a reference XMC program: a

@@ -35,7 +35,7 @@ func commands() []cli.Command {
 	return []cli.Command{
 		{Name: "scale", Summary: "strong scaling on this machine over a grid of ranks × threads, with tables and plots", Run: runScale},
 		{Name: "compare", Summary: "run the C++ DXML program (or another reference) and xmc on the same problem and compare", Run: runCompare},
-		{Name: "report", Summary: "tabulate and plot the run summaries in a directory (e.g. from a Slurm scaling sweep)", Run: runReport},
+		{Name: "report", Summary: "tabulate and plot the run summaries in a directory (e.g. from a Slurm scaling sweep), or in several side by side", Run: runReport},
 		{Name: "accuracy", Summary: "train every algorithm on every data set of a directory with several seeds: P@k, PSP@k, time and memory", Run: runAccuracy},
 		{Name: "shapes", Summary: "costs at the shapes of EURLex-4K, Wiki10-31K, Amazon-670K (generated data), and against the number of labels", Run: runShapes},
 		{Name: "project", Summary: "project the core-seconds of a one-vs-all training of every label from trained samples of head, torso and tail labels", Run: runProject},
@@ -409,42 +409,6 @@ func datasetNames(dir string) []string {
 		names = append(names, s.Name)
 	}
 	return names
-}
-
-func runReport(args []string) error {
-	fs := newFlagSet("report", "report [--out DIR] SUMMARY_DIR")
-	var out string
-	fs.StringVar(&out, "out", "", "write scaling.json, scaling.csv and the plots to `DIR` (default: SUMMARY_DIR)")
-	if err := cli.Parse(fs, args, true); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		fmt.Fprintf(fs.Output(), "xmc-bench report: give one directory of run summaries\n")
-		fs.Usage()
-		return errUsage
-	}
-	dir := fs.Arg(0)
-	if out == "" {
-		out = dir
-	}
-	runs, skipped, err := bench.LoadSummaries(dir)
-	if err != nil {
-		return err
-	}
-	for _, s := range skipped {
-		fmt.Fprintf(os.Stderr, "skipped %s\n", s)
-	}
-	if len(runs) == 0 {
-		return fmt.Errorf("no run summaries in %s (write them with xmc train --summary FILE)", dir)
-	}
-	s, err := bench.Aggregate(runs)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return err
-	}
-	return writeScaling(s, out)
 }
 
 // study is the result of a benchmark (a scaling study, a comparison, an
