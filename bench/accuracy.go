@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -289,12 +288,7 @@ func (a *Accuracy) WriteTable(w io.Writer) error {
 
 // WriteJSON writes the study as indented JSON.
 func (a *Accuracy) WriteJSON(w io.Writer) error {
-	b, err := json.MarshalIndent(a, "", "  ")
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(append(b, '\n'))
-	return err
+	return writeJSON(w, a, "accuracy")
 }
 
 // WriteCSV writes a line per row: data set, label, seeds, then mean and sd

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -513,12 +512,7 @@ func compareRows(xmc, ref []RunResult) []CompareRow {
 
 // WriteJSON writes the comparison, runs included, as indented JSON.
 func (c *Comparison) WriteJSON(w io.Writer) error {
-	b, err := json.MarshalIndent(c, "", "  ")
-	if err != nil {
-		return fmt.Errorf("comparison json: %w", err)
-	}
-	_, err = w.Write(append(b, '\n'))
-	return err
+	return writeJSON(w, c, "comparison")
 }
 
 // WriteCSV writes one line per compared quantity.

@@ -3,9 +3,7 @@ package bench
 import (
 	"bytes"
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
-	"image/color"
 	"io"
 	"path/filepath"
 	"slices"
@@ -118,12 +116,7 @@ func (o *Overview) WriteTable(w io.Writer) error {
 
 // WriteJSON writes the overview as indented JSON.
 func (o *Overview) WriteJSON(w io.Writer) error {
-	b, err := json.MarshalIndent(o, "", "  ")
-	if err != nil {
-		return fmt.Errorf("overview json: %w", err)
-	}
-	_, err = w.Write(append(b, '\n'))
-	return err
+	return writeJSON(w, o, "overview")
 }
 
 // WriteCSV writes one line per study and layout, as WriteTable.
@@ -195,14 +188,9 @@ func (o *Overview) Plot(dir string) ([]string, error) {
 		names[s] = st.Name
 	}
 	p.NominalX(names...)
-	ideal, err := plotter.NewLine(plotter.XYs{{X: -0.5, Y: 1}, {X: float64(len(o.Studies)) - 0.5, Y: 1}})
-	if err != nil {
+	if err := addLevel(p, len(o.Studies), 1, "ideal"); err != nil {
 		return nil, fmt.Errorf("plot overview: %w", err)
 	}
-	ideal.Color = color.Gray{Y: 128}
-	ideal.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
-	p.Add(ideal)
-	p.Legend.Add("ideal", ideal)
 	p.Y.Min, p.Y.Max = 0, 1.6 // the top left free for the legend
 	return savePlot(p, filepath.Join(dir, "overview"))
 }

@@ -326,17 +326,27 @@ func (c *Comparison) Plot(dir string) ([]string, error) {
 	bars.Color = plotutil.Color(0)
 	bars.LineStyle.Width = 0
 	p.Add(bars)
-	parity, err := plotter.NewLine(plotter.XYs{{X: -0.5, Y: 1}, {X: float64(len(ratios)) - 0.5, Y: 1}})
-	if err != nil {
+	if err := addLevel(p, len(ratios), 1, "parity"); err != nil {
 		return nil, fmt.Errorf("plot comparison: %w", err)
 	}
-	parity.Color = color.Gray{Y: 64}
-	parity.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-	p.Add(parity)
-	p.Legend.Add("parity", parity)
 	p.Legend.Top = true
 	p.NominalX(names...)
 	p.X.Tick.Label.Rotation = 0.35
 	p.X.Tick.Label.XAlign = draw.XRight
 	return savePlot(p, filepath.Join(dir, "compare"))
+}
+
+// addLevel draws across a bar chart of n bars (or groups) a dashed line at
+// y, named name in the legend: the parity or the ideal the bars are read
+// against.
+func addLevel(p *plot.Plot, n int, y float64, name string) error {
+	l, err := plotter.NewLine(plotter.XYs{{X: -0.5, Y: y}, {X: float64(n) - 0.5, Y: y}})
+	if err != nil {
+		return err
+	}
+	l.Color = color.Gray{Y: 64}
+	l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+	p.Add(l)
+	p.Legend.Add(name, l)
+	return nil
 }

@@ -470,12 +470,7 @@ func sortMetricKeys(keys []string) []string {
 
 // WriteJSON writes the study as indented JSON.
 func (s *Scaling) WriteJSON(w io.Writer) error {
-	b, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		return fmt.Errorf("scaling json: %w", err)
-	}
-	_, err = w.Write(append(b, '\n'))
-	return err
+	return writeJSON(w, s, "scaling")
 }
 
 // WriteCSV writes one line per layout: the layout, every phase's median,

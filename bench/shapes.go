@@ -3,7 +3,6 @@ package bench
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -323,12 +322,7 @@ func (st *ShapesStudy) WriteTable(w io.Writer) error {
 
 // WriteJSON writes the study as indented JSON.
 func (st *ShapesStudy) WriteJSON(w io.Writer) error {
-	b, err := json.MarshalIndent(st, "", "  ")
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(append(b, '\n'))
-	return err
+	return writeJSON(w, st, "shapes")
 }
 
 // WriteCSV writes a line per run.
